@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# build-kernelboot.sh: builds Hangar's fast test guest from Debian packages.
+#
+# Outputs (under _output/guest/, git-ignored):
+#   kernelboot/vmlinux              uncompressed kernel; QEMU boots it via PVH
+#   kernelboot/initramfs.cpio.gz    busybox initramfs (see initramfs/init)
+#   kernelboot-rootfs/boot/{vmlinux,initramfs.cpio.gz}
+#                                   the same two files in the layout of a
+#                                   KubeVirt kernelBoot container image
+#                                   (kernelPath=/boot/vmlinux,
+#                                    initrdPath=/boot/initramfs.cpio.gz)
+#
+# Inputs: linux-image-amd64 and busybox-static from apt, and the files in
+# hack/guest/initramfs/. The build is skipped when a stamp of the package
+# versions and of these files matches the previous build; FORCE=1 rebuilds.
+set -euo pipefail
+
+GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$GUEST_DIR/../.." && pwd)
+OUTPUT_DIR=${OUTPUT_DIR:-$REPO_ROOT/_output/guest}
+KERNELBOOT_DIR=$OUTPUT_DIR/kernelboot
+ROOTFS_DIR=$OUTPUT_DIR/kernelboot-rootfs
+STAMP_FILE=$KERNELBOOT_DIR/.inputs
+
+readonly PACKAGES=(linux-image-amd64 busybox-static xz-utils cpio gzip kmod qemu-system-x86)
+
+# Modules the guest loads at boot, by purpose; dependencies are added at
+# build time. "net" brings up eth0 (virtio-net as KubeVirt's default model,
+# e1000 as the common alternative); "block" mounts a root disk for the
+# containerDisk mode (virtio-blk/virtio-scsi disks with ext4).
+readonly NET_MODULES=(virtio_pci virtio_net e1000)
+readonly BLOCK_MODULES=(virtio_pci virtio_blk virtio_scsi sd_mod crc32c_generic ext4)
+
+SCRIPT_START=$(date +%s.%N)
+
+log() { echo "build-kernelboot: $*" >&2; }
+
+elapsed_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# run_step NAME FUNCTION [ARGS...]: runs one build step and reports how long
+# it took, so slow steps are visible in CI logs.
+run_step() {
+  local name=$1 start
+  shift
+  start=$(date +%s.%N)
+  log "step '$name' ..."
+  "$@"
+  log "step '$name' done in $(elapsed_since "$start")s"
+}
+
+package_installed() {
+  [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
+}
+
+install_packages() {
+  local missing=() package
+  for package in "${PACKAGES[@]}"; do
+    package_installed "$package" || missing+=("$package")
+  done
+  if (( ${#missing[@]} == 0 )); then
+    log "packages already installed: ${PACKAGES[*]}"
+    return 0
+  fi
+  log "installing ${missing[*]}"
+  apt-get update -qq
+  # No recommends: the kernel would pull firmware and the initramfs
+  # tooling would pull more than this guest needs.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# kernel_release: the release (e.g. 6.1.0-56-amd64) that linux-image-amd64
+# points at now, so an older kernel left in /boot is never picked up.
+kernel_release() {
+  dpkg-query -W -f='${Depends}' linux-image-amd64 \
+    | tr ',|' '\n\n' | sed -n 's/^ *linux-image-\([^ ]*\).*/\1/p' | head -n1
+}
+
+# inputs_fingerprint: everything a rebuild depends on, one line each.
+inputs_fingerprint() {
+  local release=$1
+  dpkg-query -W -f='${Package} ${Version}\n' linux-image-amd64 "linux-image-$release" busybox-static
+  (cd "$GUEST_DIR" && sha256sum build-kernelboot.sh vmlinux-from-bzimage.sh initramfs/*)
+}
+
+extract_vmlinux() {
+  local release=$1
+  "$GUEST_DIR/vmlinux-from-bzimage.sh" "/boot/vmlinuz-$release" "$KERNELBOOT_DIR/vmlinux"
+}
+
+# module_closure RELEASE MODULE...: the modules and their dependencies, each
+# after what it depends on, one "name path" line each. Built-in modules
+# (filename "(builtin)") are left out.
+module_closure() {
+  local release=$1
+  shift
+  declare -A seen=()
+  visit() {
+    local name=${1//-/_} file deps dep
+    [[ -n "${seen[$name]:-}" ]] && return 0
+    seen[$name]=1
+    file=$(modinfo -k "$release" -F filename "$name" 2>/dev/null | head -n1) || true
+    if [[ -z "$file" ]]; then
+      log "module $name not found for $release"
+      return 1
+    fi
+    [[ "$file" == "(builtin)" ]] && return 0
+    deps=$(modinfo -k "$release" -F depends "$name" | tr ',' ' ')
+    for dep in $deps; do
+      visit "$dep"
+    done
+    echo "$name $file"
+  }
+  local module
+  for module in "$@"; do
+    visit "$module"
+  done
+}
+
+# install_module_set RELEASE STAGING SET MODULE...: copies a module set into
+# the initramfs with its load order in /lib/modules/hangar/SET.order.
+install_module_set() {
+  local release=$1 staging=$2 set=$3
+  shift 3
+  local dir=$staging/lib/modules/hangar name file
+  mkdir -p "$dir"
+  : > "$dir/$set.order"
+  while read -r name file; do
+    cp "$file" "$dir/$name.ko"
+    echo "$name" >> "$dir/$set.order"
+  done < <(module_closure "$release" "$@")
+}
+
+build_initramfs() {
+  local release=$1 staging
+  staging=$(mktemp -d "$KERNELBOOT_DIR/initramfs.XXXXXX")
+
+  mkdir -p "$staging"/{bin,sbin,usr/bin,usr/sbin,etc/udhcpc,proc,sys,dev,run,tmp,root,newroot}
+  chmod 1777 "$staging/tmp"
+  cp /bin/busybox "$staging/bin/busybox"
+  # Links for every applet, made here rather than at boot: one less step on
+  # the path to the banner. The host's busybox-static is the same binary.
+  local applet
+  for applet in $(/bin/busybox --list-full); do
+    [[ "$applet" == bin/busybox ]] && continue
+    ln -sf /bin/busybox "$staging/$applet"
+  done
+
+  install -m 0755 "$GUEST_DIR/initramfs/init" "$staging/init"
+  install -m 0755 "$GUEST_DIR/initramfs/hangar.script" "$staging/etc/udhcpc/hangar.script"
+  install -m 0644 "$GUEST_DIR/initramfs/inittab" "$staging/etc/inittab"
+  install -m 0644 "$GUEST_DIR/initramfs/profile" "$staging/etc/profile"
+  echo 'root:x:0:0:root:/root:/bin/sh' > "$staging/etc/passwd"
+  echo 'root:x:0:' > "$staging/etc/group"
+  echo 'tty:x:5:' >> "$staging/etc/group"
+  echo localhost > "$staging/etc/hostname"
+
+  install_module_set "$release" "$staging" net "${NET_MODULES[@]}"
+  install_module_set "$release" "$staging" block "${BLOCK_MODULES[@]}"
+
+  # Sorted names and root ownership keep the archive the same from one build
+  # to the next.
+  (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort \
+    | cpio --quiet -o -H newc -R 0:0 --reproducible) \
+    | gzip -9 -n > "$KERNELBOOT_DIR/initramfs.cpio.gz"
+  rm -rf "$staging"
+}
+
+# package_rootfs: the kernelBoot container image layout. Hard links when the
+# file system allows it, so the layout costs no space.
+package_rootfs() {
+  rm -rf "$ROOTFS_DIR"
+  mkdir -p "$ROOTFS_DIR/boot"
+  local file
+  for file in vmlinux initramfs.cpio.gz; do
+    ln "$KERNELBOOT_DIR/$file" "$ROOTFS_DIR/boot/$file" 2>/dev/null \
+      || cp "$KERNELBOOT_DIR/$file" "$ROOTFS_DIR/boot/$file"
+  done
+}
+
+report() {
+  local release=$1
+  log "kernel $release"
+  ls -l "$KERNELBOOT_DIR/vmlinux" "$KERNELBOOT_DIR/initramfs.cpio.gz" "/boot/vmlinuz-$release" \
+    | awk '{ printf "build-kernelboot: %-60s %8.1f MiB\n", $NF, $5 / 1048576 }' >&2
+  log "total $(elapsed_since "$SCRIPT_START")s"
+}
+
+main() {
+  run_step "install packages" install_packages
+  local release
+  release=$(kernel_release)
+  [[ -n "$release" && -r "/boot/vmlinuz-$release" ]] || { log "no kernel image for linux-image-amd64"; exit 1; }
+  mkdir -p "$KERNELBOOT_DIR"
+
+  local fingerprint
+  fingerprint=$(inputs_fingerprint "$release")
+  if [[ "${FORCE:-0}" != 1 && -f "$STAMP_FILE" && "$(cat "$STAMP_FILE")" == "$fingerprint" \
+        && -s "$KERNELBOOT_DIR/vmlinux" && -s "$KERNELBOOT_DIR/initramfs.cpio.gz" \
+        && -e "$ROOTFS_DIR/boot/vmlinux" ]]; then
+    log "inputs unchanged, nothing to rebuild (FORCE=1 rebuilds)"
+    report "$release"
+    return 0
+  fi
+  rm -f "$STAMP_FILE"
+
+  run_step "extract vmlinux" extract_vmlinux "$release"
+  run_step "build initramfs" build_initramfs "$release"
+  run_step "package kernelBoot rootfs" package_rootfs
+  echo "$fingerprint" > "$STAMP_FILE"
+  report "$release"
+}
+
+main "$@"
