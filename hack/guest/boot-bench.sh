@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# boot-bench.sh [RUNS]: the bare-QEMU baseline for Hangar's boot benchmarks.
+#
+# Boots the kernelBoot test guest (build-kernelboot.sh) RUNS times (default
+# 10) with plain qemu-system-x86_64 under TCG and measures, with bootwait,
+# the wall time from QEMU's start to the HANGAR-GUEST-READY line on the
+# serial console; after each banner it types a command on the console and
+# fails unless the answer comes back. Prints, for example:
+#
+#   bare-qemu boot-to-banner: n=10 median=2.05s p95=2.31s min=1.98s max=2.33s
+#   bare-qemu console-roundtrip: n=10 median=0.12s p95=0.20s min=0.10s max=0.21s
+#
+# Settings (environment):
+#   CONSOLE=stdio|socket  stdio: -nographic, the console on QEMU's stdio
+#                         (default); socket: -serial unix:PATH, QEMU dials
+#                         bootwait's socket, as a launcher would read it
+#   NIC=none|virtio       no NIC (default), or user-mode virtio-net, which
+#                         also exercises the guest's DHCP
+#   MACHINE=pc            QEMU machine type (q35 is what KubeVirt uses)
+#   MEMORY=128            guest memory in MiB (the kernel needs >= 96)
+#   APPEND_EXTRA=         more kernel parameters (e.g. hostname=bench)
+#   TIMEOUT=120s          per-boot limit for the banner
+set -euo pipefail
+
+GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$GUEST_DIR/../.." && pwd)
+OUTPUT_DIR=${OUTPUT_DIR:-$REPO_ROOT/_output/guest}
+KERNELBOOT_DIR=$OUTPUT_DIR/kernelboot
+BENCH_DIR=$OUTPUT_DIR/boot-bench
+BOOTWAIT=$OUTPUT_DIR/bin/bootwait
+
+RUNS=${1:-${RUNS:-10}}
+CONSOLE=${CONSOLE:-stdio}
+NIC=${NIC:-none}
+MACHINE=${MACHINE:-pc}
+MEMORY=${MEMORY:-128}
+APPEND_EXTRA=${APPEND_EXTRA:-}
+TIMEOUT=${TIMEOUT:-120s}
+
+log() { echo "boot-bench: $*" >&2; }
+
+build_inputs() {
+  "$GUEST_DIR/build-kernelboot.sh"
+  mkdir -p "$(dirname "$BOOTWAIT")"
+  (cd "$REPO_ROOT" && go build -o "$BOOTWAIT" ./hack/guest/bootwait)
+}
+
+# qemu_command SOCKET: the QEMU command line of one boot.
+qemu_command() {
+  local socket=$1
+  local cmd=(qemu-system-x86_64 -machine "$MACHINE" -accel tcg -m "$MEMORY" -smp 1 -no-reboot
+    -kernel "$KERNELBOOT_DIR/vmlinux" -initrd "$KERNELBOOT_DIR/initramfs.cpio.gz"
+    -append "console=ttyS0 quiet no_timer_check $APPEND_EXTRA")
+  case "$CONSOLE" in
+    stdio) cmd+=(-nographic) ;;
+    socket) cmd+=(-display none -monitor none -serial "unix:$socket") ;;
+    *) log "unknown CONSOLE=$CONSOLE"; exit 2 ;;
+  esac
+  case "$NIC" in
+    none) cmd+=(-nic none) ;;
+    virtio) cmd+=(-nic user,model=virtio-net-pci) ;;
+    *) log "unknown NIC=$NIC"; exit 2 ;;
+  esac
+  printf '%s\n' "${cmd[@]}"
+}
+
+# boot_once N: one measured boot; appends "banner roundtrip" to the results.
+boot_once() {
+  local run=$1 socket=$BENCH_DIR/serial.sock source
+  local -a qemu
+  mapfile -t qemu < <(qemu_command "$socket")
+  case "$CONSOLE" in
+    stdio) source=(-stdio) ;;
+    socket) source=(-listen "$socket") ;;
+  esac
+  local line
+  if ! line=$("$BOOTWAIT" "${source[@]}" -timeout "$TIMEOUT" -log "$BENCH_DIR/console-$run.log" -- "${qemu[@]}" 2>"$BENCH_DIR/stderr-$run.log"); then
+    log "boot $run failed:"
+    sed 's/^/  /' "$BENCH_DIR/stderr-$run.log" >&2
+    log "console log: $BENCH_DIR/console-$run.log"
+    return 1
+  fi
+  log "boot $run/$RUNS: $line"
+  # "banner=2.051s roundtrip=0.184s" -> "2.051 0.184"
+  sed -n 's/^banner=\([0-9.]*\)s roundtrip=\([0-9.]*\)s$/\1 \2/p' <<<"$line" >> "$BENCH_DIR/results.txt"
+}
+
+# summarize NAME COLUMN: median and p95 (nearest rank) of one column.
+summarize() {
+  local name=$1 column=$2
+  awk -v c="$column" '{ print $c }' "$BENCH_DIR/results.txt" | sort -g | awk -v name="$name" '
+    { v[NR] = $1 }
+    END {
+      n = NR
+      if (n % 2) median = v[(n + 1) / 2]; else median = (v[n / 2] + v[n / 2 + 1]) / 2
+      rank = int(0.95 * n); if (rank < 0.95 * n) rank++
+      printf "bare-qemu %s: n=%d median=%.2fs p95=%.2fs min=%.2fs max=%.2fs\n", name, n, median, v[rank], v[1], v[n]
+    }'
+}
+
+main() {
+  [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { log "RUNS must be a positive number"; exit 2; }
+  build_inputs
+  rm -rf "$BENCH_DIR"
+  mkdir -p "$BENCH_DIR"
+  log "qemu: $(qemu_command "$BENCH_DIR/serial.sock" | tr '\n' ' ')"
+  log "console=$CONSOLE nic=$NIC machine=$MACHINE memory=${MEMORY}MiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  local run
+  for run in $(seq 1 "$RUNS"); do
+    boot_once "$run"
+  done
+  log "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  summarize boot-to-banner 1
+  summarize console-roundtrip 2
+}
+
+main "$@"
