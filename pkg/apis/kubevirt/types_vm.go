@@ -1,0 +1,176 @@
+package kubevirt
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtualMachine handles the lifecycle of a VirtualMachineInstance: it creates, stops and
+// re-creates the instance as its run strategy says, and keeps the instance's template so the
+// machine survives restarts.
+type VirtualMachine struct {
+	metav1.TypeMeta
+	// Standard object metadata.
+	metav1.ObjectMeta
+	// Spec contains the specification of the VirtualMachineInstance to create.
+	Spec VirtualMachineSpec
+	// Status holds the current state of the VirtualMachine, written by the controller.
+	Status VirtualMachineStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtualMachineList is a list of VirtualMachines.
+type VirtualMachineList struct {
+	metav1.TypeMeta
+	// Standard list metadata.
+	metav1.ListMeta
+	// Items is the list of VirtualMachines.
+	Items []VirtualMachine
+}
+
+// VirtualMachineRunStrategy says when a VirtualMachineInstance of the VirtualMachine should exist.
+type VirtualMachineRunStrategy string
+
+const (
+	// RunStrategyAlways keeps an instance running: it is re-created whenever it stops.
+	RunStrategyAlways VirtualMachineRunStrategy = "Always"
+	// RunStrategyHalted keeps no instance running.
+	RunStrategyHalted VirtualMachineRunStrategy = "Halted"
+	// RunStrategyManual leaves starting and stopping to the start, stop and restart actions.
+	RunStrategyManual VirtualMachineRunStrategy = "Manual"
+	// RunStrategyRerunOnFailure re-creates the instance only after it failed.
+	RunStrategyRerunOnFailure VirtualMachineRunStrategy = "RerunOnFailure"
+	// RunStrategyOnce runs the instance once and never re-creates it.
+	RunStrategyOnce VirtualMachineRunStrategy = "Once"
+)
+
+// VirtualMachineSpec describes how the VirtualMachineInstance of a VirtualMachine is created
+// and when it runs.
+type VirtualMachineSpec struct {
+	// Running controls whether the associated VirtualMachineInstance is created or not.
+	// Deprecated: use runStrategy instead; running and runStrategy are mutually exclusive.
+	Running *bool
+
+	// RunStrategy is the requested running state of the VirtualMachineInstance; mutually
+	// exclusive with running. One of Always, Halted, Manual, RerunOnFailure, Once; Halted
+	// when neither running nor runStrategy is given.
+	RunStrategy *VirtualMachineRunStrategy
+
+	// Template is the VirtualMachineInstance the VirtualMachine creates. Changes take effect
+	// at the next start.
+	Template *VirtualMachineInstanceTemplateSpec
+}
+
+// VirtualMachinePrintableStatus is a human-readable summary of a VirtualMachine's state,
+// shown as STATUS by kubectl get.
+type VirtualMachinePrintableStatus string
+
+const (
+	// VirtualMachineStatusStopped means the VM has no running instance and none is wanted.
+	VirtualMachineStatusStopped VirtualMachinePrintableStatus = "Stopped"
+	// VirtualMachineStatusProvisioning means resources the VM needs are being prepared.
+	VirtualMachineStatusProvisioning VirtualMachinePrintableStatus = "Provisioning"
+	// VirtualMachineStatusStarting means an instance was created and is not running yet.
+	VirtualMachineStatusStarting VirtualMachinePrintableStatus = "Starting"
+	// VirtualMachineStatusRunning means the instance is running.
+	VirtualMachineStatusRunning VirtualMachinePrintableStatus = "Running"
+	// VirtualMachineStatusPaused means the instance is paused.
+	VirtualMachineStatusPaused VirtualMachinePrintableStatus = "Paused"
+	// VirtualMachineStatusStopping means the instance is shutting down.
+	VirtualMachineStatusStopping VirtualMachinePrintableStatus = "Stopping"
+	// VirtualMachineStatusTerminating means the VM is being deleted.
+	VirtualMachineStatusTerminating VirtualMachinePrintableStatus = "Terminating"
+	// VirtualMachineStatusCrashLoopBackOff means instances keep failing and the next start waits.
+	VirtualMachineStatusCrashLoopBackOff VirtualMachinePrintableStatus = "CrashLoopBackOff"
+	// VirtualMachineStatusMigrating means the instance is moving to another node.
+	VirtualMachineStatusMigrating VirtualMachinePrintableStatus = "Migrating"
+	// VirtualMachineStatusUnknown means the state cannot be determined.
+	VirtualMachineStatusUnknown VirtualMachinePrintableStatus = "Unknown"
+	// VirtualMachineStatusUnschedulable means the instance's launcher pod cannot be scheduled.
+	VirtualMachineStatusUnschedulable VirtualMachinePrintableStatus = "ErrorUnschedulable"
+)
+
+// VirtualMachineStatus is the observed state of a VirtualMachine.
+type VirtualMachineStatus struct {
+	// Created means an instance of this VM exists in the cluster.
+	Created bool
+	// Ready means the instance of this VM is running and ready.
+	Ready bool
+	// PrintableStatus is a human-readable summary of the VM's state.
+	PrintableStatus VirtualMachinePrintableStatus
+	// Conditions are the latest observations of the VM's state.
+	Conditions []VirtualMachineCondition
+	// StateChangeRequests are the start and stop requests the controller has yet to carry
+	// out, in order; the start, stop and restart actions append them.
+	StateChangeRequests []VirtualMachineStateChangeRequest
+	// StartFailure tracks consecutive failed starts for the crash-loop back-off.
+	StartFailure *VirtualMachineStartFailure
+	// ObservedGeneration is the VM generation the controller last acted on.
+	ObservedGeneration int64
+	// DesiredGeneration is the VM generation the running instance was created from.
+	DesiredGeneration int64
+	// RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.
+	RunStrategy VirtualMachineRunStrategy
+}
+
+// VirtualMachineConditionType names a VirtualMachine condition.
+type VirtualMachineConditionType string
+
+const (
+	// VirtualMachineFailure means creating or running the instance failed.
+	VirtualMachineFailure VirtualMachineConditionType = "Failure"
+	// VirtualMachineReady mirrors the Ready condition of the instance.
+	VirtualMachineReady VirtualMachineConditionType = "Ready"
+	// VirtualMachinePaused means the instance is paused.
+	VirtualMachinePaused VirtualMachineConditionType = "Paused"
+)
+
+// VirtualMachineCondition is one observation of a VirtualMachine's state.
+type VirtualMachineCondition struct {
+	// Type of the condition.
+	Type VirtualMachineConditionType
+	// Status of the condition: True, False or Unknown.
+	Status corev1.ConditionStatus
+	// LastProbeTime is when the condition was last checked.
+	LastProbeTime metav1.Time
+	// LastTransitionTime is when the condition last changed status.
+	LastTransitionTime metav1.Time
+	// Reason is a one-word CamelCase reason for the condition's last transition.
+	Reason string
+	// Message is a human-readable explanation of the last transition.
+	Message string
+}
+
+// StateChangeRequestAction is the action a state change request asks for.
+type StateChangeRequestAction string
+
+const (
+	// StartRequest asks the controller to create an instance.
+	StartRequest StateChangeRequestAction = "Start"
+	// StopRequest asks the controller to stop the current instance.
+	StopRequest StateChangeRequestAction = "Stop"
+)
+
+// VirtualMachineStateChangeRequest asks the controller to start or stop the VM's instance.
+type VirtualMachineStateChangeRequest struct {
+	// Action is Start or Stop.
+	Action StateChangeRequestAction
+	// Data carries action-specific options, such as a start in the paused state.
+	Data map[string]string
+	// UID is the instance a Stop request is aimed at; a Stop for another instance is dropped.
+	UID *types.UID
+}
+
+// VirtualMachineStartFailure tracks consecutive start failures of a VM.
+type VirtualMachineStartFailure struct {
+	// LastFailedVMIUID is the UID of the instance that failed last.
+	LastFailedVMIUID types.UID
+	// RetryAfterTimestamp is the earliest time the next start is tried.
+	RetryAfterTimestamp *metav1.Time
+	// ConsecutiveFailCount counts failed starts in a row.
+	ConsecutiveFailCount int
+}

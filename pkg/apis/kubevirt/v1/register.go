@@ -1,0 +1,47 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of Hangar's (and KubeVirt's) core kinds.
+const GroupName = "kubevirt.io"
+
+// SchemeGroupVersion is the group version used to register these objects.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1"}
+
+// Resource takes an unqualified resource and returns a group-qualified GroupResource.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+var (
+	// SchemeBuilder collects the functions that add this version to a scheme.
+	SchemeBuilder      runtime.SchemeBuilder
+	localSchemeBuilder = &SchemeBuilder
+	// AddToScheme adds this version's types, conversions and defaults to a scheme.
+	AddToScheme = localSchemeBuilder.AddToScheme
+)
+
+func init() {
+	// Generated conversion and defaulting functions register themselves in their own init.
+	localSchemeBuilder.Register(addKnownTypes, RegisterDefaults)
+}
+
+// KnownTypes lists the kinds of this version; v1alpha3 registers the very same Go types,
+// as KubeVirt does, so both versions share one schema.
+func KnownTypes() []runtime.Object {
+	return []runtime.Object{
+		&VirtualMachine{}, &VirtualMachineList{},
+		&VirtualMachineInstance{}, &VirtualMachineInstanceList{},
+		&VirtualMachineInstanceReplicaSet{}, &VirtualMachineInstanceReplicaSetList{},
+	}
+}
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, KnownTypes()...)
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,635 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtualMachineInstance is a running virtual machine: one guest in one launcher pod.
+type VirtualMachineInstance struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec is the specification of the guest. It cannot change after creation.
+	Spec VirtualMachineInstanceSpec `json:"spec"`
+	// Status is the observed state of the guest, written by the controller and the node agent.
+	// +optional
+	Status VirtualMachineInstanceStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtualMachineInstanceList is a list of VirtualMachineInstances.
+type VirtualMachineInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items is the list of VirtualMachineInstances.
+	Items []VirtualMachineInstance `json:"items"`
+}
+
+// VirtualMachineInstanceTemplateSpec describes the VirtualMachineInstances a VirtualMachine or
+// a VirtualMachineInstanceReplicaSet creates.
+type VirtualMachineInstanceTemplateSpec struct {
+	// Metadata the created instances get (labels, annotations).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	ObjectMeta metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec of the created instances.
+	// +optional
+	Spec VirtualMachineInstanceSpec `json:"spec,omitempty"`
+}
+
+// EvictionStrategy says what happens to an instance when its node is drained.
+// +enum
+type EvictionStrategy string
+
+const (
+	// EvictionStrategyNone lets the instance be evicted (stopped).
+	EvictionStrategyNone EvictionStrategy = "None"
+	// EvictionStrategyLiveMigrate blocks eviction until the instance is migrated.
+	EvictionStrategyLiveMigrate EvictionStrategy = "LiveMigrate"
+	// EvictionStrategyLiveMigrateIfPossible migrates when possible, else evicts.
+	EvictionStrategyLiveMigrateIfPossible EvictionStrategy = "LiveMigrateIfPossible"
+	// EvictionStrategyExternal blocks eviction and leaves it to an external controller.
+	EvictionStrategyExternal EvictionStrategy = "External"
+)
+
+// VirtualMachineInstanceSpec is the specification of a guest and where it may run.
+type VirtualMachineInstanceSpec struct {
+	// Domain is the virtual hardware of the guest: CPU, memory, firmware and devices.
+	Domain DomainSpec `json:"domain"`
+	// NodeSelector must match a node's labels for the guest to be scheduled there.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Affinity is the scheduling constraints of the guest's launcher pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// SchedulerName is the scheduler of the launcher pod; the default scheduler when empty.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// Tolerations of the launcher pod.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// PriorityClassName of the launcher pod.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// EvictionStrategy says what happens when the node is drained: None, LiveMigrate,
+	// LiveMigrateIfPossible or External.
+	// +optional
+	EvictionStrategy *EvictionStrategy `json:"evictionStrategy,omitempty"`
+	// TerminationGracePeriodSeconds is how long the guest gets to shut down after an ACPI
+	// power-off before it is destroyed. Defaults to 30.
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// Volumes that the guest's disks can use.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	Volumes []Volume `json:"volumes,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	// Hostname of the guest; the instance name when empty.
+	// +optional
+	Hostname string `json:"hostname,omitempty"`
+	// Subdomain makes the guest's fully qualified name <hostname>.<subdomain>.<namespace>.svc.
+	// +optional
+	Subdomain string `json:"subdomain,omitempty"`
+	// Networks the guest's interfaces attach to.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	Networks []Network `json:"networks,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+}
+
+// DomainSpec is the virtual hardware of a guest.
+type DomainSpec struct {
+	// Resources are the compute resources the guest's launcher pod requests.
+	// +optional
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	// CPU topology and model of the guest.
+	// +optional
+	CPU *CPU `json:"cpu,omitempty"`
+	// Memory of the guest.
+	// +optional
+	Memory *Memory `json:"memory,omitempty"`
+	// Machine type of the guest.
+	// +optional
+	Machine *Machine `json:"machine,omitempty"`
+	// Firmware of the guest: UUID, serial number and direct kernel boot.
+	// +optional
+	Firmware *Firmware `json:"firmware,omitempty"`
+	// Features of the guest, such as ACPI.
+	// +optional
+	Features *Features `json:"features,omitempty"`
+	// Devices of the guest: disks, interfaces, console, graphics, RNG.
+	Devices Devices `json:"devices"`
+}
+
+// ResourceRequirements are the compute resources of a guest.
+type ResourceRequirements struct {
+	// Requests is the minimum amount of resources; requests.memory is the guest's memory when
+	// memory.guest is not set.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Limits is the maximum amount of resources.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// OvercommitGuestOverhead leaves the virtualization overhead out of the pod's memory request.
+	// +optional
+	OvercommitGuestOverhead bool `json:"overcommitGuestOverhead,omitempty"`
+}
+
+// CPU is the CPU topology and model of a guest.
+type CPU struct {
+	// Cores per socket. Defaults to 1.
+	// +optional
+	Cores uint32 `json:"cores,omitempty"`
+	// Sockets of the guest. Defaults to 1.
+	// +optional
+	Sockets uint32 `json:"sockets,omitempty"`
+	// Threads per core. Defaults to 1.
+	// +optional
+	Threads uint32 `json:"threads,omitempty"`
+	// Model is the CPU model: host-model, host-passthrough or a named libvirt model.
+	// +optional
+	Model string `json:"model,omitempty"`
+}
+
+// Memory is the memory of a guest.
+type Memory struct {
+	// Guest is the amount of memory the guest sees. Defaults to resources.requests.memory.
+	// +optional
+	Guest *resource.Quantity `json:"guest,omitempty"`
+}
+
+// Machine is the emulated machine type of a guest.
+type Machine struct {
+	// Type is the QEMU machine type, such as q35. Defaults to q35.
+	// +optional
+	Type string `json:"type"`
+}
+
+// Firmware is the firmware of a guest.
+type Firmware struct {
+	// UUID is the guest's SMBIOS UUID, as reported by dmidecode.
+	// +optional
+	UUID types.UID `json:"uuid,omitempty"`
+	// Serial is the guest's SMBIOS serial number.
+	// +optional
+	Serial string `json:"serial,omitempty"`
+	// KernelBoot boots the guest directly from a kernel (and initrd) carried in an image.
+	// +optional
+	KernelBoot *KernelBoot `json:"kernelBoot,omitempty"`
+}
+
+// KernelBoot boots a guest directly from a kernel and an optional initrd.
+type KernelBoot struct {
+	// KernelArgs is the kernel command line; it needs a kernel from container.kernelPath.
+	// +optional
+	KernelArgs string `json:"kernelArgs,omitempty"`
+	// Container is the image that carries the kernel and initrd.
+	// +optional
+	Container *KernelBootContainer `json:"container,omitempty"`
+}
+
+// KernelBootContainer is an image carrying a kernel and an initrd.
+type KernelBootContainer struct {
+	// Image is the container image holding the kernel and initrd.
+	Image string `json:"image"`
+	// ImagePullSecret is the name of the secret used to pull the image.
+	// +optional
+	ImagePullSecret string `json:"imagePullSecret,omitempty"`
+	// KernelPath is the kernel's path inside the image.
+	// +optional
+	KernelPath string `json:"kernelPath,omitempty"`
+	// InitrdPath is the initrd's path inside the image.
+	// +optional
+	InitrdPath string `json:"initrdPath,omitempty"`
+	// ImagePullPolicy is Always, Never or IfNotPresent.
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+}
+
+// Features are hypervisor features exposed to a guest.
+type Features struct {
+	// ACPI lets the guest power off cleanly on request. Enabled by default.
+	// +optional
+	ACPI FeatureState `json:"acpi,omitempty"`
+}
+
+// FeatureState turns a feature on or off.
+type FeatureState struct {
+	// Enabled turns the feature on; true when the feature is given without it.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// Devices are the virtual devices of a guest.
+type Devices struct {
+	// Disks of the guest, each backed by the volume of the same name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	Disks []Disk `json:"disks,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	// Interfaces of the guest, each attached to the network of the same name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	Interfaces []Interface `json:"interfaces,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	// AutoattachPodInterface adds a pod network and interface when none is given. Defaults to true.
+	// +optional
+	AutoattachPodInterface *bool `json:"autoattachPodInterface,omitempty"`
+	// AutoattachGraphicsDevice adds a VNC display. Defaults to true.
+	// +optional
+	AutoattachGraphicsDevice *bool `json:"autoattachGraphicsDevice,omitempty"`
+	// AutoattachSerialConsole adds a serial console. Defaults to true.
+	// +optional
+	AutoattachSerialConsole *bool `json:"autoattachSerialConsole,omitempty"`
+	// Rng adds a virtio random number generator fed from the host.
+	// +optional
+	Rng *Rng `json:"rng,omitempty"`
+}
+
+// Rng is a virtio random number generator.
+type Rng struct{}
+
+// DiskBus is the bus a disk is attached to.
+// +enum
+type DiskBus string
+
+const (
+	// DiskBusVirtio is the paravirtual virtio bus, the default for disks.
+	DiskBusVirtio DiskBus = "virtio"
+	// DiskBusSATA is the SATA bus, the default for CD-ROMs.
+	DiskBusSATA DiskBus = "sata"
+	// DiskBusSCSI is the SCSI bus.
+	DiskBusSCSI DiskBus = "scsi"
+	// DiskBusUSB is the USB bus.
+	DiskBusUSB DiskBus = "usb"
+)
+
+// Disk is a disk of a guest, backed by the volume of the same name.
+type Disk struct {
+	// Name of the disk; a volume of the same name backs it.
+	Name string `json:"name"`
+	// DiskDevice is the kind of device: disk or cdrom.
+	DiskDevice `json:",inline"`
+	// BootOrder is the disk's place in the boot order (1 first). Disks without one are not booted.
+	// +optional
+	BootOrder *uint `json:"bootOrder,omitempty"`
+	// Serial is the disk's serial number.
+	// +optional
+	Serial string `json:"serial,omitempty"`
+}
+
+// DiskDevice is the kind of a disk device; exactly one member is set.
+type DiskDevice struct {
+	// Disk attaches the volume as a disk.
+	// +optional
+	Disk *DiskTarget `json:"disk,omitempty"`
+	// CDRom attaches the volume as a CD-ROM.
+	// +optional
+	CDRom *CDRomTarget `json:"cdrom,omitempty"`
+}
+
+// DiskTarget is a disk device.
+type DiskTarget struct {
+	// Bus is virtio, sata, scsi or usb. Defaults to virtio.
+	// +optional
+	Bus DiskBus `json:"bus,omitempty"`
+	// ReadOnly attaches the disk read-only.
+	// +optional
+	ReadOnly bool `json:"readonly,omitempty"`
+}
+
+// CDRomTarget is a CD-ROM device.
+type CDRomTarget struct {
+	// Bus is sata, scsi or usb. Defaults to sata.
+	// +optional
+	Bus DiskBus `json:"bus,omitempty"`
+	// ReadOnly is always true for a CD-ROM.
+	// +optional
+	ReadOnly *bool `json:"readonly,omitempty"`
+}
+
+// Interface is a network interface of a guest, attached to the network of the same name.
+type Interface struct {
+	// Name of the interface; a network of the same name backs it.
+	Name string `json:"name"`
+	// Model is the emulated NIC model. Defaults to virtio.
+	// +optional
+	Model string `json:"model,omitempty"`
+	// InterfaceBindingMethod is how the interface is bound to the pod network.
+	InterfaceBindingMethod `json:",inline"`
+	// Ports are forwarded to the guest by the masquerade binding; all ports when empty.
+	// +optional
+	// +listType=atomic
+	Ports []Port `json:"ports,omitempty"`
+	// MacAddress of the interface, such as de:ad:00:00:be:af.
+	// +optional
+	MacAddress string `json:"macAddress,omitempty"`
+	// BootOrder is the interface's place in the boot order (PXE).
+	// +optional
+	BootOrder *uint `json:"bootOrder,omitempty"`
+}
+
+// InterfaceBindingMethod is how an interface is bound to its network; exactly one is set.
+type InterfaceBindingMethod struct {
+	// Bridge connects the guest directly to the pod's network interface.
+	// +optional
+	Bridge *InterfaceBridge `json:"bridge,omitempty"`
+	// Masquerade gives the guest a private address behind NAT through the pod's address.
+	// +optional
+	Masquerade *InterfaceMasquerade `json:"masquerade,omitempty"`
+}
+
+// InterfaceBridge is the bridge binding.
+type InterfaceBridge struct{}
+
+// InterfaceMasquerade is the masquerade (NAT) binding.
+type InterfaceMasquerade struct{}
+
+// Port is a port forwarded to the guest.
+type Port struct {
+	// Name of the port.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Protocol is TCP or UDP. Defaults to TCP.
+	// +optional
+	Protocol string `json:"protocol,omitempty"`
+	// Port number.
+	Port int32 `json:"port"`
+}
+
+// Volume is a source of data for a guest's disk.
+type Volume struct {
+	// Name of the volume; the disk of the same name uses it.
+	Name string `json:"name"`
+	// VolumeSource is where the data comes from; exactly one member is set.
+	VolumeSource `json:",inline"`
+}
+
+// VolumeSource is where a volume's data comes from; exactly one member is set.
+type VolumeSource struct {
+	// PersistentVolumeClaim attaches a claimed persistent volume (file or block).
+	// +optional
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	// CloudInitNoCloud attaches a NoCloud cloud-init data source as a disk labelled cidata.
+	// +optional
+	CloudInitNoCloud *CloudInitNoCloudSource `json:"cloudInitNoCloud,omitempty"`
+	// ContainerDisk attaches a disk image carried in a container image; writes go to an
+	// ephemeral overlay and are lost when the instance stops.
+	// +optional
+	ContainerDisk *ContainerDiskSource `json:"containerDisk,omitempty"`
+	// EmptyDisk attaches a blank ephemeral disk of the given capacity.
+	// +optional
+	EmptyDisk *EmptyDiskSource `json:"emptyDisk,omitempty"`
+}
+
+// PersistentVolumeClaimVolumeSource refers to a PersistentVolumeClaim in the instance's namespace.
+type PersistentVolumeClaimVolumeSource struct {
+	corev1.PersistentVolumeClaimVolumeSource `json:",inline"`
+	// Hotpluggable marks the volume as attachable to a running guest.
+	// +optional
+	Hotpluggable bool `json:"hotpluggable,omitempty"`
+}
+
+// CloudInitNoCloudSource is NoCloud cloud-init user and network data.
+type CloudInitNoCloudSource struct {
+	// UserDataSecretRef names a secret holding the user data under the key userdata.
+	// +optional
+	UserDataSecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
+	// UserDataBase64 is the user data, base64-encoded.
+	// +optional
+	UserDataBase64 string `json:"userDataBase64,omitempty"`
+	// UserData is the user data, inline.
+	// +optional
+	UserData string `json:"userData,omitempty"`
+	// NetworkDataSecretRef names a secret holding the network data under the key networkdata.
+	// +optional
+	NetworkDataSecretRef *corev1.LocalObjectReference `json:"networkDataSecretRef,omitempty"`
+	// NetworkDataBase64 is the network data, base64-encoded.
+	// +optional
+	NetworkDataBase64 string `json:"networkDataBase64,omitempty"`
+	// NetworkData is the network data, inline.
+	// +optional
+	NetworkData string `json:"networkData,omitempty"`
+}
+
+// ContainerDiskSource is a disk image carried in a container image at /disk/*.img or
+// /disk/*.qcow2.
+type ContainerDiskSource struct {
+	// Image is the container image holding the disk image.
+	Image string `json:"image"`
+	// ImagePullSecret is the name of the secret used to pull the image.
+	// +optional
+	ImagePullSecret string `json:"imagePullSecret,omitempty"`
+	// Path is the disk image's path inside the container image; the one file under /disk when empty.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// ImagePullPolicy is Always, Never or IfNotPresent.
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+}
+
+// EmptyDiskSource is a blank, ephemeral disk.
+type EmptyDiskSource struct {
+	// Capacity of the disk.
+	Capacity resource.Quantity `json:"capacity"`
+}
+
+// Network is a network an interface of a guest attaches to; exactly one source is set.
+type Network struct {
+	// Name of the network; the interface of the same name uses it.
+	Name string `json:"name"`
+	// NetworkSource is the kind of network.
+	NetworkSource `json:",inline"`
+}
+
+// NetworkSource is the kind of a network; exactly one member is set.
+type NetworkSource struct {
+	// Pod is the default Kubernetes pod network.
+	// +optional
+	Pod *PodNetwork `json:"pod,omitempty"`
+}
+
+// PodNetwork is the pod network, as seen from the guest.
+type PodNetwork struct {
+	// VMNetworkCIDR is the guest's private IPv4 network for the masquerade binding.
+	// Defaults to 10.0.2.0/24.
+	// +optional
+	VMNetworkCIDR string `json:"vmNetworkCIDR,omitempty"`
+}
+
+// VirtualMachineInstancePhase is where an instance is in its lifecycle.
+// +enum
+type VirtualMachineInstancePhase string
+
+const (
+	// VmPhaseUnset is the phase of a newly created instance.
+	VmPhaseUnset VirtualMachineInstancePhase = ""
+	// Pending means the instance was accepted and has no launcher pod yet.
+	Pending VirtualMachineInstancePhase = "Pending"
+	// Scheduling means the launcher pod exists and waits to be scheduled.
+	Scheduling VirtualMachineInstancePhase = "Scheduling"
+	// Scheduled means the launcher pod is bound to a node; the node agent takes over.
+	Scheduled VirtualMachineInstancePhase = "Scheduled"
+	// Running means the guest is running.
+	Running VirtualMachineInstancePhase = "Running"
+	// Succeeded means the guest shut down cleanly.
+	Succeeded VirtualMachineInstancePhase = "Succeeded"
+	// Failed means the guest crashed or could not be started.
+	Failed VirtualMachineInstancePhase = "Failed"
+	// Unknown means the state cannot be determined.
+	Unknown VirtualMachineInstancePhase = "Unknown"
+)
+
+// VirtualMachineInstanceConditionType names an instance condition.
+type VirtualMachineInstanceConditionType string
+
+const (
+	// VirtualMachineInstanceReady means the guest is running and ready.
+	VirtualMachineInstanceReady VirtualMachineInstanceConditionType = "Ready"
+	// VirtualMachineInstancePaused means the guest is paused.
+	VirtualMachineInstancePaused VirtualMachineInstanceConditionType = "Paused"
+	// VirtualMachineInstanceProvisioning means the instance's resources are being prepared.
+	VirtualMachineInstanceProvisioning VirtualMachineInstanceConditionType = "Provisioning"
+)
+
+// VirtualMachineInstanceStatus is the observed state of an instance.
+type VirtualMachineInstanceStatus struct {
+	// NodeName is the node the instance runs on.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// Reason is a brief CamelCase explanation of the phase, such as why it failed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Conditions are the latest observations of the instance's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
+	Conditions []VirtualMachineInstanceCondition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	// Phase is where the instance is in its lifecycle.
+	// +optional
+	Phase VirtualMachineInstancePhase `json:"phase,omitempty"`
+	// PhaseTransitionTimestamps records when the instance entered each phase.
+	// +optional
+	// +listType=atomic
+	PhaseTransitionTimestamps []VirtualMachineInstancePhaseTransitionTimestamp `json:"phaseTransitionTimestamps,omitempty"`
+	// Interfaces are the guest's network interfaces with their addresses.
+	// +optional
+	// +listType=atomic
+	Interfaces []VirtualMachineInstanceNetworkInterface `json:"interfaces,omitempty"`
+	// GuestOSInfo describes the guest's operating system, where known.
+	// +optional
+	GuestOSInfo VirtualMachineInstanceGuestOSInfo `json:"guestOSInfo,omitempty"`
+	// QOSClass is the quality-of-service class of the launcher pod.
+	// +optional
+	QOSClass *corev1.PodQOSClass `json:"qosClass,omitempty"`
+	// ActivePods maps the UIDs of the instance's launcher pods to their node names.
+	// +optional
+	ActivePods map[types.UID]string `json:"activePods,omitempty"`
+}
+
+// VirtualMachineInstanceCondition is one observation of an instance's state.
+type VirtualMachineInstanceCondition struct {
+	// Type of the condition.
+	Type VirtualMachineInstanceConditionType `json:"type"`
+	// Status of the condition: True, False or Unknown.
+	Status corev1.ConditionStatus `json:"status"`
+	// LastProbeTime is when the condition was last checked.
+	// +optional
+	// +nullable
+	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
+	// LastTransitionTime is when the condition last changed status.
+	// +optional
+	// +nullable
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// Reason is a one-word CamelCase reason for the condition's last transition.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message is a human-readable explanation of the last transition.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// VirtualMachineInstancePhaseTransitionTimestamp is when an instance entered a phase.
+type VirtualMachineInstancePhaseTransitionTimestamp struct {
+	// Phase entered.
+	// +optional
+	Phase VirtualMachineInstancePhase `json:"phase,omitempty"`
+	// PhaseTransitionTimestamp is when the phase was entered.
+	// +optional
+	PhaseTransitionTimestamp metav1.Time `json:"phaseTransitionTimestamp,omitempty"`
+}
+
+// VirtualMachineInstanceNetworkInterface is a network interface of a running guest.
+type VirtualMachineInstanceNetworkInterface struct {
+	// IP is the interface's primary address; for the masquerade binding, the pod's address.
+	// +optional
+	IP string `json:"ipAddress,omitempty"`
+	// MAC address of the interface.
+	// +optional
+	MAC string `json:"mac,omitempty"`
+	// Name of the interface in the instance spec.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// IPs are all addresses of the interface.
+	// +optional
+	// +listType=atomic
+	IPs []string `json:"ipAddresses,omitempty"`
+	// InterfaceName is the interface's name inside the guest, where known.
+	// +optional
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// PodInterfaceName is the pod interface the guest interface is bound to.
+	// +optional
+	PodInterfaceName string `json:"podInterfaceName,omitempty"`
+	// InfoSource says where the information came from: domain, guest-agent or both.
+	// +optional
+	InfoSource string `json:"infoSource,omitempty"`
+}
+
+// VirtualMachineInstanceGuestOSInfo describes a guest's operating system.
+type VirtualMachineInstanceGuestOSInfo struct {
+	// Name of the operating system.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// KernelRelease of the guest.
+	// +optional
+	KernelRelease string `json:"kernelRelease,omitempty"`
+	// Version of the operating system.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// PrettyName of the operating system.
+	// +optional
+	PrettyName string `json:"prettyName,omitempty"`
+	// VersionID of the operating system.
+	// +optional
+	VersionID string `json:"versionId,omitempty"`
+	// KernelVersion of the guest.
+	// +optional
+	KernelVersion string `json:"kernelVersion,omitempty"`
+	// Machine is the guest's hardware name.
+	// +optional
+	Machine string `json:"machine,omitempty"`
+	// ID of the operating system.
+	// +optional
+	ID string `json:"id,omitempty"`
+}
