@@ -1,0 +1,109 @@
+// Package apiserver assembles virt-api: a k8s.io/apiserver generic server that serves the
+// kubevirt.io group from etcd, following the Config → Complete → New pattern of
+// kubernetes/sample-apiserver.
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
+)
+
+// ExtraConfig holds virt-api's own configuration, beyond the generic server's.
+type ExtraConfig struct{}
+
+// Config is the configuration of virt-api.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+	ExtraConfig   ExtraConfig
+}
+
+type completedConfig struct {
+	GenericConfig genericapiserver.CompletedConfig
+	ExtraConfig   *ExtraConfig
+}
+
+// CompletedConfig is a Config with its defaults filled in; only it can build a server.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Server is a running virt-api.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+// Complete fills in the defaults of the configuration.
+func (cfg *Config) Complete() CompletedConfig {
+	return CompletedConfig{&completedConfig{
+		GenericConfig: cfg.GenericConfig.Complete(),
+		ExtraConfig:   &cfg.ExtraConfig,
+	}}
+}
+
+// New builds virt-api and installs the kubevirt.io group, v1 preferred and v1alpha3 as a
+// deprecated alias, both backed by the same storage.
+func (c CompletedConfig) New() (*Server, error) {
+	genericServer, err := c.GenericConfig.New("hangar-virt-api", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+
+	optsGetter := c.GenericConfig.RESTOptionsGetter
+	vms, err := virtualmachine.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	replicaSets, err := virtualmachineinstancereplicaset.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	resources := map[string]rest.Storage{
+		"virtualmachines":                          vms.VirtualMachine,
+		"virtualmachines/status":                   vms.Status,
+		"virtualmachineinstances":                  vmis.VirtualMachineInstance,
+		"virtualmachineinstances/status":           vmis.Status,
+		"virtualmachineinstancereplicasets":        replicaSets.VirtualMachineInstanceReplicaSet,
+		"virtualmachineinstancereplicasets/status": replicaSets.Status,
+		"virtualmachineinstancereplicasets/scale":  replicaSets.Scale,
+	}
+
+	group := genericapiserver.NewDefaultAPIGroupInfo(kubevirt.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	group.VersionedResourcesStorageMap[v1.SchemeGroupVersion.Version] = resources
+	group.VersionedResourcesStorageMap[v1alpha3.SchemeGroupVersion.Version] = resources
+	if err := genericServer.InstallAPIGroup(&group); err != nil {
+		return nil, err
+	}
+	return &Server{GenericAPIServer: genericServer}, nil
+}
+
+// v1alpha3Prefix is where the deprecated alias is served.
+var v1alpha3Prefix = "/apis/" + v1alpha3.SchemeGroupVersion.String() + "/"
+
+// v1alpha3Warning is shown by kubectl and client-go on every v1alpha3 request.
+var v1alpha3Warning = `299 - "` + v1alpha3.SchemeGroupVersion.String() + ` is deprecated; use ` + v1.SchemeGroupVersion.String() + `"`
+
+// WithDeprecationWarnings tells clients of kubevirt.io/v1alpha3 to move to v1. The versions
+// share Go types, so the API machinery's per-type deprecation cannot tell them apart.
+func WithDeprecationWarnings(handler http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, v1alpha3Prefix) {
+			w.Header().Add("Warning", v1alpha3Warning)
+		}
+		handler.ServeHTTP(w, req)
+	})
+}

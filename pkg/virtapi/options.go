@@ -1,0 +1,110 @@
+// Package virtapi is the command line of virt-api: its flags, their validation, and turning
+// them into a running server.
+package virtapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apiserver"
+)
+
+// etcdPathPrefix is where virt-api keeps its objects in etcd (under it, <group>/<resource>).
+// It differs from kube-apiserver's /registry so the two can never collide in a shared etcd.
+const etcdPathPrefix = "/hangar"
+
+// embeddedEtcdPending is the etcd server list until the embedded etcd has an address.
+const embeddedEtcdPending = "embedded-etcd-pending"
+
+// Options are virt-api's flags.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// EmbeddedEtcdDir, when set, runs etcd inside virt-api with its data there.
+	EmbeddedEtcdDir string
+	// Standalone runs without a kube-apiserver: no delegated authentication, authorization or
+	// admission webhooks.
+	Standalone bool
+	// InsecureDisableDelegatedAuth must accompany Standalone: every client is then an admin.
+	InsecureDisableDelegatedAuth bool
+	// WriteKubeconfig is where a standalone virt-api writes a kubeconfig for kubectl.
+	WriteKubeconfig string
+}
+
+// NewOptions returns virt-api's options with their defaults.
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1.SchemeGroupVersion)),
+	}
+	// Objects are stored as kubevirt.io/v1 whatever version a client used.
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1.SchemeGroupVersion, schema.GroupKind{Group: v1.GroupName})
+	o.RecommendedOptions.SecureServing.BindPort = 8443
+	return o
+}
+
+// AddFlags adds the flags to a flag set.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
+		"Run an embedded etcd with its data in this directory instead of using --etcd-servers.")
+	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
+		"Run without a kube-apiserver, for development: no delegated authentication, authorization or admission webhooks. Needs --insecure-disable-delegated-auth.")
+	fs.BoolVar(&o.InsecureDisableDelegatedAuth, "insecure-disable-delegated-auth", o.InsecureDisableDelegatedAuth,
+		"With --standalone: serve every client as a cluster admin. Never use it where others can reach the port.")
+	fs.StringVar(&o.WriteKubeconfig, "write-kubeconfig", o.WriteKubeconfig,
+		"With --standalone: write a kubeconfig for kubectl to this file.")
+}
+
+// Complete fills in what follows from the flags.
+func (o *Options) Complete() error {
+	if o.EmbeddedEtcdDir != "" {
+		if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) > 0 {
+			return errors.New("--embedded-etcd-dir and --etcd-servers are mutually exclusive")
+		}
+		// Run replaces this with the embedded etcd's address once it listens; until then it
+		// stands in for --etcd-servers, which validation requires.
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdPending}
+	}
+	if o.Standalone {
+		// Without a kube-apiserver there is nobody to delegate to, no core API for admission
+		// webhooks and flow-control objects.
+		o.RecommendedOptions.Authentication = nil
+		o.RecommendedOptions.Authorization = nil
+		o.RecommendedOptions.CoreAPI = nil
+		o.RecommendedOptions.Admission = nil
+		o.RecommendedOptions.Features.EnablePriorityAndFairness = false
+		if o.RecommendedOptions.SecureServing.BindAddress.IsUnspecified() {
+			// Every client is an admin: do not listen beyond this machine unless told to.
+			o.RecommendedOptions.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+		}
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	errs := o.RecommendedOptions.Validate()
+	if o.Standalone && !o.InsecureDisableDelegatedAuth {
+		errs = append(errs, errors.New("--standalone has no kube-apiserver to delegate authentication and authorization to: "+
+			"pass --insecure-disable-delegated-auth to run without them"))
+	}
+	if !o.Standalone && o.InsecureDisableDelegatedAuth {
+		errs = append(errs, errors.New("--insecure-disable-delegated-auth is only for --standalone"))
+	}
+	if o.WriteKubeconfig != "" && !o.Standalone {
+		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid flags: %w", errors.Join(errs...))
+	}
+	return nil
+}

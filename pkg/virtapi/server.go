@@ -1,0 +1,128 @@
+package virtapi
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
+
+	"github.com/hangarvm/hangar/pkg/apiserver"
+	"github.com/hangarvm/hangar/pkg/etcd"
+	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
+)
+
+// kubeAPIVersion is the Kubernetes API level of the libraries virt-api is built on; it
+// decides which generic-server features are on.
+const kubeAPIVersion = "1.34"
+
+// standaloneUser is who every request is in standalone mode.
+var standaloneUser = &user.DefaultInfo{Name: "hangar-standalone-admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+
+// Config turns the options into a server configuration.
+func (o *Options) Config() (*apiserver.Config, error) {
+	serving := o.RecommendedOptions.SecureServing
+	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("create self-signed serving certificate: %w", err)
+	}
+
+	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	serverConfig.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(kubeAPIVersion, "", "")
+
+	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
+	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIConfig.Info.Title = "Hangar"
+	serverConfig.OpenAPIConfig.Info.Version = "v1"
+	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIV3Config.Info.Title = "Hangar"
+	serverConfig.OpenAPIV3Config.Info.Version = "v1"
+
+	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
+		return nil, err
+	}
+	if o.Standalone {
+		klog.Warning("STANDALONE MODE: authentication and authorization are OFF; every client of " +
+			serving.BindAddress.String() + " is a cluster admin. For development only.")
+		serverConfig.Authentication.Authenticator = authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
+			return &authenticator.Response{User: standaloneUser}, true, nil
+		})
+		serverConfig.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	}
+	buildChain := serverConfig.BuildHandlerChainFunc
+	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
+		return apiserver.WithDeprecationWarnings(buildChain(handler, c))
+	}
+	return &apiserver.Config{GenericConfig: serverConfig}, nil
+}
+
+// Run starts the embedded etcd if asked to, then serves until ctx ends.
+func (o *Options) Run(ctx context.Context) error {
+	if o.EmbeddedEtcdDir != "" {
+		server, err := etcd.Start(etcd.Config{Dir: o.EmbeddedEtcdDir})
+		if err != nil {
+			return err
+		}
+		defer server.Stop()
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{server.ClientURL}
+		klog.InfoS("Embedded etcd serving", "url", server.ClientURL, "dir", o.EmbeddedEtcdDir)
+	}
+
+	config, err := o.Config()
+	if err != nil {
+		return err
+	}
+	server, err := config.Complete().New()
+	if err != nil {
+		return err
+	}
+	if o.WriteKubeconfig != "" {
+		if err := o.writeKubeconfig(); err != nil {
+			return err
+		}
+	}
+	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// writeKubeconfig writes a kubeconfig that trusts the serving certificate, so kubectl talks
+// to a standalone virt-api without --insecure-skip-tls-verify.
+func (o *Options) writeKubeconfig() error {
+	serving := o.RecommendedOptions.SecureServing
+	certFile := serving.ServerCert.CertKey.CertFile
+	if certFile == "" {
+		certFile = filepath.Join(serving.ServerCert.CertDirectory, serving.ServerCert.PairName+".crt")
+	}
+	ca, err := os.ReadFile(certFile)
+	if err != nil {
+		return fmt.Errorf("read serving certificate for the kubeconfig: %w", err)
+	}
+	host := serving.BindAddress.String()
+	if serving.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	const name = "hangar-standalone"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   "https://" + net.JoinHostPort(host, fmt.Sprint(serving.BindPort)),
+		CertificateAuthorityData: ca,
+		TLSServerName:            "localhost",
+	}
+	// Any credential is accepted; without one kubectl stops to prompt for a password.
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "standalone"}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
+	cfg.CurrentContext = name
+	if err := os.MkdirAll(filepath.Dir(o.WriteKubeconfig), 0o755); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*cfg, o.WriteKubeconfig)
+}
