@@ -20,6 +20,14 @@ did() {
 	log "[down] $*"
 }
 
+# process_alive PID: a zombie counts as gone; the daemons' parent (up.sh) has
+# exited, so whoever reaps them may take its time.
+process_alive() {
+	local state
+	state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" || return 1
+	[[ -n ${state} && ${state} != Z && ${state} != X ]]
+}
+
 # stop_daemon NAME GRACE_SECONDS: SIGTERM, then SIGKILL after the grace
 # period. kube-apiserver gets a short one: it would drain watches for ~60 s.
 stop_daemon() {
@@ -31,12 +39,12 @@ stop_daemon() {
 	local start=${SECONDS}
 	kill -TERM "${pid}" 2>/dev/null || true
 	local deadline=$((SECONDS + grace))
-	while [[ -d /proc/${pid} ]] && ((SECONDS < deadline)); do
+	while process_alive "${pid}" && ((SECONDS < deadline)); do
 		sleep 0.1
 	done
-	if [[ -d /proc/${pid} ]]; then
+	if process_alive "${pid}"; then
 		kill -KILL "${pid}" 2>/dev/null || true
-		while [[ -d /proc/${pid} ]]; do sleep 0.05; done
+		while process_alive "${pid}"; do sleep 0.05; done
 		did "stopped ${name} (pid ${pid}, SIGKILL after ${grace}s)"
 	else
 		did "stopped ${name} (pid ${pid}, $((SECONDS - start))s)"
@@ -159,6 +167,28 @@ remove_iptables_chains() {
 	done
 }
 
+# remove_new_nft_tables deletes the nf_tables tables (ip filter, ip6 nat...)
+# that iptables-nft created for kubelet and kube-proxy, once they hold no
+# rules and no chains of their own. Tables that existed before the first up,
+# or that something else filled meanwhile, stay.
+remove_new_nft_tables() {
+	local recorded="${HOST_STATE_DIR}/nft-tables" table content
+	[[ -f ${recorded} ]] && command -v nft >/dev/null || return 0
+	while read -r table; do
+		[[ -n ${table} ]] || continue
+		grep -qxF "${table}" "${recorded}" && continue
+		# shellcheck disable=SC2086 # "table FAMILY NAME" splits on purpose
+		content="$(nft list ${table} 2>/dev/null)" || continue
+		# Left over: only the table, base chains ("type ... hook ...") and braces.
+		if grep -vqE '^\s*(table |chain (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) \{|type .* hook |\}|$)' <<<"${content}"; then
+			continue
+		fi
+		# shellcheck disable=SC2086
+		nft delete ${table} && did "deleted empty nf_tables ${table#table }"
+	done < <(nft list tables 2>/dev/null)
+	rm -f "${recorded}"
+}
+
 restore_sysctls() {
 	local file="${HOST_STATE_DIR}/sysctls" line key want have
 	[[ -f ${file} ]] || return 0
@@ -205,6 +235,7 @@ main() {
 	unmount_cluster
 	remove_bridge
 	remove_iptables_chains
+	remove_new_nft_tables
 	restore_sysctls
 	remove_created_host_paths
 

@@ -15,7 +15,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "${CLUSTER_SCRIPTS_DIR}/pki.sh"
 source "${CLUSTER_SCRIPTS_DIR}/image.sh"
 
-DEBIAN_PACKAGES=(containerd runc containernetworking-plugins iptables conntrack socat ipset
+# nftables only for its nft CLI: down.sh deletes the (empty) nf_tables tables
+# that iptables-nft creates and cannot delete itself.
+DEBIAN_PACKAGES=(containerd runc containernetworking-plugins iptables nftables conntrack socat ipset
 	busybox-static openssl curl iproute2 kmod util-linux)
 
 ensure_packages() {
@@ -68,6 +70,10 @@ record_host_state() {
 			[[ -e ${path} ]] || echo "${path}"
 		done >"${HOST_STATE_DIR}/created-paths.tmp"
 		mv "${HOST_STATE_DIR}/created-paths.tmp" "${HOST_STATE_DIR}/created-paths"
+	fi
+	if [[ ! -f ${HOST_STATE_DIR}/nft-tables ]]; then
+		nft list tables >"${HOST_STATE_DIR}/nft-tables.tmp"
+		mv "${HOST_STATE_DIR}/nft-tables.tmp" "${HOST_STATE_DIR}/nft-tables"
 	fi
 	if [[ ! -f ${HOST_STATE_DIR}/foreign-chains ]]; then
 		# Chains of another Kubernetes on this host: down.sh must not touch them.
@@ -408,6 +414,17 @@ node_ready() {
 		-o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
 }
 
+# node_ready_since TIME: Ready as reported by a kubelet heartbeat at or after
+# TIME (RFC 3339, UTC). After a restart the stored node object still says
+# Ready from the previous run; only a fresh heartbeat means this kubelet works.
+node_ready_since() {
+	local since="$1" condition
+	condition="$(kubectl_admin get node "${NODE_NAME}" \
+		-o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{end}' 2>/dev/null)" ||
+		return 1
+	[[ ${condition%% *} == True && ! ${condition#* } < ${since} ]]
+}
+
 start_kube_proxy() {
 	start_daemon kube-proxy --config "${CONFIG_DIR}/kube-proxy.yaml" --v=1
 	wait_ready kube-proxy 60 curl -fsS "http://127.0.0.1:${PROXY_HEALTHZ_PORT}/healthz"
@@ -470,8 +487,11 @@ main() {
 	run_step up kube-scheduler start_scheduler
 	run_step up containerd start_containerd
 	run_step up "images ${PAUSE_IMAGE} ${BUSYBOX_IMAGE}" build_and_import_base_images
+	# A kubelet that was already running has reported before; a new one must.
+	local ready_check=(node_ready)
+	daemon_running kubelet || ready_check=(node_ready_since "$(date -u +%Y-%m-%dT%H:%M:%SZ)")
 	run_step up kubelet start_kubelet
-	run_step up "node ${NODE_NAME} Ready" wait_ready kubelet 120 node_ready
+	run_step up "node ${NODE_NAME} Ready" wait_ready kubelet 120 "${ready_check[@]}"
 	run_step up kube-proxy start_kube_proxy
 
 	log "[up] cluster up ($((SECONDS - start))s)"
