@@ -297,9 +297,10 @@ func validateDisks(disks []kubevirt.Disk, volumes sets.Set[string], bootOrders m
 
 // validateInterfaces checks the interfaces and returns the networks they use.
 func validateInterfaces(ifaces []kubevirt.Interface, networks []kubevirt.Network, bootOrders map[uint]string, path *field.Path, allErrs *field.ErrorList) sets.Set[string] {
-	byName := make(map[string]*kubevirt.Network, len(networks))
-	for i := range networks {
-		byName[networks[i].Name] = &networks[i]
+	// The pod network is the only kind, so any network serves any binding.
+	networkNames := sets.New[string]()
+	for _, n := range networks {
+		networkNames.Insert(n.Name)
 	}
 	names := sets.New[string]()
 	for i, iface := range ifaces {
@@ -307,15 +308,11 @@ func validateInterfaces(ifaces []kubevirt.Interface, networks []kubevirt.Network
 		if !validateMemberName(iface.Name, names, idx.Child("name"), allErrs) {
 			continue
 		}
-		network, ok := byName[iface.Name]
-		if !ok {
+		if !networkNames.Has(iface.Name) {
 			*allErrs = append(*allErrs, field.NotFound(idx.Child("name"), iface.Name))
 		}
 		if iface.Bridge != nil && iface.Masquerade != nil {
 			*allErrs = append(*allErrs, field.Invalid(idx, iface.Name, "only one of bridge and masquerade may be set"))
-		}
-		if iface.Masquerade != nil && ok && network.Pod == nil {
-			*allErrs = append(*allErrs, field.Invalid(idx.Child("masquerade"), iface.Name, "masquerade works only on the pod network"))
 		}
 		if len(iface.Ports) > 0 && iface.Masquerade == nil {
 			*allErrs = append(*allErrs, field.Invalid(idx.Child("ports"), len(iface.Ports), "ports are forwarded only by the masquerade binding"))
