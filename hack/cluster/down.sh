@@ -125,9 +125,9 @@ cluster_mounts() {
 }
 
 unmount_cluster() {
-	local count=0 mount pass
+	local count=0 mount
 	# Several passes: mounts can be stacked on the same point.
-	for pass in 1 2 3 4 5; do
+	for _ in 1 2 3 4 5; do
 		local mounts
 		mounts="$(cluster_mounts)"
 		[[ -z ${mounts} ]] && break

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # settings are used by the scripts that source this
 # Shared settings and helpers for hack/cluster/*.sh. Sourced, never executed.
 #
 # Every setting can be overridden from the environment. Ports are deliberately

@@ -65,6 +65,16 @@ spec:
 EOF
 }
 
+create_pod_and_wait_ready() {
+	create_pod_and_service
+	wait_until 60 "pod web Ready" pod_ready
+}
+
+exec_and_logs_work() {
+	[[ "$(kubectl_admin -n "${NAMESPACE}" exec web -- cat /www/index.html)" == hangar-smoke-ok ]]
+	[[ "$(kubectl_admin -n "${NAMESPACE}" logs web)" == *serving* ]]
+}
+
 pod_ready() {
 	[[ "$(kubectl_admin -n "${NAMESPACE}" get pod web \
 		-o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
@@ -113,7 +123,7 @@ main() {
 	run_step smoke "namespace ${NAMESPACE}" create_namespace
 
 	t=$(date +%s%3N)
-	run_step smoke "pod web (${BUSYBOX_IMAGE}) Ready" eval 'create_pod_and_service && wait_until 60 "pod web Ready" pod_ready'
+	run_step smoke "pod web (${BUSYBOX_IMAGE}) Ready" create_pod_and_wait_ready
 	local pod_ms
 	pod_ms=$(elapsed_ms "${t}")
 
@@ -130,9 +140,7 @@ main() {
 	local service_ms
 	service_ms=$(elapsed_ms "${t}")
 
-	run_step smoke "kubectl exec and logs (API server -> kubelet)" eval \
-		'[[ "$(kubectl_admin -n "${NAMESPACE}" exec web -- cat /www/index.html)" == hangar-smoke-ok ]] &&
-		 [[ "$(kubectl_admin -n "${NAMESPACE}" logs web)" == *serving* ]]'
+	run_step smoke "kubectl exec and logs (API server -> kubelet)" exec_and_logs_work
 	run_step smoke "pod -> API server via kubernetes service ${KUBERNETES_SERVICE_IP}:443" pod_reaches_apiserver
 	run_step smoke "aggregation request-header settings published" check_aggregation_settings
 

@@ -261,6 +261,7 @@ start_daemon() {
 	binary="$(daemon_binary "${name}")"
 	log="${LOG_DIR}/${name}.log"
 	printf '\n===== %s start %s =====\n' "$(date -Is)" "${name}" >>"${log}"
+	# shellcheck disable=SC2016 # $$ and "$@" belong to the inner bash
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' bash "$(pid_file "${name}")" \
 		"${binary}" "$@" </dev/null >>"${log}" 2>&1 &
 	wait_until 5 "${name} to start" daemon_running "${name}" || {
