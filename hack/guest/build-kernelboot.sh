@@ -27,9 +27,9 @@ readonly PACKAGES=(linux-image-amd64 busybox-static xz-utils cpio gzip kmod qemu
 # Modules the guest loads at boot, by purpose; dependencies are added at
 # build time. "net" brings up eth0 (virtio-net as KubeVirt's default model,
 # e1000 as the common alternative); "block" mounts a root disk for the
-# containerDisk mode (virtio-blk/virtio-scsi disks with ext4).
+# containerDisk mode (virtio-blk, virtio-scsi or SATA disks with ext4).
 readonly NET_MODULES=(virtio_pci virtio_net e1000)
-readonly BLOCK_MODULES=(virtio_pci virtio_blk virtio_scsi sd_mod crc32c_generic ext4)
+readonly BLOCK_MODULES=(virtio_pci virtio_blk virtio_scsi ahci sd_mod crc32c_generic ext4)
 
 SCRIPT_START=$(date +%s.%N)
 

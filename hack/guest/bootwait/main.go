@@ -52,6 +52,7 @@ type options struct {
 	timeout          time.Duration
 	roundTrip        bool
 	roundTripTimeout time.Duration
+	retype           time.Duration
 	afterAttach      string
 	logPath          string
 	keep             bool
@@ -68,6 +69,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 120*time.Second, "how long to wait for the banner")
 	fs.BoolVar(&o.roundTrip, "roundtrip", true, "after the banner, type a command and wait for its answer")
 	fs.DurationVar(&o.roundTripTimeout, "roundtrip-timeout", 30*time.Second, "how long to wait for the typed command's answer")
+	fs.DurationVar(&o.retype, "retype", time.Second, "type the command again when no answer came within this time (a getty starting up flushes its input)")
 	fs.StringVar(&o.afterAttach, "after-attach", "", "shell command to run once the console is attached (e.g. virsh resume)")
 	fs.StringVar(&o.logPath, "log", "", "write everything read from the console to this file")
 	fs.BoolVar(&o.keep, "keep", false, "leave the command running at the end instead of stopping it")
@@ -191,7 +193,7 @@ func run(opts options) (result, error) {
 	res.banner = time.Since(start)
 
 	if opts.roundTrip {
-		d, err := checkRoundTrip(console, lines, guest, opts.roundTripTimeout)
+		d, err := checkRoundTrip(console, lines, guest, opts.roundTripTimeout, opts.retype)
 		if err != nil {
 			return res, err
 		}
@@ -400,8 +402,8 @@ func waitForLine(lines <-chan string, guest *guestProcess, deadline time.Time, m
 // "hangar-<sum>". The terminal echoes the typed line back, but that copy
 // holds the expression, not the sum, so only the shell's answer matches.
 // Input typed before the shell is ready can be lost, so it is typed again
-// every few seconds until the answer comes.
-func checkRoundTrip(console io.Writer, lines <-chan string, guest *guestProcess, timeout time.Duration) (time.Duration, error) {
+// every retype interval until the answer comes.
+func checkRoundTrip(console io.Writer, lines <-chan string, guest *guestProcess, timeout, retype time.Duration) (time.Duration, error) {
 	a, b := 1000+rand.IntN(90000), 1000+rand.IntN(90000)
 	want := fmt.Sprintf("hangar-%d", a+b)
 	command := fmt.Sprintf("echo hangar-$((%d+%d))\n", a, b)
@@ -412,7 +414,7 @@ func checkRoundTrip(console io.Writer, lines <-chan string, guest *guestProcess,
 		if _, err := io.WriteString(console, command); err != nil {
 			return 0, fmt.Errorf("type on console: %w", err)
 		}
-		attemptDeadline := time.Now().Add(3 * time.Second)
+		attemptDeadline := time.Now().Add(retype)
 		if attemptDeadline.After(deadline) {
 			attemptDeadline = deadline
 		}
