@@ -132,7 +132,7 @@ func TestVirtualMachineInstanceSpecDefaults(t *testing.T) {
 			name: "declared networks are left alone, interfaces get a binding and TCP ports",
 			spec: v1.VirtualMachineInstanceSpec{
 				Networks: []v1.Network{{Name: "net", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}},
-				Domain: v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{{Name: "net", Ports: []v1.Port{{Port: 80}}}}}},
+				Domain:   v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{{Name: "net", Ports: []v1.Port{{Port: 80}}}}}},
 			},
 			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
 				assert.Len(t, s.Networks, 1)

@@ -1,6 +1,9 @@
 package v1
 
 import (
+	"fmt"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,7 +30,9 @@ var (
 
 func init() {
 	// Generated conversion and defaulting functions register themselves in their own init.
-	localSchemeBuilder.Register(addKnownTypes, RegisterDefaults)
+	// The scale subresource of replica sets speaks autoscaling/v1, so whoever decodes this
+	// API (the generated clientset included) needs that type too.
+	localSchemeBuilder.Register(addKnownTypes, RegisterDefaults, autoscalingv1.AddToScheme)
 }
 
 // KnownTypes lists the kinds of this version; v1alpha3 registers the very same Go types,
@@ -43,5 +48,26 @@ func KnownTypes() []runtime.Object {
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, KnownTypes()...)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return AddFieldLabelConversions(scheme, SchemeGroupVersion)
+}
+
+// AddFieldLabelConversions declares the field selectors of the group's kinds in a version:
+// instances can be selected by node and phase, everything by name and namespace.
+func AddFieldLabelConversions(scheme *runtime.Scheme, gv schema.GroupVersion) error {
+	for _, kind := range []string{"VirtualMachine", "VirtualMachineInstance", "VirtualMachineInstanceReplicaSet"} {
+		supported := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+		if kind == "VirtualMachineInstance" {
+			supported["status.nodeName"], supported["status.phase"] = true, true
+		}
+		err := scheme.AddFieldLabelConversionFunc(gv.WithKind(kind), func(label, value string) (string, string, error) {
+			if !supported[label] {
+				return "", "", fmt.Errorf("field label %q is not supported for %s", label, kind)
+			}
+			return label, value, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }

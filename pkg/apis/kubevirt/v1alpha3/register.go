@@ -25,5 +25,5 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, v1.KnownTypes()...)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
-	return nil
+	return v1.AddFieldLabelConversions(scheme, SchemeGroupVersion)
 }
