@@ -217,6 +217,8 @@ main() {
 	local purge=false
 	[[ ${1:-} == --purge ]] && purge=true
 	require_root
+	# A stopped cluster without a directory stays without one.
+	[[ -d ${CLUSTER_DIR} ]] && lock_cluster_dir
 	local start=${SECONDS}
 
 	# kubelet first, so it does not restart what we remove; containerd stays

@@ -128,6 +128,13 @@ report_failed_step() {
 }
 trap report_failed_step EXIT
 
+# lock_cluster_dir serialises up.sh and down.sh on one cluster directory.
+# The lock lives on fd 9 until the script exits.
+lock_cluster_dir() {
+	exec 9>"${CLUSTER_DIR}/.lock"
+	flock -n 9 || die "another up.sh or down.sh is working on ${CLUSTER_DIR}"
+}
+
 require_root() {
 	[[ ${EUID} -eq 0 ]] || die "$(basename "$0") must run as root (it manages containerd, iptables and mounts)"
 }

@@ -379,8 +379,20 @@ start_containerd() {
 # build_and_import_base_images: the sandbox (pause) image containerd needs
 # for every pod, and a busybox image for tests, from Debian's busybox-static.
 build_and_import_base_images() {
-	build_image "${PAUSE_IMAGE}" -file "${BIN_DIR}/pause:/pause" -entrypoint /pause
+	local pause_tar busybox_tar
+	pause_tar="$(image_tarball "${PAUSE_IMAGE}")"
+	busybox_tar="$(image_tarball "${BUSYBOX_IMAGE}")"
+	if [[ ! ${pause_tar} -nt ${BIN_DIR}/pause ]]; then
+		build_image "${PAUSE_IMAGE}" -file "${BIN_DIR}/pause:/pause" -entrypoint /pause
+	fi
+	if [[ ! ${busybox_tar} -nt /bin/busybox ]]; then
+		build_busybox_image
+	fi
+	import_image "${PAUSE_IMAGE}"
+	import_image "${BUSYBOX_IMAGE}"
+}
 
+build_busybox_image() {
 	local rootfs="${IMAGE_DIR}/busybox-rootfs"
 	rm -rf "${rootfs}"
 	mkdir -p "${rootfs}/bin" "${rootfs}/tmp" "${rootfs}/etc"
@@ -394,9 +406,6 @@ build_and_import_base_images() {
 	echo 'root:x:0:' >"${rootfs}/etc/group"
 	build_image "${BUSYBOX_IMAGE}" -dir "${rootfs}" -cmd sh
 	rm -rf "${rootfs}"
-
-	import_image "${PAUSE_IMAGE}"
-	import_image "${BUSYBOX_IMAGE}"
 }
 
 start_kubelet() {
@@ -468,6 +477,8 @@ main() {
 	fi
 
 	check_socket_paths
+	mkdir -p "${CLUSTER_DIR}"
+	lock_cluster_dir
 	run_step up "debian packages" ensure_packages
 	"${CLUSTER_SCRIPTS_DIR}/build.sh"
 	mkdir -p "${CLUSTER_DIR}" "${LOG_DIR}" "${PID_DIR}" "${CONFIG_DIR}"
