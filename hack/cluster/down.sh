@@ -71,7 +71,7 @@ remove_pods() {
 pids_of_shims() {
 	local dir args
 	for dir in /proc/[0-9]*; do
-		args="$(tr '\0' ' ' <"${dir}/cmdline" 2>/dev/null)" || continue
+		args="$(tr '\0' ' ' 2>/dev/null <"${dir}/cmdline")" || continue
 		[[ ${args} == *containerd-shim* && ${args} == *" -address ${CONTAINERD_SOCKET} "* ]] &&
 			echo "${dir#/proc/}"
 	done
@@ -202,13 +202,49 @@ restore_sysctls() {
 	rm -f "${file}"
 }
 
+# remove_created_host_paths removes the host paths that did not exist before
+# the first up. Directories other components might have started to share
+# meanwhile lose only what is ours: symlinks into the cluster directory and
+# empty directories; anything else in them stays, with a warning.
 remove_created_host_paths() {
 	local file="${HOST_STATE_DIR}/created-paths" path
 	[[ -f ${file} ]] || return 0
 	while IFS= read -r path; do
 		[[ -n ${path} && -e ${path} ]] || continue
-		rm -rf --one-file-system "${path}"
-		did "removed ${path}"
+		case "${path}" in
+		/var/lib/kubelet)
+			# Only a kubelet writes here (device-plugin socket, checkpoint).
+			rm -rf --one-file-system "${path}"
+			;;
+		/run/containerd)
+			# Shim sockets of ours; a system containerd would have its socket here.
+			if [[ -S ${path}/containerd.sock ]]; then
+				log "[down] warning: a containerd now uses ${path}; leaving it"
+				continue
+			fi
+			rm -rf --one-file-system "${path}"
+			;;
+		/var/lib/cni)
+			# libcni's cache, entries named "<network>-<sandbox id>-<if>": our
+			# network and containerd's loopback. CNI DEL removes them; a pod
+			# killed without one leaves them.
+			find "${path}" -type f \( -path "${path}/results/hangar-*" -o -path "${path}/results/cni-loopback-*" \) -delete
+			find "${path}" -depth -type d -empty -delete
+			;;
+		*)
+			if [[ -d ${path} ]]; then
+				find "${path}" -type l -lname "${CLUSTER_DIR}/*" -delete
+				find "${path}" -depth -type d -empty -delete
+			else
+				rm -f "${path}"
+			fi
+			;;
+		esac
+		if [[ -e ${path} ]]; then
+			log "[down] warning: ${path} holds files that are not ours; leaving it"
+		else
+			did "removed ${path}"
+		fi
 	done <"${file}"
 	rm -f "${file}" "${HOST_STATE_DIR}/foreign-chains"
 }

@@ -250,7 +250,8 @@ EOF
 }
 
 # start_daemon NAME ARGS... starts a daemon in its own session, logging to
-# logs/NAME.log; the daemon writes its own pid (bash's exec keeps it).
+# logs/NAME.log; the daemon writes its own pid (bash's exec keeps it). The
+# daemon must not inherit fd 9, the cluster lock, or it would hold it forever.
 start_daemon() {
 	local name="$1"
 	shift
@@ -263,7 +264,7 @@ start_daemon() {
 	printf '\n===== %s start %s =====\n' "$(date -Is)" "${name}" >>"${log}"
 	# shellcheck disable=SC2016 # $$ and "$@" belong to the inner bash
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' bash "$(pid_file "${name}")" \
-		"${binary}" "$@" </dev/null >>"${log}" 2>&1 &
+		"${binary}" "$@" </dev/null >>"${log}" 2>&1 9>&- &
 	wait_until 5 "${name} to start" daemon_running "${name}" || {
 		tail -n 20 "${log}" >&2
 		return 1
