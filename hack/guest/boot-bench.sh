@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
 # boot-bench.sh [RUNS]: the bare-QEMU baseline for Hangar's boot benchmarks.
 #
-# Boots the kernelBoot test guest (build-kernelboot.sh) RUNS times (default
-# 10) with plain qemu-system-x86_64 under TCG and measures, with bootwait,
+# Boots a test guest (default: the kernelBoot one, build-kernelboot.sh) RUNS
+# times (default 10) with plain qemu-system-x86_64 under TCG and measures, with bootwait,
 # the wall time from QEMU's start to the HANGAR-GUEST-READY line on the
 # serial console; after each banner it types a command on the console and
 # fails unless the answer comes back. Prints, for example:
 #
-#   bare-qemu boot-to-banner: n=10 median=2.05s p95=2.31s min=1.98s max=2.33s
-#   bare-qemu console-roundtrip: n=10 median=0.12s p95=0.20s min=0.10s max=0.21s
+#   bare-qemu kernelboot boot-to-banner: n=10 median=2.05s p95=2.31s min=1.98s max=2.33s
+#   bare-qemu kernelboot console-roundtrip: n=10 median=0.12s p95=0.20s min=0.10s max=0.21s
 #
 # Settings (environment):
+#   GUEST=kernelboot      the busybox kernelBoot guest (default);
+#         containerdisk   the Debian containerDisk booted by BIOS + SYSLINUX;
+#         containerdisk-kernelboot  the containerDisk with vmlinux +
+#                         initramfs + root=LABEL=hangar-root.
+#                         Both containerDisk modes boot a fresh qcow2
+#                         overlay each time and attach a NoCloud seed ISO
+#                         (hostname=bench, a runcmd) as KubeVirt would; the
+#                         banner must then carry hostname=bench.
 #   CONSOLE=stdio|socket  stdio: -nographic, the console on QEMU's stdio
 #                         (default); socket: -serial unix:PATH, QEMU dials
 #                         bootwait's socket, as a launcher would read it
 #   NIC=none|virtio       no NIC (default), or user-mode virtio-net, which
 #                         also exercises the guest's DHCP
 #   MACHINE=pc            QEMU machine type (q35 is what KubeVirt uses)
-#   MEMORY=128            guest memory in MiB (the kernel needs >= 96)
+#   MEMORY=               guest memory in MiB: 128 for kernelboot, 256 for
+#                         the containerDisk (the kernel needs >= 96)
 #   APPEND_EXTRA=         more kernel parameters (e.g. hostname=bench)
 #   TIMEOUT=120s          per-boot limit for the banner
 set -euo pipefail
@@ -28,12 +37,14 @@ OUTPUT_DIR=${OUTPUT_DIR:-$REPO_ROOT/_output/guest}
 KERNELBOOT_DIR=$OUTPUT_DIR/kernelboot
 BENCH_DIR=$OUTPUT_DIR/boot-bench
 BOOTWAIT=$OUTPUT_DIR/bin/bootwait
+CONTAINERDISK=$OUTPUT_DIR/containerdisk-rootfs/disk/debian.qcow2
 
 RUNS=${1:-${RUNS:-10}}
+GUEST=${GUEST:-kernelboot}
 CONSOLE=${CONSOLE:-stdio}
 NIC=${NIC:-none}
 MACHINE=${MACHINE:-pc}
-MEMORY=${MEMORY:-128}
+MEMORY=${MEMORY:-}
 APPEND_EXTRA=${APPEND_EXTRA:-}
 TIMEOUT=${TIMEOUT:-120s}
 
@@ -41,16 +52,50 @@ log() { echo "boot-bench: $*" >&2; }
 
 build_inputs() {
   "$GUEST_DIR/build-kernelboot.sh"
+  case "$GUEST" in
+    kernelboot) ;;
+    containerdisk|containerdisk-kernelboot)
+      "$GUEST_DIR/build-containerdisk.sh"
+      build_seed
+      ;;
+    *) log "unknown GUEST=$GUEST"; exit 2 ;;
+  esac
   mkdir -p "$(dirname "$BOOTWAIT")"
   (cd "$REPO_ROOT" && go build -o "$BOOTWAIT" ./hack/guest/bootwait)
+}
+
+# build_seed: a NoCloud seed ISO like KubeVirt's cloudInitNoCloud volume.
+build_seed() {
+  if ! command -v genisoimage >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends genisoimage >/dev/null
+  fi
+  local dir=$OUTPUT_DIR/boot-bench-seed
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  printf 'instance-id: boot-bench\nlocal-hostname: bench\n' > "$dir/meta-data"
+  printf '#cloud-config\nruncmd:\n  - echo "HANGAR-RUNCMD $(hostname)" > /dev/ttyS0\n' > "$dir/user-data"
+  genisoimage -quiet -output "$OUTPUT_DIR/boot-bench-seed.iso" -volid cidata -joliet -rock \
+    "$dir/user-data" "$dir/meta-data"
 }
 
 # qemu_command SOCKET: the QEMU command line of one boot.
 qemu_command() {
   local socket=$1
-  local cmd=(qemu-system-x86_64 -machine "$MACHINE" -accel tcg -m "$MEMORY" -smp 1 -no-reboot
-    -kernel "$KERNELBOOT_DIR/vmlinux" -initrd "$KERNELBOOT_DIR/initramfs.cpio.gz"
-    -append "console=ttyS0 quiet no_timer_check $APPEND_EXTRA")
+  local cmd=(qemu-system-x86_64 -machine "$MACHINE" -accel tcg -m "$MEMORY" -smp 1 -no-reboot)
+  case "$GUEST" in
+    kernelboot)
+      cmd+=(-kernel "$KERNELBOOT_DIR/vmlinux" -initrd "$KERNELBOOT_DIR/initramfs.cpio.gz"
+        -append "console=ttyS0 quiet no_timer_check $APPEND_EXTRA")
+      ;;
+    containerdisk*)
+      cmd+=(-drive "file=$BENCH_DIR/overlay.qcow2,if=virtio,format=qcow2"
+        -drive "file=$OUTPUT_DIR/boot-bench-seed.iso,media=cdrom,format=raw,readonly=on")
+      [[ "$GUEST" == containerdisk-kernelboot ]] && cmd+=(
+        -kernel "$KERNELBOOT_DIR/vmlinux" -initrd "$KERNELBOOT_DIR/initramfs.cpio.gz"
+        -append "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check $APPEND_EXTRA")
+      ;;
+  esac
   case "$CONSOLE" in
     stdio) cmd+=(-nographic) ;;
     socket) cmd+=(-display none -monitor none -serial "unix:$socket") ;;
@@ -68,6 +113,11 @@ qemu_command() {
 boot_once() {
   local run=$1 socket=$BENCH_DIR/serial.sock source
   local -a qemu
+  if [[ "$GUEST" == containerdisk* ]]; then
+    # A fresh copy-on-write layer per boot, as a containerDisk gets.
+    rm -f "$BENCH_DIR/overlay.qcow2"
+    qemu-img create -q -f qcow2 -b "$CONTAINERDISK" -F qcow2 "$BENCH_DIR/overlay.qcow2"
+  fi
   mapfile -t qemu < <(qemu_command "$socket")
   case "$CONSOLE" in
     stdio) source=(-stdio) ;;
@@ -80,6 +130,10 @@ boot_once() {
     log "console log: $BENCH_DIR/console-$run.log"
     return 1
   fi
+  if [[ "$GUEST" == containerdisk* ]] && ! grep -aq 'HANGAR-GUEST-READY hostname=bench' "$BENCH_DIR/console-$run.log"; then
+    log "boot $run: the banner lacks hostname=bench: the seed was not applied"
+    return 1
+  fi
   log "boot $run/$RUNS: $line"
   # "banner=2.051s roundtrip=0.184s" -> "2.051 0.184"
   sed -n 's/^banner=\([0-9.]*\)s roundtrip=\([0-9.]*\)s$/\1 \2/p' <<<"$line" >> "$BENCH_DIR/results.txt"
@@ -88,23 +142,27 @@ boot_once() {
 # summarize NAME COLUMN: median and p95 (nearest rank) of one column.
 summarize() {
   local name=$1 column=$2
-  awk -v c="$column" '{ print $c }' "$BENCH_DIR/results.txt" | sort -g | awk -v name="$name" '
+  awk -v c="$column" '{ print $c }' "$BENCH_DIR/results.txt" | sort -g | awk -v name="$name" -v guest="$GUEST" '
     { v[NR] = $1 }
     END {
       n = NR
       if (n % 2) median = v[(n + 1) / 2]; else median = (v[n / 2] + v[n / 2 + 1]) / 2
       rank = int(0.95 * n); if (rank < 0.95 * n) rank++
-      printf "bare-qemu %s: n=%d median=%.2fs p95=%.2fs min=%.2fs max=%.2fs\n", name, n, median, v[rank], v[1], v[n]
+      printf "bare-qemu %s %s: n=%d median=%.2fs p95=%.2fs min=%.2fs max=%.2fs\n", guest, name, n, median, v[rank], v[1], v[n]
     }'
 }
 
 main() {
   [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { log "RUNS must be a positive number"; exit 2; }
+  # systemd wants more room than busybox; 128 MiB is the kernel guest's size.
+  if [[ -z "$MEMORY" ]]; then
+    [[ "$GUEST" == kernelboot ]] && MEMORY=128 || MEMORY=256
+  fi
   build_inputs
   rm -rf "$BENCH_DIR"
   mkdir -p "$BENCH_DIR"
   log "qemu: $(qemu_command "$BENCH_DIR/serial.sock" | tr '\n' ' ')"
-  log "console=$CONSOLE nic=$NIC machine=$MACHINE memory=${MEMORY}MiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  log "guest=$GUEST console=$CONSOLE nic=$NIC machine=$MACHINE memory=${MEMORY}MiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   local run
   for run in $(seq 1 "$RUNS"); do
     boot_once "$run"

@@ -39,10 +39,10 @@ readonly VARIANT=minbase
 readonly INCLUDE=systemd-sysv,udev,kmod,iproute2
 readonly PACKAGES=(debootstrap wget e2fsprogs fdisk dosfstools mtools syslinux syslinux-common qemu-utils kmod)
 # Modules copied into the root file system (with their dependencies): the
-# devices a KubeVirt VM gets (virtio, e1000/e1000e, SATA CD-ROM for the
+# devices a KubeVirt VM gets (virtio, e1000/e1000e, SATA or IDE CD-ROM for the
 # cloud-init seed, SCSI) and the file systems of a seed (iso9660, vfat).
 readonly ROOTFS_MODULES=(virtio_pci virtio_blk virtio_scsi virtio_net virtio_console virtio_rng
-  virtio_balloon e1000 e1000e ahci sd_mod sr_mod isofs vfat nls_cp437 nls_iso8859_1 nls_utf8
+  virtio_balloon e1000 e1000e ahci ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_iso8859_1 nls_utf8
   ext4 crc32c_generic autofs4)
 readonly BOOT_PART_MIB=32
 readonly ROOT_LABEL=hangar-root
