@@ -37,7 +37,7 @@ func guest() v1.VirtualMachineInstanceSpec {
 	return v1.VirtualMachineInstanceSpec{
 		Domain: v1.DomainSpec{
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
-			Devices: v1.Devices{Disks: []v1.Disk{{Name: "root"}}},
+			Devices:   v1.Devices{Disks: []v1.Disk{{Name: "root"}}},
 		},
 		Volumes: []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "example/disk"}}}},
 	}

@@ -7,15 +7,3 @@ func RunStrategyFromRunning(running bool) VirtualMachineRunStrategy {
 	}
 	return RunStrategyHalted
 }
-
-// EffectiveRunStrategy is the run strategy a VirtualMachine spec asks for, whichever of
-// runStrategy and the deprecated running it uses.
-func (s *VirtualMachineSpec) EffectiveRunStrategy() VirtualMachineRunStrategy {
-	switch {
-	case s.RunStrategy != nil:
-		return *s.RunStrategy
-	case s.Running != nil:
-		return RunStrategyFromRunning(*s.Running)
-	}
-	return RunStrategyHalted
-}

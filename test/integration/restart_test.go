@@ -1,0 +1,65 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/test/integration/framework"
+)
+
+// TestRestartLosesNothing restarts virt-api and its embedded etcd: every object survives with
+// its UID and resourceVersion, and clients relist and watch on.
+func TestRestartLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	server := framework.StartVirtAPI(t)
+	ns := "restart"
+	vm, err := server.Client.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("durable", v1.RunStrategyAlways), metav1.CreateOptions{})
+	require.NoError(t, err)
+	vmi, err := server.Client.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("durable"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	vmi.Status.Phase = v1.Scheduled
+	_, err = server.Client.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	rs, err := server.Client.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Create(ctx, newReplicaSet("durable", 4), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	server.Restart(t)
+
+	gotVM, err := server.Client.KubevirtV1().VirtualMachines(ns).Get(ctx, "durable", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, vm.UID, gotVM.UID)
+	assert.Equal(t, vm.ResourceVersion, gotVM.ResourceVersion)
+	gotVMI, err := server.Client.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "durable", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.Scheduled, gotVMI.Status.Phase)
+	gotRS, err := server.Client.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Get(ctx, "durable", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), *gotRS.Spec.Replicas)
+	assert.Equal(t, rs.UID, gotRS.UID)
+
+	// Informers recover as they do from a kube-apiserver restart: relist, then watch from
+	// the list's resourceVersion.
+	list, err := server.Client.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	w, err := server.Client.KubevirtV1().VirtualMachineInstances(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	require.NoError(t, err)
+	defer w.Stop()
+	gotVMI.Status.Phase = v1.Running
+	_, err = server.Client.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(ctx, gotVMI, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	select {
+	case ev := <-w.ResultChan():
+		require.Equal(t, watch.Modified, ev.Type, "%+v", ev.Object)
+		assert.Equal(t, v1.Running, ev.Object.(*v1.VirtualMachineInstance).Status.Phase)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resumed watch saw nothing")
+	}
+}
