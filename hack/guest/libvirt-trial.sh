@@ -185,17 +185,18 @@ trial_once() {
     sed 's/^/  /' "$STATE_DIR/domains/$name.bootwait.log" >&2
     return 1
   fi
-  local start_s banner_s roundtrip_s total_s
+  local start_s banner_s roundtrip_s shell_s total_s
   start_s=$(seconds_between "$t0" "$t1")
   banner_s=$(sed -n 's/^banner=\([0-9.]*\)s.*/\1/p' <<<"$line")
   roundtrip_s=$(sed -n 's/.*roundtrip=\([0-9.]*\)s.*/\1/p' <<<"$line")
+  shell_s=$(sed -n 's/.*shell=\([0-9.]*\)s.*/\1/p' <<<"$line")
   total_s=$(awk -v a="$start_s" -v b="$banner_s" 'BEGIN { printf "%.3f", a + b }')
 
   check_vnc "$STATE_DIR/domains/$name.vnc.sock"
   grep -aq "HANGAR-GUEST-READY hostname=$name" "$STATE_DIR/domains/$name.console.log" \
     || { log "banner without hostname=$name"; return 1; }
-  log "run $run/$RUNS: define+start(paused)=${start_s}s attach+resume->banner=${banner_s}s total=${total_s}s roundtrip=${roundtrip_s}s vnc=RFB 003.008"
-  echo "$start_s $total_s $roundtrip_s" >> "$STATE_DIR/results.txt"
+  log "run $run/$RUNS: define+start(paused)=${start_s}s attach+resume->banner=${banner_s}s total=${total_s}s roundtrip=${roundtrip_s}s shell=${shell_s}s vnc=RFB 003.008"
+  echo "$start_s $total_s $roundtrip_s $shell_s" >> "$STATE_DIR/results.txt"
 
   stop_domain "$name"
   DOMAINS=("${DOMAINS[@]/$name}")
@@ -229,6 +230,7 @@ main() {
   summarize "define+start(paused)" 1
   summarize "define+start->banner" 2
   summarize "console-roundtrip" 3
+  summarize "banner-to-shell-answer" 4
 }
 
 main "$@"

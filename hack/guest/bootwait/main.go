@@ -22,7 +22,12 @@
 //
 // On success it prints one line, for example
 //
-//	banner=2.051s roundtrip=0.184s
+//	banner=2.051s roundtrip=0.184s shell=1.210s attempts=2
+//
+// banner: start to the ready line; roundtrip: from typing the command that
+// got answered to its answer; shell: from the banner to the first answer
+// (includes commands typed before a shell was reading); attempts: how many
+// times the command was typed.
 //
 // and exits 0; on failure it prints the reason on stderr and exits 1.
 package main
@@ -102,7 +107,7 @@ func parseOptions(args []string) (options, error) {
 // result is what one measured boot yields.
 type result struct {
 	banner    time.Duration
-	roundTrip time.Duration
+	roundTrip roundTripResult
 }
 
 func main() {
@@ -120,7 +125,8 @@ func main() {
 		os.Exit(1)
 	}
 	if opts.roundTrip {
-		fmt.Printf("banner=%.3fs roundtrip=%.3fs\n", res.banner.Seconds(), res.roundTrip.Seconds())
+		fmt.Printf("banner=%.3fs roundtrip=%.3fs shell=%.3fs attempts=%d\n", res.banner.Seconds(),
+			res.roundTrip.latency.Seconds(), res.roundTrip.untilAnswer.Seconds(), res.roundTrip.attempts)
 	} else {
 		fmt.Printf("banner=%.3fs\n", res.banner.Seconds())
 	}
@@ -193,11 +199,11 @@ func run(opts options) (result, error) {
 	res.banner = time.Since(start)
 
 	if opts.roundTrip {
-		d, err := checkRoundTrip(console, lines, guest, opts.roundTripTimeout, opts.retype)
+		rt, err := checkRoundTrip(console, lines, guest, opts.roundTripTimeout, opts.retype)
 		if err != nil {
 			return res, err
 		}
-		res.roundTrip = d
+		res.roundTrip = rt
 	}
 	return res, nil
 }
@@ -398,37 +404,51 @@ func waitForLine(lines <-chan string, guest *guestProcess, deadline time.Time, m
 	}
 }
 
+type roundTripResult struct {
+	latency     time.Duration // typing the answered command -> its answer
+	untilAnswer time.Duration // first typing -> first answer
+	attempts    int
+}
+
 // checkRoundTrip types "echo hangar-$((A+B))" and waits for the line
 // "hangar-<sum>". The terminal echoes the typed line back, but that copy
 // holds the expression, not the sum, so only the shell's answer matches.
-// Input typed before the shell is ready can be lost, so it is typed again
-// every retype interval until the answer comes.
-func checkRoundTrip(console io.Writer, lines <-chan string, guest *guestProcess, timeout, retype time.Duration) (time.Duration, error) {
-	a, b := 1000+rand.IntN(90000), 1000+rand.IntN(90000)
-	want := fmt.Sprintf("hangar-%d", a+b)
-	command := fmt.Sprintf("echo hangar-$((%d+%d))\n", a, b)
-
+// Input typed before the shell is ready can be lost (a getty flushes it),
+// so it is typed again every retype interval, each time with other numbers:
+// the answer then tells which attempt it belongs to.
+func checkRoundTrip(console io.Writer, lines <-chan string, guest *guestProcess, timeout, retype time.Duration) (roundTripResult, error) {
+	var res roundTripResult
+	typedAt := map[string]time.Time{}
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for time.Now().Before(deadline) {
-		if _, err := io.WriteString(console, command); err != nil {
-			return 0, fmt.Errorf("type on console: %w", err)
+		a, b := 1000+rand.IntN(90000), 1000+rand.IntN(90000)
+		want := fmt.Sprintf("hangar-%d", a+b)
+		if _, err := fmt.Fprintf(console, "echo hangar-$((%d+%d))\n", a, b); err != nil {
+			return res, fmt.Errorf("type on console: %w", err)
 		}
+		typedAt[want] = time.Now()
+		res.attempts++
+
 		attemptDeadline := time.Now().Add(retype)
 		if attemptDeadline.After(deadline) {
 			attemptDeadline = deadline
 		}
-		_, err := waitForLine(lines, guest, attemptDeadline, func(line string) bool {
-			return strings.TrimSpace(stripEscapes(line)) == want
+		line, err := waitForLine(lines, guest, attemptDeadline, func(line string) bool {
+			_, ok := typedAt[strings.TrimSpace(stripEscapes(line))]
+			return ok
 		})
 		if err == nil {
-			return time.Since(start), nil
+			now := time.Now()
+			res.latency = now.Sub(typedAt[strings.TrimSpace(stripEscapes(line))])
+			res.untilAnswer = now.Sub(start)
+			return res, nil
 		}
 		if errors.Is(err, errConsoleClosed) || guest.failed() != nil {
-			return 0, fmt.Errorf("console round trip: %w", err)
+			return res, fmt.Errorf("console round trip: %w", err)
 		}
 	}
-	return 0, fmt.Errorf("console round trip: no %q within %s after typing %q", want, timeout, strings.TrimSpace(command))
+	return res, fmt.Errorf("console round trip: no answer within %s to %d typed commands", timeout, res.attempts)
 }
 
 // stripEscapes removes ANSI CSI sequences (ESC [ ... final byte), which
