@@ -33,6 +33,8 @@ type VirtAPI struct {
 	port   int
 	cancel context.CancelFunc
 	done   chan error
+	// configure, when set, replaces standalone mode with other options (see aggregated.go).
+	configure func(o *virtapi.Options) error
 }
 
 // StartVirtAPI starts virt-api in standalone mode with a fresh embedded etcd, and stops it
@@ -78,14 +80,22 @@ func (s *VirtAPI) start() error {
 	s.port = listener.Addr().(*net.TCPAddr).Port
 
 	o := virtapi.NewOptions()
-	o.Standalone = true
-	o.InsecureDisableDelegatedAuth = true
 	o.EmbeddedEtcdDir = filepath.Join(s.Dir, "etcd")
-	o.WriteKubeconfig = filepath.Join(s.Dir, "kubeconfig")
 	serving := o.RecommendedOptions.SecureServing
 	serving.Listener = listener
 	serving.BindPort = s.port
 	serving.ServerCert.CertDirectory = filepath.Join(s.Dir, "certs")
+	if s.configure != nil {
+		if err := s.configure(o); err != nil {
+			listener.Close()
+			return err
+		}
+	} else {
+		o.Standalone = true
+		o.InsecureDisableDelegatedAuth = true
+		o.WriteKubeconfig = filepath.Join(s.Dir, "kubeconfig")
+		s.Kubeconfig = o.WriteKubeconfig
+	}
 	if err := o.Complete(); err != nil {
 		return fmt.Errorf("complete options: %w", err)
 	}
@@ -97,7 +107,6 @@ func (s *VirtAPI) start() error {
 	s.cancel, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- o.Run(ctx) }()
 
-	s.Kubeconfig = o.WriteKubeconfig
 	if err := s.waitReady(); err != nil {
 		s.Stop()
 		return fmt.Errorf("virt-api did not become ready: %w", err)

@@ -1,0 +1,152 @@
+//go:build kube
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	"github.com/hangarvm/hangar/test/integration/framework"
+)
+
+// These tests need a real kube-apiserver (hack/cluster/build.sh builds it): run them with
+// `go test -tags kube ./test/integration/`.
+
+func createNamespace(t *testing.T, kube kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func bindRole(t *testing.T, kube kubernetes.Interface, ns, user, clusterRole string) {
+	t.Helper()
+	_, err := kube.RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + clusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func hangarAs(t *testing.T, c *framework.Cluster, user string) versioned.Interface {
+	t.Helper()
+	cfg, err := c.UserConfig(user)
+	require.NoError(t, err)
+	client, err := versioned.NewForConfig(cfg)
+	require.NoError(t, err)
+	return client
+}
+
+// TestThroughKubeAPIServer runs virt-api behind a real kube-apiserver, registered through
+// APIServices, with delegated authentication, RBAC and admission, as in a cluster.
+func TestThroughKubeAPIServer(t *testing.T) {
+	c := framework.StartAggregated(t)
+	ctx := context.Background()
+
+	t.Run("kubectl sees the kinds", func(t *testing.T) {
+		out, err := c.Kubectl("api-resources", "--api-group=kubevirt.io")
+		require.NoError(t, err, out)
+		for _, kind := range []string{"VirtualMachine", "VirtualMachineInstance", "VirtualMachineInstanceReplicaSet"} {
+			assert.Contains(t, out, kind)
+		}
+		out, err = c.Kubectl("get", "vms,vmis,vmirs", "-A")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "No resources found")
+		out, err = c.Kubectl("explain", "virtualmachine.spec.runStrategy")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "RerunOnFailure")
+	})
+
+	t.Run("admission: no objects in a namespace that does not exist", func(t *testing.T) {
+		_, err := c.Hangar.KubevirtV1().VirtualMachines("nowhere").Create(ctx, newVM("lost", v1.RunStrategyHalted), metav1.CreateOptions{})
+		require.Error(t, err)
+		assert.True(t, apierrors.IsNotFound(err), "got %v", err)
+	})
+
+	t.Run("RBAC: view reads, edit writes", func(t *testing.T) {
+		ns := "team-a"
+		createNamespace(t, c.Kube, ns)
+		bindRole(t, c.Kube, ns, "viewer", "view")
+		bindRole(t, c.Kube, ns, "editor", "edit")
+		viewer, editor, stranger := hangarAs(t, c, "viewer"), hangarAs(t, c, "editor"), hangarAs(t, c, "stranger")
+
+		_, err := viewer.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("by-viewer", v1.RunStrategyHalted), metav1.CreateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "view must not create, got %v", err)
+
+		created, err := editor.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("by-editor", v1.RunStrategyHalted), metav1.CreateOptions{})
+		require.NoError(t, err, "edit creates")
+		assert.Equal(t, int64(1), created.Generation)
+
+		list, err := viewer.KubevirtV1().VirtualMachines(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err, "view lists")
+		assert.Len(t, list.Items, 1)
+
+		_, err = stranger.KubevirtV1().VirtualMachines(ns).List(ctx, metav1.ListOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "no binding, no access, got %v", err)
+		_, err = editor.KubevirtV1().VirtualMachines("default").List(ctx, metav1.ListOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "a binding in one namespace grants nothing in another, got %v", err)
+
+		// The status belongs to the controllers: edit cannot write it.
+		created.Status.Ready = true
+		_, err = editor.KubevirtV1().VirtualMachines(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "edit must not write status, got %v", err)
+	})
+
+	t.Run("the user is who kube-apiserver says", func(t *testing.T) {
+		ns := "audit"
+		createNamespace(t, c.Kube, ns)
+		bindRole(t, c.Kube, ns, "alice", "edit")
+		vm, err := hangarAs(t, c, "alice").KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("mine", v1.RunStrategyHalted), metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, vm.ManagedFields)
+		out, err := c.Kubectl("auth", "can-i", "create", "virtualmachines.kubevirt.io", "-n", ns, "--as", "alice")
+		require.NoError(t, err, out)
+		assert.Equal(t, "yes", strings.TrimSpace(out))
+	})
+
+	t.Run("garbage collection cascades and orphans across the aggregated API", func(t *testing.T) {
+		ns := "gc"
+		createNamespace(t, c.Kube, ns)
+		vms, vmis := c.Hangar.KubevirtV1().VirtualMachines(ns), c.Hangar.KubevirtV1().VirtualMachineInstances(ns)
+		ownedInstance := func(vm *v1.VirtualMachine) {
+			vmi := newVMI(vm.Name)
+			vmi.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind("VirtualMachine"))}
+			_, err := vmis.Create(ctx, vmi, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		cascaded, err := vms.Create(ctx, newVM("cascaded", v1.RunStrategyAlways), metav1.CreateOptions{})
+		require.NoError(t, err)
+		ownedInstance(cascaded)
+		orphaned, err := vms.Create(ctx, newVM("orphaned", v1.RunStrategyAlways), metav1.CreateOptions{})
+		require.NoError(t, err)
+		ownedInstance(orphaned)
+
+		require.NoError(t, vms.Delete(ctx, "cascaded", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}))
+		require.NoError(t, vms.Delete(ctx, "orphaned", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}))
+
+		require.Eventually(t, func() bool {
+			_, err := vmis.Get(ctx, "cascaded", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 90*time.Second, 200*time.Millisecond, "the garbage collector deletes the instance of a deleted VM")
+		require.Eventually(t, func() bool {
+			_, err := vms.Get(ctx, "orphaned", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 90*time.Second, 200*time.Millisecond, "an orphaning delete completes")
+		vmi, err := vmis.Get(ctx, "orphaned", metav1.GetOptions{})
+		require.NoError(t, err, "--cascade=orphan keeps the instance")
+		assert.Empty(t, vmi.OwnerReferences)
+	})
+}
