@@ -1,0 +1,181 @@
+// Package config is virt-controller's cluster configuration: a ConfigMap, watched so a change
+// (say, turning on software emulation) applies to the next launcher pod without a restart.
+package config
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// ConfigMap keys.
+const (
+	// KeyUseEmulation ("true"/"false") runs guests under QEMU's TCG instead of KVM; launcher
+	// pods then do not ask for the KVM device.
+	KeyUseEmulation = "useEmulation"
+	// KeyLauncherImage is the virt-launcher image of new launcher pods.
+	KeyLauncherImage = "launcherImage"
+	// KeyMemoryOverhead is a quantity added to the guest memory in the launcher pod's request.
+	KeyMemoryOverhead = "memoryOverhead"
+	// KeySocketDir is the host directory under which each instance gets a socket directory
+	// shared by virt-handler and its launcher.
+	KeySocketDir = "socketDir"
+	// KeyCPUAllocationRatio is how many vCPUs share one requested CPU when the instance
+	// requests no CPU itself (KubeVirt's cpuAllocationRatio, default 10: 100m per vCPU).
+	KeyCPUAllocationRatio = "cpuAllocationRatio"
+)
+
+// DefaultMemoryOverhead is what a launcher pod needs beside the guest's memory: the launcher
+// process, libvirtd and QEMU itself (device emulation, TCG translation cache, I/O buffers).
+// Measure it as the launcher container's working set (cgroup memory.usage_in_bytes minus
+// page cache, or kubectl top) with a small guest booted to a login prompt, minus the guest
+// memory size; take the maximum over several runs and round up. KubeVirt's estimate for a
+// small guest is of the same order.
+var DefaultMemoryOverhead = resource.MustParse("180Mi")
+
+// DefaultSocketDir is the host directory holding per-instance socket directories.
+const DefaultSocketDir = "/var/run/hangar/sockets"
+
+// DefaultLauncherImage is the launcher image when neither the flag nor the ConfigMap names one.
+const DefaultLauncherImage = "hangar/virt-launcher:latest"
+
+// ClusterConfig is the configuration in effect.
+type ClusterConfig struct {
+	UseEmulation       bool
+	LauncherImage      string
+	MemoryOverhead     resource.Quantity
+	SocketDir          string
+	CPUAllocationRatio int
+}
+
+// Defaults is the configuration without a ConfigMap.
+func Defaults() ClusterConfig {
+	return ClusterConfig{
+		LauncherImage:      DefaultLauncherImage,
+		MemoryOverhead:     DefaultMemoryOverhead,
+		SocketDir:          DefaultSocketDir,
+		CPUAllocationRatio: 10,
+	}
+}
+
+// Parse applies the ConfigMap's data over base. A key with a bad value keeps base's value and
+// is reported, so a typo degrades one setting instead of stopping the controller.
+func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) {
+	c := base
+	var errs []error
+	if v, ok := data[KeyUseEmulation]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", KeyUseEmulation, err))
+		} else {
+			c.UseEmulation = b
+		}
+	}
+	if v, ok := data[KeyLauncherImage]; ok && v != "" {
+		c.LauncherImage = v
+	}
+	if v, ok := data[KeyMemoryOverhead]; ok {
+		q, err := resource.ParseQuantity(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", KeyMemoryOverhead, err))
+		case q.Sign() < 0:
+			errs = append(errs, fmt.Errorf("%s: must not be negative", KeyMemoryOverhead))
+		default:
+			c.MemoryOverhead = q
+		}
+	}
+	if v, ok := data[KeySocketDir]; ok {
+		if len(v) == 0 || v[0] != '/' {
+			errs = append(errs, fmt.Errorf("%s: %q is not an absolute path", KeySocketDir, v))
+		} else {
+			c.SocketDir = v
+		}
+	}
+	if v, ok := data[KeyCPUAllocationRatio]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a positive integer", KeyCPUAllocationRatio, v))
+		} else {
+			c.CPUAllocationRatio = n
+		}
+	}
+	return c, errs
+}
+
+// Store holds the configuration in effect; readers never block.
+type Store struct {
+	base    ClusterConfig
+	current atomic.Pointer[ClusterConfig]
+}
+
+// NewStore returns a store holding base until a ConfigMap is seen.
+func NewStore(base ClusterConfig) *Store {
+	s := &Store{base: base}
+	c := base
+	s.current.Store(&c)
+	return s
+}
+
+// Get returns the configuration in effect; callers must not modify it.
+func (s *Store) Get() *ClusterConfig { return s.current.Load() }
+
+// Apply makes the ConfigMap's data the configuration; nil (the ConfigMap is gone) restores the base.
+func (s *Store) Apply(cm *corev1.ConfigMap) {
+	var data map[string]string
+	if cm != nil {
+		data = cm.Data
+	}
+	c, errs := Parse(data, s.base)
+	for _, err := range errs {
+		klog.ErrorS(err, "Ignoring bad cluster configuration value", "configmap", klog.KObj(cm))
+	}
+	s.current.Store(&c)
+	klog.V(2).InfoS("Cluster configuration", "useEmulation", c.UseEmulation, "launcherImage", c.LauncherImage,
+		"memoryOverhead", c.MemoryOverhead.String(), "socketDir", c.SocketDir)
+}
+
+// Watch keeps the store in step with the ConfigMap namespace/name until ctx ends. It returns
+// once the first list has been applied, so the controllers start with the real configuration.
+func (s *Store) Watch(ctx context.Context, client kubernetes.Interface, namespace, name string) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}))
+	informer := factory.Core().V1().ConfigMaps().Informer()
+	// The field selector is an optimisation; the filter is the guarantee.
+	ours := func(obj any) bool {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		cm, ok := obj.(*corev1.ConfigMap)
+		return ok && cm.Namespace == namespace && cm.Name == name
+	}
+	_, err := informer.AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: ours,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.Apply(obj.(*corev1.ConfigMap)) },
+			UpdateFunc: func(_, obj any) { s.Apply(obj.(*corev1.ConfigMap)) },
+			DeleteFunc: func(any) { s.Apply(nil) },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return fmt.Errorf("configmap %s/%s: cache did not sync", namespace, name)
+	}
+	return nil
+}

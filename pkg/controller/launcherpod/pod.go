@@ -1,0 +1,243 @@
+// Package launcherpod turns a VirtualMachineInstance into the pod that runs it: the
+// virt-launcher container, sized for the guest plus the virtualization overhead, scheduled
+// where the instance asks, with the socket directory virt-handler talks to it through.
+package launcherpod
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/config"
+)
+
+// Labels, annotations and names KubeVirt gives launcher pods; tools select pods by them.
+const (
+	// AppLabel marks every pod Hangar runs; launcher pods have AppLabelLauncher.
+	AppLabel         = "kubevirt.io"
+	AppLabelLauncher = "virt-launcher"
+	// CreatedByLabel carries the UID of the instance the pod runs.
+	CreatedByLabel = "kubevirt.io/created-by"
+	// DomainAnnotation carries the instance's name.
+	DomainAnnotation = "kubevirt.io/domain"
+	// ComputeContainer is the container that runs virt-launcher and the guest.
+	ComputeContainer = "compute"
+	// KVMResource is the device-plugin resource that exposes /dev/kvm to an unprivileged pod.
+	KVMResource corev1.ResourceName = "devices.kubevirt.io/kvm"
+	// SocketVolume is the volume of the handler/launcher socket directory.
+	SocketVolume = "sockets"
+	// SocketMountPath is where the launcher finds its socket directory.
+	SocketMountPath = "/var/run/hangar/sockets"
+	// GracePeriodMargin is added to the instance's grace period: the guest gets the instance's
+	// grace period to power off, the launcher a little more to report and clean up.
+	GracePeriodMargin int64 = 15
+	// DefaultGracePeriodSeconds is the instance grace period when the spec has none.
+	DefaultGracePeriodSeconds int64 = 30
+)
+
+// Environment of the compute container: who the launcher is and where its sockets go.
+const (
+	EnvNamespace = "HANGAR_VMI_NAMESPACE"
+	EnvName      = "HANGAR_VMI_NAME"
+	EnvUID       = "HANGAR_VMI_UID"
+	EnvSocketDir = "HANGAR_SOCKET_DIR"
+	EnvEmulation = "HANGAR_USE_EMULATION"
+)
+
+// GenerateName is the prefix of a launcher pod's name; the API server appends 5 characters.
+func GenerateName(vmi *v1.VirtualMachineInstance) string {
+	return "virt-launcher-" + vmi.Name + "-"
+}
+
+// HostSocketDir is the host directory of one instance's sockets.
+func HostSocketDir(cfg *config.ClusterConfig, vmi *v1.VirtualMachineInstance) string {
+	return path.Join(cfg.SocketDir, string(vmi.UID))
+}
+
+// GuestMemory is the memory the guest sees: memory.guest, else the memory request, else the limit.
+func GuestMemory(vmi *v1.VirtualMachineInstance) (resource.Quantity, bool) {
+	d := vmi.Spec.Domain
+	if d.Memory != nil && d.Memory.Guest != nil {
+		return *d.Memory.Guest, true
+	}
+	if q, ok := d.Resources.Requests[corev1.ResourceMemory]; ok {
+		return q, true
+	}
+	if q, ok := d.Resources.Limits[corev1.ResourceMemory]; ok {
+		return q, true
+	}
+	return resource.Quantity{}, false
+}
+
+// VCPUs is the number of virtual CPUs of the guest.
+func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
+	cpu := vmi.Spec.Domain.CPU
+	if cpu == nil {
+		return 1
+	}
+	n := int64(1)
+	for _, f := range []uint32{cpu.Cores, cpu.Sockets, cpu.Threads} {
+		if f > 0 {
+			n *= int64(f)
+		}
+	}
+	return n
+}
+
+// Resources is the compute container's requests and limits.
+func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev1.ResourceRequirements, error) {
+	r := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	spec := vmi.Spec.Domain.Resources
+
+	guest, ok := GuestMemory(vmi)
+	if !ok {
+		return r, fmt.Errorf("instance %s/%s has no memory size", vmi.Namespace, vmi.Name)
+	}
+	request := guest.DeepCopy()
+	if !spec.OvercommitGuestOverhead {
+		request.Add(cfg.MemoryOverhead)
+	}
+	r.Requests[corev1.ResourceMemory] = request
+	if limit, ok := spec.Limits[corev1.ResourceMemory]; ok {
+		limit = limit.DeepCopy()
+		limit.Add(cfg.MemoryOverhead)
+		r.Limits[corev1.ResourceMemory] = limit
+	}
+
+	if q, ok := spec.Requests[corev1.ResourceCPU]; ok {
+		r.Requests[corev1.ResourceCPU] = q.DeepCopy()
+	} else {
+		// As KubeVirt: without an explicit request every vCPU asks for 1/ratio of a CPU.
+		ratio := int64(cfg.CPUAllocationRatio)
+		if ratio < 1 {
+			ratio = 1
+		}
+		r.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(VCPUs(vmi)*1000/ratio, resource.DecimalSI)
+	}
+	if q, ok := spec.Limits[corev1.ResourceCPU]; ok {
+		r.Limits[corev1.ResourceCPU] = q.DeepCopy()
+	}
+
+	if !cfg.UseEmulation {
+		// Extended resources must be requested and limited alike.
+		r.Requests[KVMResource] = resource.MustParse("1")
+		r.Limits[KVMResource] = resource.MustParse("1")
+	}
+	if len(r.Limits) == 0 {
+		r.Limits = nil
+	}
+	return r, nil
+}
+
+// Build returns the launcher pod of vmi under the configuration cfg.
+func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.Pod, error) {
+	res, err := Resources(vmi, cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	labels := map[string]string{}
+	for k, v := range vmi.Labels {
+		labels[k] = v // so Services and NetworkPolicies can select the instance's pod
+	}
+	labels[AppLabel] = AppLabelLauncher
+	labels[CreatedByLabel] = string(vmi.UID)
+
+	grace := DefaultGracePeriodSeconds
+	if vmi.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *vmi.Spec.TerminationGracePeriodSeconds
+	}
+
+	hostname := vmi.Spec.Hostname
+	if hostname == "" {
+		hostname = vmi.Name
+	}
+	if len(hostname) > 63 {
+		hostname = hostname[:63]
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: GenerateName(vmi),
+			Namespace:    vmi.Namespace,
+			Labels:       labels,
+			Annotations:  map[string]string{DomainAnnotation: vmi.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         v1.SchemeGroupVersion.String(),
+				Kind:               "VirtualMachineInstance",
+				Name:               vmi.Name,
+				UID:                vmi.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To(grace + GracePeriodMargin),
+			// The launcher talks to virt-handler only, never to the API server.
+			AutomountServiceAccountToken: ptr.To(false),
+			Hostname:                     hostname,
+			Subdomain:                    vmi.Spec.Subdomain,
+			NodeSelector:                 copyMap(vmi.Spec.NodeSelector),
+			Affinity:                     vmi.Spec.Affinity.DeepCopy(),
+			Tolerations:                  copyTolerations(vmi.Spec.Tolerations),
+			SchedulerName:                vmi.Spec.SchedulerName,
+			PriorityClassName:            vmi.Spec.PriorityClassName,
+			Containers: []corev1.Container{{
+				Name:            ComputeContainer,
+				Image:           cfg.LauncherImage,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Env: []corev1.EnvVar{
+					{Name: EnvNamespace, Value: vmi.Namespace},
+					{Name: EnvName, Value: vmi.Name},
+					{Name: EnvUID, Value: string(vmi.UID)},
+					{Name: EnvSocketDir, Value: SocketMountPath},
+					{Name: EnvEmulation, Value: fmt.Sprint(cfg.UseEmulation)},
+				},
+				Resources: res,
+				// Never privileged: whoever may create an instance gets no more than an
+				// ordinary pod; /dev/kvm comes from the device plugin.
+				SecurityContext: &corev1.SecurityContext{
+					Privileged:               ptr.To(false),
+					AllowPrivilegeEscalation: ptr.To(false),
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}},
+			}},
+			Volumes: []corev1.Volume{{
+				Name: SocketVolume,
+				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: HostSocketDir(cfg, vmi),
+					Type: ptr.To(corev1.HostPathDirectoryOrCreate),
+				}},
+			}},
+		},
+	}
+	return pod, nil
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyTolerations(t []corev1.Toleration) []corev1.Toleration {
+	if t == nil {
+		return nil
+	}
+	out := make([]corev1.Toleration, len(t))
+	for i := range t {
+		t[i].DeepCopyInto(&out[i])
+	}
+	return out
+}

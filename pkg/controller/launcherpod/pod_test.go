@@ -1,0 +1,191 @@
+package launcherpod
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/config"
+)
+
+func testVMI(mutate func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm1", UID: "uid-1", Labels: map[string]string{"app": "web"}},
+		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		}}},
+	}
+	if mutate != nil {
+		mutate(vmi)
+	}
+	return vmi
+}
+
+func q(s string) resource.Quantity { return resource.MustParse(s) }
+
+func TestResources(t *testing.T) {
+	tests := []struct {
+		name      string
+		vmi       func(*v1.VirtualMachineInstance)
+		emulation bool
+		want      corev1.ResourceRequirements
+		wantErr   bool
+	}{
+		{
+			name: "guest memory from the request plus overhead, 100m per vCPU, KVM",
+			want: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), KVMResource: q("1")},
+				Limits:   corev1.ResourceList{KVMResource: q("1")},
+			},
+		},
+		{
+			name:      "software emulation asks for no KVM device",
+			emulation: true,
+			want:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m")}},
+		},
+		{
+			name: "memory.guest wins, topology multiplies vCPUs, limits get the overhead too",
+			vmi: func(vmi *v1.VirtualMachineInstance) {
+				vmi.Spec.Domain.Memory = &v1.Memory{Guest: ptr.To(q("1Gi"))}
+				vmi.Spec.Domain.CPU = &v1.CPU{Cores: 2, Sockets: 2, Threads: 1}
+				vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q("2Gi"), corev1.ResourceCPU: q("2")}
+			},
+			emulation: true,
+			want: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("1204Mi"), corev1.ResourceCPU: q("400m")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("2228Mi"), corev1.ResourceCPU: q("2")},
+			},
+		},
+		{
+			name: "explicit cpu request and overcommitted overhead",
+			vmi: func(vmi *v1.VirtualMachineInstance) {
+				vmi.Spec.Domain.Resources.Requests[corev1.ResourceCPU] = q("1500m")
+				vmi.Spec.Domain.Resources.OvercommitGuestOverhead = true
+			},
+			emulation: true,
+			want:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("128Mi"), corev1.ResourceCPU: q("1500m")}},
+		},
+		{
+			name:    "no memory size at all",
+			vmi:     func(vmi *v1.VirtualMachineInstance) { vmi.Spec.Domain.Resources.Requests = nil },
+			wantErr: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Defaults()
+			cfg.UseEmulation = tt.emulation
+			got, err := Resources(testVMI(tt.vmi), &cfg)
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assertList(t, tt.want.Requests, got.Requests, "requests")
+			assertList(t, tt.want.Limits, got.Limits, "limits")
+		})
+	}
+}
+
+func assertList(t *testing.T, want, got corev1.ResourceList, what string) {
+	t.Helper()
+	assert.Len(t, got, len(want), "%s: %v", what, got)
+	for name, w := range want {
+		g, ok := got[name]
+		if assert.True(t, ok, "%s: missing %s", what, name) {
+			assert.Equal(t, 0, w.Cmp(g), "%s %s: want %s, got %s", what, name, w.String(), g.String())
+		}
+	}
+}
+
+func TestBuild(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.LauncherImage = "reg/launcher:v1"
+	cfg.SocketDir = "/run/hangar/s"
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
+	}}}
+	vmi := testVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		vmi.Spec.Affinity = affinity
+		vmi.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		vmi.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+		vmi.Spec.SchedulerName = "my-scheduler"
+		vmi.Spec.PriorityClassName = "high"
+		vmi.Spec.Hostname = "web-1"
+		vmi.Spec.Subdomain = "svc"
+		vmi.Labels[AppLabel] = "spoofed"
+	})
+
+	pod, err := Build(vmi, &cfg)
+	require.NoError(t, err)
+
+	assert.Equal(t, "virt-launcher-vm1-", pod.GenerateName)
+	assert.Empty(t, pod.Name)
+	assert.Equal(t, "ns", pod.Namespace)
+	assert.Equal(t, map[string]string{"app": "web", AppLabel: AppLabelLauncher, CreatedByLabel: "uid-1"}, pod.Labels)
+	assert.Equal(t, "vm1", pod.Annotations[DomainAnnotation])
+
+	ref := metav1.GetControllerOf(pod)
+	require.NotNil(t, ref)
+	assert.Equal(t, metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm1", UID: "uid-1",
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}, *ref)
+
+	spec := pod.Spec
+	assert.Equal(t, corev1.RestartPolicyNever, spec.RestartPolicy)
+	assert.Equal(t, int64(75), *spec.TerminationGracePeriodSeconds)
+	assert.Equal(t, map[string]string{"disk": "ssd"}, spec.NodeSelector)
+	assert.Equal(t, affinity, spec.Affinity)
+	assert.NotSame(t, affinity, spec.Affinity, "the pod must not share the instance's affinity")
+	assert.Equal(t, vmi.Spec.Tolerations, spec.Tolerations)
+	assert.Equal(t, "my-scheduler", spec.SchedulerName)
+	assert.Equal(t, "high", spec.PriorityClassName)
+	assert.Equal(t, "web-1", spec.Hostname)
+	assert.Equal(t, "svc", spec.Subdomain)
+	assert.False(t, spec.HostNetwork)
+	assert.False(t, spec.HostPID)
+	assert.False(t, spec.HostIPC)
+	assert.False(t, *spec.AutomountServiceAccountToken)
+
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+	assert.Equal(t, ComputeContainer, c.Name)
+	assert.Equal(t, "reg/launcher:v1", c.Image)
+	assert.False(t, *c.SecurityContext.Privileged)
+	assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+	assert.Nil(t, c.SecurityContext.Capabilities)
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, map[string]string{EnvNamespace: "ns", EnvName: "vm1", EnvUID: "uid-1", EnvSocketDir: SocketMountPath, EnvEmulation: "false"}, env)
+	assert.Equal(t, []corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}}, c.VolumeMounts)
+
+	require.Len(t, spec.Volumes, 1)
+	hp := spec.Volumes[0].HostPath
+	require.NotNil(t, hp)
+	assert.Equal(t, "/run/hangar/s/uid-1", hp.Path)
+	assert.Equal(t, corev1.HostPathDirectoryOrCreate, *hp.Type)
+
+	// The builder must not modify its input.
+	assert.Equal(t, "spoofed", vmi.Labels[AppLabel])
+}
+
+func TestBuildDefaults(t *testing.T) {
+	cfg := config.Defaults()
+	pod, err := Build(testVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Name = "a-very-long-name-0123456789012345678901234567890123456789012345678901234567890123"
+	}), &cfg)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultGracePeriodSeconds+GracePeriodMargin, *pod.Spec.TerminationGracePeriodSeconds)
+	assert.Len(t, pod.Spec.Hostname, 63, "a hostname is a DNS label")
+	assert.Equal(t, config.DefaultLauncherImage, pod.Spec.Containers[0].Image)
+	assert.Nil(t, pod.Spec.NodeSelector)
+	assert.Nil(t, pod.Spec.Affinity)
+}

@@ -1,0 +1,164 @@
+package vmi
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+)
+
+// Reasons in status.reason of an instance that failed before the node agent took it over.
+const (
+	// ReasonPodDeleted: the launcher pod disappeared or is being deleted.
+	ReasonPodDeleted = "PodDeleted"
+	// ReasonPodFailed: the launcher pod terminated.
+	ReasonPodFailed = "PodFailed"
+)
+
+// Reasons of the Ready condition (KubeVirt's).
+const (
+	ReasonGuestNotRunning = "GuestNotRunning"
+	ReasonPodNotReady     = "PodNotReady"
+)
+
+// PodScheduledCondition is the instance condition that mirrors an unscheduled launcher pod,
+// as KubeVirt does; the VirtualMachine shows ErrorUnschedulable from it.
+const PodScheduledCondition = v1.VirtualMachineInstanceConditionType(corev1.PodScheduled)
+
+// nextStatus is the status the instance should have given its launcher pod (nil: none in the
+// cache) and whether a pod creation is still to be observed. It never leaves a final phase and
+// never enters Running or later: those are the node agent's.
+func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending bool, now metav1.Time) v1.VirtualMachineInstanceStatus {
+	s := *vmi.Status.DeepCopy()
+	// Step through the controller's phases until none applies, so an instance whose pod is
+	// already bound (after a controller restart, say) goes straight to Scheduled.
+	for range 4 {
+		next, reason := nextPhase(s.Phase, pod, creationPending)
+		if next == s.Phase {
+			break
+		}
+		s.Phase, s.Reason = next, reason
+		s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps,
+			v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: next, PhaseTransitionTimestamp: now})
+		if next == v1.Scheduled {
+			s.NodeName = pod.Spec.NodeName
+		}
+	}
+	if isFinal(s.Phase) {
+		setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
+		return s
+	}
+
+	if pod != nil {
+		if pod.Spec.NodeName != "" {
+			if s.ActivePods == nil {
+				s.ActivePods = map[types.UID]string{}
+			}
+			s.ActivePods[pod.UID] = pod.Spec.NodeName
+		}
+		if pod.Status.QOSClass != "" {
+			s.QOSClass = &pod.Status.QOSClass
+		}
+		if cond := podCondition(pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
+			setCondition(&s, v1.VirtualMachineInstanceCondition{
+				Type: PodScheduledCondition, Status: cond.Status, Reason: cond.Reason, Message: cond.Message,
+			}, now)
+		} else {
+			removeCondition(&s, PodScheduledCondition)
+		}
+	}
+
+	ready := v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}
+	if s.Phase == v1.Running {
+		if pod != nil && podReady(pod) {
+			ready = v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
+		} else {
+			ready.Reason = ReasonPodNotReady
+		}
+	}
+	setCondition(&s, ready, now)
+	return s
+}
+
+// nextPhase is one step of the controller's part of the lifecycle.
+func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPending bool) (v1.VirtualMachineInstancePhase, string) {
+	switch phase {
+	case v1.VmPhaseUnset:
+		return v1.Pending, ""
+	case v1.Pending:
+		if pod != nil {
+			return v1.Scheduling, ""
+		}
+	case v1.Scheduling, v1.Scheduled:
+		switch {
+		case pod == nil && !creationPending:
+			return v1.Failed, ReasonPodDeleted
+		case pod == nil:
+		case podTerminated(pod):
+			return v1.Failed, ReasonPodFailed
+		case pod.DeletionTimestamp != nil:
+			return v1.Failed, ReasonPodDeleted
+		case phase == v1.Scheduling && pod.Spec.NodeName != "":
+			return v1.Scheduled, ""
+		}
+	}
+	return phase, ""
+}
+
+func podTerminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func podReady(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == launcherpod.ComputeContainer {
+			return cs.Ready
+		}
+	}
+	return false
+}
+
+// setCondition sets a condition, keeping its transition time while its status stays.
+func setCondition(s *v1.VirtualMachineInstanceStatus, cond v1.VirtualMachineInstanceCondition, now metav1.Time) {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type != cond.Type {
+			continue
+		}
+		cond.LastTransitionTime = s.Conditions[i].LastTransitionTime
+		if s.Conditions[i].Status != cond.Status || cond.LastTransitionTime.IsZero() {
+			cond.LastTransitionTime = now
+		}
+		cond.LastProbeTime = s.Conditions[i].LastProbeTime
+		s.Conditions[i] = cond
+		return
+	}
+	cond.LastTransitionTime = now
+	s.Conditions = append(s.Conditions, cond)
+}
+
+func removeCondition(s *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) {
+	out := s.Conditions[:0]
+	for _, c := range s.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	s.Conditions = out
+}

@@ -1,0 +1,193 @@
+package vmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/controller/metrics"
+)
+
+// Finalizer keeps a deleted instance in the API until its launcher pod is gone, so a
+// VirtualMachine cannot start a new instance of the same name while the old guest may still
+// run. KubeVirt uses the same name.
+const Finalizer = "foregroundDeleteVirtualMachine"
+
+// Event reasons on instances.
+const (
+	SuccessfulCreatePodReason = "SuccessfulCreate"
+	FailedCreatePodReason     = "FailedCreate"
+	SuccessfulDeletePodReason = "SuccessfulDelete"
+	FailedDeletePodReason     = "FailedDelete"
+)
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	vmi, err := c.vmiLister.VirtualMachineInstances(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		// The instance is gone: whatever pods are left ran it.
+		_, stale, err := c.podsFor(key, "")
+		if err != nil {
+			return err
+		}
+		return c.deletePods(ctx, nil, stale)
+	}
+	if err != nil {
+		return err
+	}
+	own, stale, err := c.podsFor(key, vmi.UID)
+	if err != nil {
+		return err
+	}
+	if err := c.deletePods(ctx, vmi, stale); err != nil {
+		return err
+	}
+
+	if vmi.DeletionTimestamp != nil || isFinal(vmi.Status.Phase) {
+		return c.finish(ctx, vmi, own)
+	}
+
+	vmi = vmi.DeepCopy()
+	if !slices.Contains(vmi.Finalizers, Finalizer) {
+		vmi.Finalizers = append(vmi.Finalizers, Finalizer)
+		if vmi, err = c.kubevirt.KubevirtV1().VirtualMachineInstances(namespace).Update(ctx, vmi, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("add finalizer to %s: %w", key, err)
+		}
+	}
+
+	pod := activePod(own)
+	var syncErr error
+	creationPending := !c.expectations.Satisfied(string(vmi.UID))
+	if pod == nil && !creationPending && needsPod(vmi.Status.Phase) {
+		syncErr = c.createPod(ctx, vmi)
+		creationPending = syncErr == nil
+	}
+
+	status := nextStatus(vmi, pod, creationPending, metav1.Now())
+	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
+		old := vmi.Status.Phase
+		vmi.Status = status
+		if _, err := c.kubevirt.KubevirtV1().VirtualMachineInstances(namespace).UpdateStatus(ctx, vmi, metav1.UpdateOptions{}); err != nil {
+			return errors.Join(syncErr, fmt.Errorf("update status of %s: %w", key, err))
+		}
+		if old != status.Phase {
+			klog.V(2).InfoS("Instance phase", "vmi", klog.KObj(vmi), "from", old, "to", status.Phase, "reason", status.Reason)
+		}
+	}
+	return syncErr
+}
+
+func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	pod, err := launcherpod.Build(vmi, c.config.Get())
+	if err != nil {
+		c.recorder.Eventf(vmi, corev1.EventTypeWarning, FailedCreatePodReason, "Error creating pod: %v", err)
+		metrics.LauncherPodsCreated.WithLabelValues("error").Inc()
+		return err
+	}
+	uid := string(vmi.UID)
+	c.expectations.ExpectCreations(uid, 1)
+	created, err := c.kube.CoreV1().Pods(vmi.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		c.expectations.CreationObserved(uid)
+		c.recorder.Eventf(vmi, corev1.EventTypeWarning, FailedCreatePodReason, "Error creating pod: %v", err)
+		metrics.LauncherPodsCreated.WithLabelValues("error").Inc()
+		return fmt.Errorf("create launcher pod for %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	metrics.LauncherPodsCreated.WithLabelValues("success").Inc()
+	c.recorder.Eventf(vmi, corev1.EventTypeNormal, SuccessfulCreatePodReason, "Created virtual machine pod %s", created.Name)
+	return nil
+}
+
+// finish handles an instance that is over or being deleted: its pods go, with the instance's
+// grace period, and once none is left the finalizer goes too.
+func (c *Controller) finish(ctx context.Context, vmi *v1.VirtualMachineInstance, pods []*corev1.Pod) error {
+	if err := c.deletePods(ctx, vmi, pods); err != nil {
+		return err
+	}
+	if len(pods) > 0 || !slices.Contains(vmi.Finalizers, Finalizer) {
+		return nil // the pods' deletion events bring us back
+	}
+	vmi = vmi.DeepCopy()
+	vmi.Finalizers = slices.DeleteFunc(vmi.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := c.kubevirt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, vmi, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// deletePods deletes the pods not already terminating. The grace period is the instance's
+// (vmi may be nil for pods whose instance is gone: then the pod's own applies).
+func (c *Controller) deletePods(ctx context.Context, vmi *v1.VirtualMachineInstance, pods []*corev1.Pod) error {
+	var errs []error
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
+		if vmi != nil {
+			opts.GracePeriodSeconds = ptr.To(gracePeriod(vmi))
+		}
+		err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone already, or a newer pod took the name
+		}
+		if vmi == nil {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("delete orphaned launcher pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			}
+			continue
+		}
+		if err != nil {
+			c.recorder.Eventf(vmi, corev1.EventTypeWarning, FailedDeletePodReason, "Error deleting pod %s: %v", pod.Name, err)
+			errs = append(errs, fmt.Errorf("delete launcher pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		c.recorder.Eventf(vmi, corev1.EventTypeNormal, SuccessfulDeletePodReason, "Deleted virtual machine pod %s", pod.Name)
+	}
+	return errors.Join(errs...)
+}
+
+func gracePeriod(vmi *v1.VirtualMachineInstance) int64 {
+	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
+		return *g
+	}
+	return launcherpod.DefaultGracePeriodSeconds
+}
+
+// activePod is the pod that runs the instance: the newest one, preferring those not being deleted.
+func activePod(pods []*corev1.Pod) *corev1.Pod {
+	var best *corev1.Pod
+	for _, p := range pods {
+		if best == nil ||
+			(best.DeletionTimestamp != nil && p.DeletionTimestamp == nil) ||
+			((best.DeletionTimestamp == nil) == (p.DeletionTimestamp == nil) && best.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			best = p
+		}
+	}
+	return best
+}
+
+// needsPod: only an instance that never had a pod gets one; a later phase without a pod
+// means the pod was lost, and the instance fails instead.
+func needsPod(phase v1.VirtualMachineInstancePhase) bool {
+	return phase == v1.VmPhaseUnset || phase == v1.Pending
+}
+
+func isFinal(phase v1.VirtualMachineInstancePhase) bool {
+	return phase == v1.Succeeded || phase == v1.Failed
+}
