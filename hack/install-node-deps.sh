@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# install-node-deps.sh: the Debian packages the node side (virt-launcher,
+# virt-handler and their tests) needs on a build or test machine:
+#   - gcc, pkg-config, libvirt-dev: libvirt.org/go/libvirt is cgo;
+#   - libvirt-daemon-system, libvirt-daemon-driver-qemu, libvirt-clients,
+#     qemu-system-x86, qemu-utils: the private libvirtd the launcher starts,
+#     QEMU, and qemu-img for containerDisk overlays (libvirt-daemon-system for
+#     the libvirt-qemu user that libvirtd 9.0 looks up even when it runs QEMU
+#     as root; its init scripts are not started);
+#   - genisoimage (isoinfo): reads back the cloud-init ISO in tagged tests;
+#   - iproute2, nftables: masquerade networking and its tests;
+#   - socat: debugging consoles by hand.
+# Installs only what is missing; apt-get update runs only then.
+set -euo pipefail
+
+readonly PACKAGES=(gcc pkg-config libvirt-dev libvirt-daemon-system libvirt-daemon-driver-qemu
+  libvirt-clients qemu-system-x86 qemu-utils genisoimage iproute2 nftables socat)
+
+installed() { [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]; }
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+if (( ${#missing[@]} == 0 )); then
+  echo "install-node-deps: all packages present" >&2
+  exit 0
+fi
+echo "install-node-deps: installing ${missing[*]}" >&2
+apt-get update -qq
+# policy-rc.d keeps package scripts from starting libvirtd; there is no systemd here anyway.
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,66 @@
+package domain
+
+import (
+	"path/filepath"
+)
+
+// Layout is where a launcher keeps the files a domain refers to. The converter only names
+// them; the launcher creates them (overlays, empty disks, the cloud-init ISO) before it
+// defines the domain.
+type Layout struct {
+	// EphemeralDir is a writable directory private to the launcher: containerDisk overlays,
+	// empty disks and cloud-init ISOs live there and die with the launcher's container.
+	EphemeralDir string
+	// PVCDir holds one directory per filesystem persistentVolumeClaim volume, with the
+	// image at <PVCDir>/<volume>/disk.img (KubeVirt's /var/run/kubevirt-private/vmi-disks).
+	PVCDir string
+	// BlockDir holds block persistentVolumeClaim volumes as <BlockDir>/<volume> (the pod's
+	// volumeDevices devicePath; KubeVirt uses /dev/<volume>).
+	BlockDir string
+	// SerialSocket is the unix socket QEMU listens on for the serial console.
+	SerialSocket string
+	// VNCSocket is the unix socket QEMU listens on for VNC.
+	VNCSocket string
+}
+
+// DefaultLayout is the layout inside a launcher pod, with run as the launcher's private
+// runtime directory.
+func DefaultLayout(run string) Layout {
+	return Layout{
+		EphemeralDir: filepath.Join(run, "ephemeral"),
+		PVCDir:       "/var/run/kubevirt-private/vmi-disks",
+		BlockDir:     "/dev",
+		SerialSocket: filepath.Join(run, "serial.sock"),
+		VNCSocket:    filepath.Join(run, "vnc.sock"),
+	}
+}
+
+// ContainerDiskOverlay is the qcow2 overlay that takes a containerDisk volume's writes.
+func (l Layout) ContainerDiskOverlay(volume string) string {
+	return filepath.Join(l.EphemeralDir, "container-disks", volume+".qcow2")
+}
+
+// EmptyDisk is the sparse raw file of an emptyDisk volume.
+func (l Layout) EmptyDisk(volume string) string {
+	return filepath.Join(l.EphemeralDir, "empty-disks", volume+".img")
+}
+
+// CloudInitISO is the NoCloud ISO of a cloudInitNoCloud volume.
+func (l Layout) CloudInitISO(volume string) string {
+	return filepath.Join(l.EphemeralDir, "cloud-init", volume+".iso")
+}
+
+// PVCFile is the image file of a filesystem persistentVolumeClaim volume.
+func (l Layout) PVCFile(volume string) string {
+	return filepath.Join(l.PVCDir, volume, "disk.img")
+}
+
+// PVCBlock is the block device of a block persistentVolumeClaim volume.
+func (l Layout) PVCBlock(volume string) string {
+	return filepath.Join(l.BlockDir, volume)
+}
+
+// UnderRoot resolves p, a path inside an image, below root; ".." cannot leave root.
+func UnderRoot(root, p string) string {
+	return filepath.Join(root, filepath.Clean("/"+p))
+}
