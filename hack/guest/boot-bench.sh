@@ -108,7 +108,7 @@ qemu_command() {
   esac
   case "$NIC" in
     none) cmd+=(-nic none) ;;
-    virtio) cmd+=(-nic user,model=virtio-net-pci) ;;
+    virtio) cmd+=(-nic "user,model=virtio-net-pci") ;;
     *) log "unknown NIC=$NIC"; exit 2 ;;
   esac
   printf '%s\n' "${cmd[@]}"

@@ -106,7 +106,8 @@ bootstrap_key() {
 
 # bootstrap_rootfs: debootstrap into a cached directory, once per key.
 bootstrap_rootfs() {
-  local target=$WORK_DIR/bootstrap-$(bootstrap_key)
+  local target
+  target=$WORK_DIR/bootstrap-$(bootstrap_key)
   BOOTSTRAP_DIR=$target
   if [[ "${FORCE:-0}" != 2 && -f "$target.done" ]]; then
     log "debootstrap result cached in $target"

@@ -94,8 +94,8 @@ start_libvirtd() {
     > "$STATE_DIR/libvirtd.stdout" 2>&1 &
   LIBVIRTD_PID=$!
   URI="qemu:///system?socket=$STATE_DIR/run/libvirt-sock"
-  local i
-  for i in $(seq 1 300); do
+  local _
+  for _ in $(seq 1 300); do
     [[ -S "$STATE_DIR/run/libvirt-sock" ]] && virsh_ version >/dev/null 2>&1 && break
     kill -0 "$LIBVIRTD_PID" 2>/dev/null || { cat "$STATE_DIR/libvirtd.stdout" >&2; log "libvirtd exited"; return 1; }
     sleep 0.1
@@ -112,8 +112,8 @@ start_libvirtd() {
 stop_libvirtd() {
   [[ -n "$LIBVIRTD_PID" ]] || return 0
   kill -TERM "$LIBVIRTD_PID" 2>/dev/null || true
-  local i
-  for i in $(seq 1 50); do
+  local _
+  for _ in $(seq 1 50); do
     kill -0 "$LIBVIRTD_PID" 2>/dev/null || break
     sleep 0.1
   done
