@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Deploys Hangar onto the local cluster (hack/cluster/up.sh) from artifacts/overlays/local:
+# builds the component images and imports them into the node's containerd, makes virt-api's
+# serving certificate, the etcd volume, applies the manifests, fills in the APIServices'
+# caBundle and waits until the APIServices are Available. Idempotent.
+#
+# On a real cluster, do what this script does by hand or with cert-manager: a Secret
+# hangar/virt-api-tls for the DNS name virt-api.hangar.svc, the APIServices' caBundle set to
+# its CA, and images pushed to your registry (kustomize edit set image).
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
+source "${REPO_ROOT}/hack/cluster/pki.sh"
+
+HANGAR_DIR="${CLUSTER_DIR}/hangar"
+PKI_DIR="${HANGAR_DIR}/pki"
+IMAGE_BIN_DIR="${REPO_ROOT}/_output/images"
+# etcd in the pod runs as this user; its hostPath volume must be writable by it.
+ETCD_UID=65532
+
+# build_static NAME DIR PACKAGE builds a static binary for an image with no libc.
+build_static() {
+	local name="$1" dir="$2" pkg="$3"
+	CGO_ENABLED=0 go -C "${dir}" build -trimpath -o "${IMAGE_BIN_DIR}/${name}" "${pkg}"
+}
+
+build_images() {
+	mkdir -p "${IMAGE_BIN_DIR}"
+	build_static virt-api "${REPO_ROOT}" ./cmd/virt-api
+	build_static etcd "${REPO_ROOT}/hack/tools" ./cmd/etcd
+	"${REPO_ROOT}/hack/cluster/image.sh" hangar.local/virt-api:dev \
+		-file "${IMAGE_BIN_DIR}/virt-api:/usr/bin/virt-api" -entrypoint /usr/bin/virt-api
+	"${REPO_ROOT}/hack/cluster/image.sh" hangar.local/etcd:v3.6.4 \
+		-file "${IMAGE_BIN_DIR}/etcd:/usr/bin/etcd" -entrypoint /usr/bin/etcd
+}
+
+make_certificates() {
+	mkdir -p "${PKI_DIR}"
+	chmod 700 "${PKI_DIR}"
+	new_ca hangar-ca "hangar-ca"
+	new_cert virt-api hangar-ca "/CN=virt-api.hangar.svc" serverAuth \
+		"DNS:virt-api.hangar.svc,DNS:virt-api.hangar.svc.cluster.local,DNS:virt-api.hangar,DNS:virt-api"
+}
+
+# apply_prerequisites creates what the manifests refer to but do not contain.
+apply_prerequisites() {
+	kubectl_admin apply -f "${REPO_ROOT}/artifacts/base/namespace.yaml" >/dev/null
+	kubectl_admin -n hangar create secret tls virt-api-tls \
+		--cert="${PKI_DIR}/virt-api.crt" --key="${PKI_DIR}/virt-api.key" \
+		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+
+	local volume="${HANGAR_DIR}/volumes/etcd-0"
+	mkdir -p "${volume}"
+	chown "${ETCD_UID}:${ETCD_UID}" "${volume}"
+	chmod 700 "${volume}"
+	kubectl_admin apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: hangar-local
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: hangar-etcd-0
+spec:
+  capacity:
+    storage: 1Gi
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: hangar-local
+  claimRef:
+    namespace: hangar
+    name: data-hangar-etcd-0
+  hostPath:
+    path: ${volume}
+    type: Directory
+YAML
+}
+
+apply_manifests() {
+	kubectl_admin apply --server-side --force-conflicts -k "${REPO_ROOT}/artifacts/overlays/local" >/dev/null
+	local ca_bundle
+	ca_bundle="$(base64 -w0 <"${PKI_DIR}/hangar-ca.crt")"
+	local apiservice
+	for apiservice in v1.kubevirt.io v1alpha3.kubevirt.io; do
+		kubectl_admin patch apiservice "${apiservice}" --type=merge \
+			-p "{\"spec\":{\"caBundle\":\"${ca_bundle}\"}}" >/dev/null
+	done
+}
+
+wait_ready() {
+	kubectl_admin -n hangar rollout status statefulset/hangar-etcd --timeout=180s >/dev/null
+	kubectl_admin -n hangar rollout status deployment/virt-api --timeout=180s >/dev/null
+	kubectl_admin wait --for=condition=Available --timeout=120s \
+		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io >/dev/null
+}
+
+main() {
+	require_root
+	local start=${SECONDS}
+	kubectl_admin get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running: hack/cluster/up.sh"
+	run_step deploy "images" build_images
+	run_step deploy "certificates" make_certificates
+	run_step deploy "prerequisites" apply_prerequisites
+	run_step deploy "manifests" apply_manifests
+	run_step deploy "ready" wait_ready
+	log "[deploy] Hangar is deployed ($((SECONDS - start))s): kubectl --kubeconfig ${ADMIN_KUBECONFIG} get vms -A"
+}
+
+main "$@"
