@@ -146,8 +146,8 @@ func TestSync(t *testing.T) {
 		check       func(t *testing.T, f *fixture, vmi *v1.VirtualMachineInstance)
 	}{
 		{
-			name: "a new instance gets a finalizer, a launcher pod and phase Pending",
-			vmi:  newVMI(v1.VmPhaseUnset, func(v *v1.VirtualMachineInstance) { v.Finalizers = nil }),
+			name:      "a new instance gets a finalizer, a launcher pod and phase Pending",
+			vmi:       newVMI(v1.VmPhaseUnset, func(v *v1.VirtualMachineInstance) { v.Finalizers = nil }),
 			wantPhase: v1.Pending, wantPhases: []v1.VirtualMachineInstancePhase{v1.Pending}, wantCreates: 1,
 			wantEvents: []string{"Normal SuccessfulCreate Created virtual machine pod virt-launcher-vm1-"},
 			check: func(t *testing.T, f *fixture, vmi *v1.VirtualMachineInstance) {
@@ -256,8 +256,11 @@ func TestSync(t *testing.T) {
 			},
 		},
 		{
-			name:        "a deleted instance has its pod deleted with its grace period and keeps the finalizer",
-			vmi:         newVMI(v1.Running, func(v *v1.VirtualMachineInstance) { v.DeletionTimestamp = ptr.To(metav1.Now()); v.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7) }),
+			name: "a deleted instance has its pod deleted with its grace period and keeps the finalizer",
+			vmi: newVMI(v1.Running, func(v *v1.VirtualMachineInstance) {
+				v.DeletionTimestamp = ptr.To(metav1.Now())
+				v.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7)
+			}),
 			pods:        []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"))},
 			wantPhase:   v1.Running,
 			wantDeletes: []string{"p1/7"},
