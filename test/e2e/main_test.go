@@ -1,0 +1,51 @@
+//go:build e2e
+
+// Package e2e tests Hangar deployed on the local cluster (hack/cluster/up.sh, hack/deploy.sh):
+// kube-apiserver, the APIServices, virt-api pods and their etcd, as a user meets them.
+// Run with `go test -tags e2e ./test/e2e/` (KUBECONFIG defaults to _cluster/kubeconfig).
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	"github.com/hangarvm/hangar/test/integration/framework"
+)
+
+var (
+	kubeconfig string
+	config     *rest.Config
+	kube       kubernetes.Interface
+	hangar     versioned.Interface
+)
+
+func TestMain(m *testing.M) {
+	kubeconfig = os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(framework.RepoRoot(), "_cluster", "kubeconfig")
+	}
+	var err error
+	if config, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		fmt.Fprintf(os.Stderr, "no cluster (%v): run hack/cluster/up.sh and hack/deploy.sh\n", err)
+		os.Exit(1)
+	}
+	config.QPS, config.Burst = 50, 100
+	kube = kubernetes.NewForConfigOrDie(config)
+	hangar = versioned.NewForConfigOrDie(config)
+	os.Exit(m.Run())
+}
+
+// kubectl runs kubectl against the cluster as the admin, or as another user with --as.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,103 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestComponentRestarts deletes virt-api pods (one, then all) and the etcd pod: no object is
+// lost, and clients carry on once the replacements are ready.
+func TestComponentRestarts(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-restart")
+	vms := hangar.KubevirtV1().VirtualMachines(ns)
+	const count = 20
+	for i := 0; i < count; i++ {
+		_, err := vms.Create(ctx, vm(vmName(i)), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	pods := func(selector string) []corev1.Pod {
+		list, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		require.NoError(t, err)
+		return list.Items
+	}
+	virtAPI := "app.kubernetes.io/name=virt-api"
+	etcd := "app.kubernetes.io/name=hangar-etcd"
+
+	t.Run("one virt-api pod", func(t *testing.T) {
+		victim := pods(virtAPI)[0].Name
+		require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, victim, metav1.DeleteOptions{}))
+		// The other replica serves throughout.
+		for i := 0; i < 20; i++ {
+			list, err := vms.List(ctx, metav1.ListOptions{})
+			require.NoError(t, err, "a request during the restart failed")
+			require.Len(t, list.Items, count)
+			time.Sleep(100 * time.Millisecond)
+		}
+		waitReady(t, virtAPI, 2)
+	})
+
+	t.Run("every virt-api pod", func(t *testing.T) {
+		require.NoError(t, kube.CoreV1().Pods("hangar").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: virtAPI}))
+		waitReady(t, virtAPI, 2)
+		assertAllThere(t, count)
+	})
+
+	t.Run("etcd", func(t *testing.T) {
+		require.NoError(t, kube.CoreV1().Pods("hangar").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: etcd}))
+		waitReady(t, etcd, 1)
+		assertAllThere(t, count)
+	})
+}
+
+func vmName(i int) string { return "durable-" + string(rune('a'+i)) }
+
+// assertAllThere waits until the API answers again and checks every VM is there.
+func assertAllThere(t *testing.T, count int) {
+	t.Helper()
+	var items int
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := hangar.KubevirtV1().VirtualMachines("e2e-restart").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		items = len(list.Items)
+		return true, nil
+	})
+	require.NoError(t, err, "the API did not come back")
+	assert.Equal(t, count, items, "no VM is lost")
+}
+
+// waitReady waits for the given number of ready pods, none of them terminating.
+func waitReady(t *testing.T, selector string, want int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 180*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				return false, nil
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == want, nil
+	})
+	require.NoError(t, err, "pods %s not ready", selector)
+}
