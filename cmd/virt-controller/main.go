@@ -1,0 +1,168 @@
+// Command virt-controller runs Hangar's cluster-wide controllers: VirtualMachines to instances,
+// instances to launcher pods, replica sets to instances. Run two replicas: one leads (a Lease
+// in --leader-elect-namespace), the other waits to take over.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
+	"k8s.io/klog/v2"
+
+	"github.com/hangarvm/hangar/pkg/controller/manager"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+)
+
+func main() {
+	if err := run(); err != nil {
+		klog.ErrorS(err, "virt-controller failed")
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	o := manager.DefaultOptions()
+	var (
+		kubeconfig, kubevirtKubeconfig string
+		leaderElect                    = true
+		leaseNamespace, leaseName      string
+		metricsAddr                    = ":8080"
+		qps                            float32 = 200
+		burst                                  = 400
+	)
+	fs := pflag.CommandLine
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; in-cluster configuration when empty")
+	fs.StringVar(&kubevirtKubeconfig, "kubevirt-kubeconfig", "", "kubeconfig for the kubevirt.io API when it is not served through the cluster (virt-api standalone, for development); --kubeconfig when empty")
+	fs.BoolVar(&leaderElect, "leader-elect", leaderElect, "elect a leader among replicas through a Lease before running the controllers")
+	fs.StringVar(&leaseNamespace, "leader-elect-namespace", "", "namespace of the leader election Lease (default: --config-namespace)")
+	fs.StringVar(&leaseName, "leader-elect-name", "virt-controller", "name of the leader election Lease")
+	fs.StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address serving /metrics and /healthz; empty or 0 to disable")
+	fs.StringVar(&o.ConfigNamespace, "config-namespace", o.ConfigNamespace, "namespace of the cluster configuration ConfigMap")
+	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, socketDir, cpuAllocationRatio)")
+	fs.StringVar(&o.Defaults.LauncherImage, "launcher-image", o.Defaults.LauncherImage, "virt-launcher image, unless the ConfigMap's launcherImage says otherwise")
+	fs.IntVar(&o.VMWorkers, "vm-workers", o.VMWorkers, "VirtualMachine workers")
+	fs.IntVar(&o.VMIWorkers, "vmi-workers", o.VMIWorkers, "VirtualMachineInstance workers")
+	fs.IntVar(&o.ReplicaSetWorkers, "replicaset-workers", o.ReplicaSetWorkers, "VirtualMachineInstanceReplicaSet workers")
+	fs.Float32Var(&qps, "kube-api-qps", qps, "client-side requests per second towards the API servers")
+	fs.IntVar(&burst, "kube-api-burst", burst, "client-side request burst towards the API servers")
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	pflag.Parse()
+	if leaseNamespace == "" {
+		leaseNamespace = o.ConfigNamespace
+	}
+
+	kubeCfg, err := restConfig(kubeconfig, qps, burst)
+	if err != nil {
+		return err
+	}
+	kvCfg := kubeCfg
+	if kubevirtKubeconfig != "" {
+		if kvCfg, err = restConfig(kubevirtKubeconfig, qps, burst); err != nil {
+			return err
+		}
+	}
+	kube, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return err
+	}
+	kubevirt, err := versioned.NewForConfig(kvCfg)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+
+	electionHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	if metricsAddr != "" && metricsAddr != "0" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", legacyregistry.Handler())
+		healthz.InstallHandler(mux, healthz.PingHealthz, electionHealth)
+		server := &http.Server{Addr: metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.ErrorS(err, "Metrics server stopped")
+				cancel()
+			}
+		}()
+		defer server.Close()
+	}
+
+	if !leaderElect {
+		return manager.Run(ctx, kubevirt, kube, o)
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace, Name: leaseName},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	var runErr error
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            leaseName,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		WatchDog:        electionHealth,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				klog.InfoS("Became leader", "identity", id)
+				if runErr = manager.Run(ctx, kubevirt, kube, o); runErr != nil {
+					cancel()
+				}
+			},
+			OnStoppedLeading: func() {
+				// Workers may be mid-sync: stop rather than risk two leaders acting.
+				if ctx.Err() == nil {
+					klog.InfoS("Lost leadership, exiting", "identity", id)
+					os.Exit(1)
+				}
+			},
+			OnNewLeader: func(leader string) {
+				if leader != id {
+					klog.InfoS("Following leader", "leader", leader)
+				}
+			},
+		},
+	})
+	return runErr
+}
+
+func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "virt-controller"
+	return cfg, nil
+}

@@ -1,0 +1,114 @@
+// Package manager runs virt-controller's controllers together: shared informers, the cluster
+// configuration, the event recorder and the three controllers. cmd/virt-controller runs it
+// under leader election; tests and benchmarks run it directly.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // REST client metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue metrics, before any queue exists
+	"k8s.io/klog/v2"
+
+	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/controller/metrics"
+	"github.com/hangarvm/hangar/pkg/controller/replicaset"
+	"github.com/hangarvm/hangar/pkg/controller/vm"
+	"github.com/hangarvm/hangar/pkg/controller/vmi"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
+	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+)
+
+func init() {
+	// Events name kubevirt.io objects: the recorder must know their kinds.
+	utilruntime.Must(kvscheme.AddToScheme(scheme.Scheme))
+}
+
+// Options configure the controllers.
+type Options struct {
+	// ConfigNamespace and ConfigName locate the cluster configuration ConfigMap.
+	ConfigNamespace, ConfigName string
+	// Defaults apply where the ConfigMap says nothing.
+	Defaults config.ClusterConfig
+	// Workers per controller.
+	VMWorkers, VMIWorkers, ReplicaSetWorkers int
+	// Resync is the informers' resync period (0: none).
+	Resync time.Duration
+}
+
+// DefaultOptions are KubeVirt's worker counts and the default configuration.
+func DefaultOptions() Options {
+	return Options{ConfigNamespace: "hangar", ConfigName: "hangar-config", Defaults: config.Defaults(),
+		VMWorkers: 3, VMIWorkers: 10, ReplicaSetWorkers: 3, Resync: 10 * time.Minute}
+}
+
+// Run runs the controllers until ctx ends. kubevirt reaches the kubevirt.io API (through
+// kube-apiserver in a cluster), kube the core API (pods, events, the ConfigMap).
+func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Interface, o Options) error {
+	metrics.Register()
+	cfg := config.NewStore(o.Defaults)
+	if err := cfg.Watch(ctx, kube, o.ConfigNamespace, o.ConfigName); err != nil {
+		return fmt.Errorf("watch cluster configuration: %w", err)
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "virt-controller"})
+
+	kvFactory := kvinformers.NewSharedInformerFactory(kubevirt, o.Resync)
+	// Only launcher pods: the controller's memory must not grow with the cluster's other pods.
+	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = labels.Set{launcherpod.AppLabel: launcherpod.AppLabelLauncher}.String()
+		}))
+	vmInformer := kvFactory.Kubevirt().V1().VirtualMachines()
+	vmiInformer := kvFactory.Kubevirt().V1().VirtualMachineInstances()
+	rsInformer := kvFactory.Kubevirt().V1().VirtualMachineInstanceReplicaSets()
+	podInformer := podFactory.Core().V1().Pods()
+
+	vmController, err := vm.New(kubevirt, vmInformer, vmiInformer, recorder)
+	if err != nil {
+		return err
+	}
+	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, cfg, recorder)
+	if err != nil {
+		return err
+	}
+	rsController, err := replicaset.New(kubevirt, rsInformer, vmiInformer, recorder)
+	if err != nil {
+		return err
+	}
+
+	kvFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	defer kvFactory.Shutdown()
+	defer podFactory.Shutdown()
+
+	errs := make(chan error, 3)
+	go func() { errs <- vmController.Run(ctx, o.VMWorkers) }()
+	go func() { errs <- vmiController.Run(ctx, o.VMIWorkers) }()
+	go func() { errs <- rsController.Run(ctx, o.ReplicaSetWorkers) }()
+	klog.InfoS("virt-controller running")
+	var first error
+	for range 3 {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
