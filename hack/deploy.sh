@@ -21,7 +21,7 @@ ETCD_UID=65532
 # build_static NAME DIR PACKAGE builds a static binary for an image with no libc.
 build_static() {
 	local name="$1" dir="$2" pkg="$3"
-	CGO_ENABLED=0 go -C "${dir}" build -trimpath -o "${IMAGE_BIN_DIR}/${name}" "${pkg}"
+	CGO_ENABLED=0 go -C "${dir}" build -o "${IMAGE_BIN_DIR}/${name}" "${pkg}"
 }
 
 build_images() {
