@@ -1,0 +1,122 @@
+// Package api is the protocol between virt-handler and virt-launcher: JSON over HTTP on the
+// unix socket <socket dir>/launcher.sock, versioned by path (/v1/...). The launcher serves it
+// (pkg/launcher); the handler uses Client. Every call has a deadline; the event stream is a
+// long poll, so a closed connection never leaves half a stream behind.
+package api
+
+import (
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+)
+
+// Version is the protocol version; it is the first path element of every call.
+const Version = "v1"
+
+// SocketName is the command socket's name in an instance's socket directory.
+const SocketName = "launcher.sock"
+
+// ConsoleSocketName is where the launcher relays the guest's serial console: one client at
+// a time, a new one replaces the old. The launcher holds QEMU's own serial socket itself,
+// from before the guest runs, so that no output is lost.
+const ConsoleSocketName = "console.sock"
+
+// VNCSocketName is QEMU's VNC socket in the socket directory.
+const VNCSocketName = "vnc.sock"
+
+// Paths of the calls.
+const (
+	PathHealthz    = "/" + Version + "/healthz"    // GET: Health
+	PathSync       = "/" + Version + "/sync"       // PUT VirtualMachineInstance: State
+	PathState      = "/" + Version + "/state"      // GET: State
+	PathEvents     = "/" + Version + "/events"     // GET ?after=SEQ&wait=DURATION: Events
+	PathPause      = "/" + Version + "/pause"      // POST: State
+	PathUnpause    = "/" + Version + "/unpause"    // POST: State
+	PathSoftReboot = "/" + Version + "/softreboot" // POST: State
+	PathShutdown   = "/" + Version + "/shutdown"   // POST ShutdownRequest: State
+)
+
+// Health answers PathHealthz.
+type Health struct {
+	Version string `json:"version"`
+	// UID of the instance the launcher was started for.
+	UID string `json:"uid"`
+}
+
+// SyncRequest is the body of PathSync: the instance, with cloudInitNoCloud secret references
+// already resolved into inline data (the launcher has no API access).
+type SyncRequest struct {
+	VMI *v1.VirtualMachineInstance `json:"vmi"`
+}
+
+// ShutdownRequest is the body of PathShutdown.
+type ShutdownRequest struct {
+	// GracePeriodSeconds is how long the guest gets after the ACPI power button before it is
+	// destroyed; the instance's terminationGracePeriodSeconds when nil.
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// Phase is the guest's state as the launcher sees it.
+type Phase string
+
+const (
+	// PhaseNone: no domain yet (no Sync so far).
+	PhaseNone Phase = ""
+	// PhaseStarting: being defined and started.
+	PhaseStarting Phase = "Starting"
+	PhaseRunning  Phase = "Running"
+	PhasePaused   Phase = "Paused"
+	// PhaseShuttingDown: the guest was asked to power off and has not yet.
+	PhaseShuttingDown Phase = "ShuttingDown"
+	// PhaseSucceeded: the guest powered off (or was stopped on request).
+	PhaseSucceeded Phase = "Succeeded"
+	// PhaseFailed: the guest crashed, QEMU died, or it never started.
+	PhaseFailed Phase = "Failed"
+)
+
+// Final says whether a phase is an end: the launcher exits shortly after.
+func (p Phase) Final() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// State is the launcher's view of its guest.
+type State struct {
+	// UID of the instance.
+	UID string `json:"uid"`
+	// Domain is the libvirt domain name.
+	Domain string `json:"domain,omitempty"`
+	Phase  Phase  `json:"phase"`
+	// Reason is a CamelCase reason for Phase (for example GuestShutdown, QEMUCrashed).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Interfaces are the guest's network interfaces.
+	Interfaces []Interface `json:"interfaces,omitempty"`
+	// Seq is the sequence number of the latest event.
+	Seq uint64 `json:"seq"`
+}
+
+// Interface is a guest network interface.
+type Interface struct {
+	Name string `json:"name"`
+	MAC  string `json:"mac"`
+	// IP is the address the instance is reached at: the pod's address for masquerade.
+	IP string `json:"ip,omitempty"`
+	// GuestIP is the guest's own (private) address.
+	GuestIP string `json:"guestIP,omitempty"`
+	// PodInterfaceName is the pod interface the guest's traffic leaves through.
+	PodInterfaceName string `json:"podInterfaceName,omitempty"`
+}
+
+// Event is one change of the guest's state.
+type Event struct {
+	Seq   uint64 `json:"seq"`
+	State State  `json:"state"`
+}
+
+// Events answers PathEvents: the events after the requested sequence number (possibly none
+// when the wait ran out; only the latest few are kept). State is always the current one.
+type Events struct {
+	Events []Event `json:"events"`
+	State  State   `json:"state"`
+}
+
+// Error is the body of every non-2xx answer.
+type Error struct {
+	Error string `json:"error"`
+}

@@ -1,0 +1,140 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+)
+
+// DefaultTimeout bounds every call but the event long poll, which gets its wait plus this.
+const DefaultTimeout = 30 * time.Second
+
+// Client calls one launcher.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// NewClient returns a client of the launcher listening on socket.
+func NewClient(socket string) *Client {
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:    2,
+		IdleConnTimeout: 90 * time.Second,
+	}
+	return &Client{socket: socket, http: &http.Client{Transport: transport}}
+}
+
+// Socket is the socket the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// Close drops idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Healthz checks that the launcher answers and says which instance it runs.
+func (c *Client) Healthz(ctx context.Context) (Health, error) {
+	var h Health
+	return h, c.call(ctx, DefaultTimeout, http.MethodGet, PathHealthz, nil, &h)
+}
+
+// Sync hands the launcher its instance; it defines and starts the guest once.
+func (c *Client) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (State, error) {
+	var s State
+	// Starting includes preparing disks (qemu-img) and libvirt's define+start.
+	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathSync, SyncRequest{VMI: vmi}, &s)
+}
+
+// State is the guest's current state.
+func (c *Client) State(ctx context.Context) (State, error) {
+	var s State
+	return s, c.call(ctx, DefaultTimeout, http.MethodGet, PathState, nil, &s)
+}
+
+// Events waits up to wait for events after sequence number after.
+func (c *Client) Events(ctx context.Context, after uint64, wait time.Duration) (Events, error) {
+	var e Events
+	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "wait": {wait.String()}}
+	return e, c.call(ctx, wait+DefaultTimeout, http.MethodGet, PathEvents+"?"+q.Encode(), nil, &e)
+}
+
+// Pause pauses the guest.
+func (c *Client) Pause(ctx context.Context) (State, error) { return c.post(ctx, PathPause, nil) }
+
+// Unpause resumes a paused guest.
+func (c *Client) Unpause(ctx context.Context) (State, error) { return c.post(ctx, PathUnpause, nil) }
+
+// SoftReboot asks the guest to reboot (ACPI).
+func (c *Client) SoftReboot(ctx context.Context) (State, error) {
+	return c.post(ctx, PathSoftReboot, nil)
+}
+
+// Shutdown asks the guest to power off and destroys it after the grace period; it returns
+// at once.
+func (c *Client) Shutdown(ctx context.Context, grace *int64) (State, error) {
+	return c.post(ctx, PathShutdown, ShutdownRequest{GracePeriodSeconds: grace})
+}
+
+func (c *Client) post(ctx context.Context, path string, body any) (State, error) {
+	var s State
+	return s, c.call(ctx, DefaultTimeout, http.MethodPost, path, body, &s)
+}
+
+func (c *Client) call(ctx context.Context, timeout time.Duration, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://launcher"+path, r)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("launcher %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("launcher %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return &CallError{Status: resp.StatusCode, Message: e.Error}
+		}
+		return &CallError{Status: resp.StatusCode, Message: string(data)}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("launcher %s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// CallError is a launcher's refusal.
+type CallError struct {
+	Status  int
+	Message string
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("launcher: %d: %s", e.Status, e.Message) }

@@ -1,0 +1,462 @@
+// Package launcher is virt-launcher: it runs one instance's guest with a private libvirtd
+// and serves the handler's commands (package api) on a unix socket in the directory it
+// shares with virt-handler. It exits when the guest is gone.
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcher/domain"
+	"github.com/hangarvm/hangar/pkg/launcher/virt"
+)
+
+// Config is a launcher's instance and environment.
+type Config struct {
+	Namespace, Name, UID string
+	// SocketDir is shared with virt-handler: the command, console and VNC sockets.
+	SocketDir string
+	// RunDir is private: QEMU's serial socket, overlays, empty disks, ISOs, the console log.
+	RunDir string
+	// UseEmulation runs the guest under TCG.
+	UseEmulation bool
+	// ContainerDiskRoot holds, per containerDisk volume, <root>/<volume>/ with the files of
+	// the volume's image (the disk under disk/).
+	ContainerDiskRoot string
+	// KernelBootRoot holds the files of the kernelBoot container image.
+	KernelBootRoot string
+	// PVCDir and BlockDir override domain.DefaultLayout's.
+	PVCDir, BlockDir string
+	// Network prepares the guest's interfaces; nil when the instance has none.
+	Network Network
+	// FinalWait is how long a final state waits for the handler to read it before the
+	// launcher exits anyway.
+	FinalWait time.Duration
+	// DefaultGrace is the shutdown grace period when the instance has none.
+	DefaultGrace time.Duration
+}
+
+// Network prepares the pod side of an instance's interfaces.
+type Network interface {
+	// Setup returns, per interface name, the tap device QEMU uses, and the interfaces to report.
+	Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) (map[string]string, []api.Interface, error)
+}
+
+// Launcher runs one guest.
+type Launcher struct {
+	cfg Config
+	hv  virt.Hypervisor
+
+	startMu sync.Mutex // one Sync at a time
+
+	mu          sync.Mutex
+	vmi         *v1.VirtualMachineInstance
+	state       api.State
+	events      []api.Event // the latest few, for long polls
+	changed     chan struct{}
+	stopAsked   bool      // Shutdown or SIGTERM: a destroyed guest then succeeded
+	finalRead   chan struct{}
+	finalOnce   sync.Once
+	console     *consoleRelay
+	stopTimer   *time.Timer
+}
+
+const keptEvents = 64
+
+// New returns a launcher that drives its guest through hv.
+func New(cfg Config, hv virt.Hypervisor) *Launcher {
+	if cfg.FinalWait == 0 {
+		cfg.FinalWait = 30 * time.Second
+	}
+	if cfg.DefaultGrace == 0 {
+		cfg.DefaultGrace = time.Duration(v1.DefaultGracePeriodSeconds) * time.Second
+	}
+	return &Launcher{
+		cfg:       cfg,
+		hv:        hv,
+		state:     api.State{UID: cfg.UID},
+		changed:   make(chan struct{}),
+		finalRead: make(chan struct{}),
+	}
+}
+
+// Layout is where this launcher keeps the domain's files.
+func (l *Launcher) Layout() domain.Layout {
+	lay := domain.DefaultLayout(l.cfg.RunDir)
+	lay.VNCSocket = filepath.Join(l.cfg.SocketDir, api.VNCSocketName)
+	if l.cfg.PVCDir != "" {
+		lay.PVCDir = l.cfg.PVCDir
+	}
+	if l.cfg.BlockDir != "" {
+		lay.BlockDir = l.cfg.BlockDir
+	}
+	return lay
+}
+
+// DomainName is the libvirt name of the launcher's domain.
+func (l *Launcher) DomainName() string {
+	return l.cfg.Namespace + "_" + l.cfg.Name
+}
+
+// State is the current state.
+func (l *Launcher) State() api.State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state.Phase.Final() {
+		l.finalOnce.Do(func() { close(l.finalRead) })
+	}
+	return l.state
+}
+
+// setState records a new state and wakes long polls; the caller holds l.mu.
+func (l *Launcher) setStateLocked(phase api.Phase, reason, message string) {
+	if l.state.Phase.Final() {
+		return // an end is an end
+	}
+	if l.state.Phase == phase && l.state.Reason == reason {
+		return
+	}
+	klog.InfoS("guest state", "phase", phase, "reason", reason, "message", message)
+	l.state.Phase, l.state.Reason, l.state.Message = phase, reason, message
+	l.state.Seq++
+	l.events = append(l.events, api.Event{Seq: l.state.Seq, State: l.state})
+	if len(l.events) > keptEvents {
+		l.events = l.events[len(l.events)-keptEvents:]
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *Launcher) setState(phase api.Phase, reason, message string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setStateLocked(phase, reason, message)
+}
+
+// Events returns the events after seq, waiting up to wait for one.
+func (l *Launcher) Events(ctx context.Context, after uint64, wait time.Duration) api.Events {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		var out []api.Event
+		for _, e := range l.events {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+		state, changed := l.state, l.changed
+		l.mu.Unlock()
+		if len(out) > 0 || state.Seq < after {
+			if state.Phase.Final() {
+				l.finalOnce.Do(func() { close(l.finalRead) })
+			}
+			return api.Events{Events: out, State: state}
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return api.Events{State: state}
+		case <-ctx.Done():
+			return api.Events{State: state}
+		}
+	}
+}
+
+// errConflict marks a command the guest's state does not allow.
+var errConflict = errors.New("conflict")
+
+// Sync defines and starts the guest on the first call; later calls only report the state
+// (an instance's spec never changes).
+func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (api.State, error) {
+	if string(vmi.UID) != l.cfg.UID {
+		return l.State(), fmt.Errorf("%w: launcher of instance %s got instance %s", errConflict, l.cfg.UID, vmi.UID)
+	}
+	l.startMu.Lock()
+	defer l.startMu.Unlock()
+	l.mu.Lock()
+	started := l.vmi != nil
+	if !started {
+		l.vmi = vmi.DeepCopy()
+		l.setStateLocked(api.PhaseStarting, "", "")
+	}
+	l.mu.Unlock()
+	if started {
+		return l.State(), nil
+	}
+	if err := l.start(ctx, vmi); err != nil {
+		l.setState(api.PhaseFailed, "StartFailed", err.Error())
+		_ = l.hv.Destroy(l.DomainName())
+		return l.State(), err
+	}
+	return l.State(), nil
+}
+
+func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	opts := domain.Options{
+		UseEmulation:   l.cfg.UseEmulation,
+		Layout:         l.Layout(),
+		KernelBootRoot: l.cfg.KernelBootRoot,
+	}
+	if err := os.MkdirAll(opts.Layout.EphemeralDir, 0o755); err != nil {
+		return err
+	}
+	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
+		return err
+	}
+	var ifaces []api.Interface
+	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
+		if l.cfg.Network == nil {
+			return fmt.Errorf("the instance has interfaces and this launcher sets up no network")
+		}
+		taps, reported, err := l.cfg.Network.Setup(ctx, vmi)
+		if err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+		opts.Taps, ifaces = taps, reported
+	}
+	dom, err := domain.Convert(vmi, opts)
+	if err != nil {
+		return err
+	}
+	xml, err := dom.Marshal()
+	if err != nil {
+		return err
+	}
+	name := dom.Name
+	if err := l.hv.Define(xml); err != nil {
+		return fmt.Errorf("define domain %s: %w", name, err)
+	}
+	_ = os.Remove(opts.Layout.VNCSocket) // QEMU leaves it behind; a stale one fails the start
+	if err := l.hv.StartPaused(name); err != nil {
+		return fmt.Errorf("start domain %s: %w", name, err)
+	}
+	// Attach the console before the first instruction runs: nothing the guest prints is lost.
+	if len(dom.Devices.Serials) > 0 {
+		serial, err := dialSerial(opts.Layout.SerialSocket, 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("serial console of %s: %w", name, err)
+		}
+		relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, "console.log"))
+		if err != nil {
+			serial.Close()
+			return fmt.Errorf("console relay: %w", err)
+		}
+		l.mu.Lock()
+		l.console = relay
+		l.mu.Unlock()
+	}
+	if err := l.hv.Resume(name); err != nil {
+		return fmt.Errorf("resume domain %s: %w", name, err)
+	}
+	l.mu.Lock()
+	l.state.Domain = name
+	l.state.Interfaces = ifaces
+	l.setStateLocked(api.PhaseRunning, "", "")
+	l.mu.Unlock()
+	return nil
+}
+
+// Pause suspends the guest's vCPUs.
+func (l *Launcher) Pause() (api.State, error) {
+	return l.command(api.PhaseRunning, func(name string) error { return l.hv.Suspend(name) })
+}
+
+// Unpause resumes a paused guest.
+func (l *Launcher) Unpause() (api.State, error) {
+	return l.command(api.PhasePaused, func(name string) error { return l.hv.Resume(name) })
+}
+
+// SoftReboot asks the guest to reboot.
+func (l *Launcher) SoftReboot() (api.State, error) {
+	return l.command(api.PhaseRunning, func(name string) error { return l.hv.Reboot(name) })
+}
+
+// command runs f on the domain if the guest is in phase want; the state follows from the
+// event libvirt sends.
+func (l *Launcher) command(want api.Phase, f func(string) error) (api.State, error) {
+	l.mu.Lock()
+	phase, name := l.state.Phase, l.state.Domain
+	l.mu.Unlock()
+	if phase != want {
+		return l.State(), fmt.Errorf("%w: the guest is %q, not %s", errConflict, phase, want)
+	}
+	if err := f(name); err != nil {
+		return l.State(), err
+	}
+	l.refresh()
+	return l.State(), nil
+}
+
+// Shutdown presses the ACPI power button and destroys the guest if it is still running
+// after grace (the instance's grace period when nil). It returns at once.
+func (l *Launcher) Shutdown(grace *time.Duration) (api.State, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state.Phase.Final() {
+		return l.state, nil
+	}
+	l.stopAsked = true
+	g := l.cfg.DefaultGrace
+	if l.vmi != nil && l.vmi.Spec.TerminationGracePeriodSeconds != nil {
+		g = time.Duration(*l.vmi.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	if grace != nil {
+		g = *grace
+	}
+	name := l.state.Domain
+	if l.state.Phase == api.PhaseNone || name == "" {
+		// Nothing runs yet (or the start is under way and will notice): done.
+		l.setStateLocked(api.PhaseSucceeded, "Stopped", "stopped before the guest started")
+		return l.state, nil
+	}
+	if l.state.Phase != api.PhaseShuttingDown {
+		l.setStateLocked(api.PhaseShuttingDown, "", "")
+		var err error
+		if g <= 0 {
+			err = l.hv.Destroy(name)
+		} else if err = l.hv.Shutdown(name); err != nil {
+			// A paused guest, or one without ACPI, cannot react to the button: destroy it.
+			klog.InfoS("ACPI shutdown failed; destroying", "err", err)
+			err = l.hv.Destroy(name)
+		}
+		if err != nil && !errors.Is(err, virt.ErrNoDomain) {
+			klog.ErrorS(err, "stop guest")
+		}
+	}
+	if l.stopTimer != nil {
+		l.stopTimer.Stop()
+	}
+	l.stopTimer = time.AfterFunc(g, func() {
+		if !l.State().Phase.Final() {
+			klog.InfoS("grace period over; destroying the guest", "grace", g)
+			_ = l.hv.Destroy(name)
+		}
+	})
+	return l.state, nil
+}
+
+// refresh reads the domain's state from libvirt and derives the guest's phase.
+func (l *Launcher) refresh() {
+	l.mu.Lock()
+	name, phase, stopAsked := l.state.Domain, l.state.Phase, l.stopAsked
+	l.mu.Unlock()
+	if name == "" || phase == api.PhaseStarting {
+		return // start() sets Running itself; the paused start is not a pause
+	}
+	ds, err := l.hv.State(name)
+	if errors.Is(err, virt.ErrNoDomain) {
+		l.setState(api.PhaseFailed, "DomainLost", "libvirt no longer knows the domain")
+		return
+	}
+	if err != nil {
+		klog.ErrorS(err, "domain state")
+		return
+	}
+	next, reason := phaseOf(ds, stopAsked)
+	l.setState(next, reason, "")
+}
+
+// phaseOf maps libvirt's state to the guest's phase.
+func phaseOf(ds virt.DomainState, stopAsked bool) (api.Phase, string) {
+	switch ds.State {
+	case virt.StateRunning:
+		if stopAsked {
+			return api.PhaseShuttingDown, ""
+		}
+		return api.PhaseRunning, ""
+	case virt.StatePaused:
+		if stopAsked {
+			return api.PhaseShuttingDown, ""
+		}
+		return api.PhasePaused, "PausedByUser"
+	case virt.StateShuttingDown:
+		return api.PhaseShuttingDown, ""
+	case virt.StateShutoff:
+		switch ds.Reason {
+		case "Shutdown":
+			return api.PhaseSucceeded, "GuestShutdown"
+		case "Destroyed":
+			if stopAsked {
+				return api.PhaseSucceeded, "Stopped"
+			}
+			return api.PhaseFailed, "Destroyed"
+		case "Crashed":
+			return api.PhaseFailed, "QEMUCrashed"
+		default:
+			return api.PhaseFailed, "QEMU" + ds.Reason
+		}
+	case virt.StateCrashed:
+		return api.PhaseFailed, "GuestCrashed"
+	}
+	return api.PhaseRunning, ""
+}
+
+// Run follows libvirt's events until the guest is gone and the handler has seen it (or
+// FinalWait passed), or until ctx ends. stop is SIGTERM: the guest is shut down within its
+// grace period.
+func (l *Launcher) Run(ctx context.Context, stop <-chan struct{}) error {
+	var final <-chan time.Time
+	for {
+		select {
+		case ev := <-l.hv.Events():
+			if ev.Domain == l.DomainName() {
+				klog.V(2).InfoS("domain event", "kind", ev.Kind, "detail", ev.Detail)
+				l.refresh()
+			}
+		case <-l.hv.Closed():
+			l.setState(api.PhaseFailed, "LibvirtLost", "the connection to libvirtd closed")
+			l.hv = closedHypervisor{l.hv}
+		case <-stop:
+			stop = nil
+			_, _ = l.Shutdown(nil)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-final:
+			klog.InfoS("final state not read by the handler; exiting", "wait", l.cfg.FinalWait)
+			return nil
+		case <-l.finalRead:
+			// Give the handler's answer time to leave before the socket goes.
+			time.Sleep(200 * time.Millisecond)
+			return nil
+		}
+		if final == nil && l.State().Phase.Final() {
+			final = time.After(l.cfg.FinalWait)
+		}
+	}
+}
+
+// Close releases the console and removes the domain's definition.
+func (l *Launcher) Close() {
+	l.mu.Lock()
+	relay, name := l.console, l.state.Domain
+	l.console = nil
+	if l.stopTimer != nil {
+		l.stopTimer.Stop()
+	}
+	l.mu.Unlock()
+	if relay != nil {
+		relay.Close()
+	}
+	if name != "" {
+		_ = l.hv.Destroy(name)
+		_ = l.hv.Undefine(name)
+	}
+	_ = os.Remove(filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName))
+	_ = os.Remove(l.Layout().VNCSocket)
+}
+
+// closedHypervisor keeps Run from spinning on a closed connection's channels.
+type closedHypervisor struct{ virt.Hypervisor }
+
+func (closedHypervisor) Closed() <-chan struct{} { return nil }
+func (closedHypervisor) Events() <-chan virt.Event { return nil }

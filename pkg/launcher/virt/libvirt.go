@@ -1,0 +1,220 @@
+package virt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"libvirt.org/go/libvirt"
+)
+
+var registerEventLoop sync.Once
+
+// Conn is a Hypervisor backed by a libvirt connection.
+type Conn struct {
+	conn     *libvirt.Connect
+	events   chan Event
+	closed   chan struct{}
+	closeMu  sync.Once
+	callback int
+}
+
+// Connect opens uri and subscribes to lifecycle events.
+func Connect(uri string) (*Conn, error) {
+	var loopErr error
+	registerEventLoop.Do(func() {
+		// libvirt delivers events from its default event loop, which someone must run; it
+		// must be registered before the first connection opens.
+		if loopErr = libvirt.EventRegisterDefaultImpl(); loopErr != nil {
+			return
+		}
+		go func() {
+			for {
+				if err := libvirt.EventRunDefaultImpl(); err != nil {
+					return
+				}
+			}
+		}()
+	})
+	if loopErr != nil {
+		return nil, fmt.Errorf("libvirt event loop: %w", loopErr)
+	}
+	conn, err := libvirt.NewConnect(uri)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", uri, err)
+	}
+	c := &Conn{conn: conn, events: make(chan Event, 256), closed: make(chan struct{})}
+	// Keepalive makes a hung or dead libvirtd close the connection within 15 s.
+	if err := conn.SetKeepAlive(5, 3); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("keepalive: %w", err)
+	}
+	if err := conn.RegisterCloseCallback(func(*libvirt.Connect, libvirt.ConnectCloseReason) { c.markClosed() }); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("close callback: %w", err)
+	}
+	id, err := conn.DomainEventLifecycleRegister(nil, c.onLifecycle)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("register lifecycle events: %w", err)
+	}
+	c.callback = id
+	return c, nil
+}
+
+func (c *Conn) markClosed() { c.closeMu.Do(func() { close(c.closed) }) }
+
+func (c *Conn) onLifecycle(_ *libvirt.Connect, d *libvirt.Domain, e *libvirt.DomainEventLifecycle) {
+	name, err := d.GetName()
+	if err != nil {
+		return
+	}
+	ev := Event{Domain: name, Kind: EventOther}
+	switch e.Event {
+	case libvirt.DOMAIN_EVENT_STARTED:
+		ev.Kind = EventStarted
+	case libvirt.DOMAIN_EVENT_SUSPENDED:
+		ev.Kind = EventSuspended
+	case libvirt.DOMAIN_EVENT_RESUMED:
+		ev.Kind = EventResumed
+	case libvirt.DOMAIN_EVENT_SHUTDOWN:
+		ev.Kind = EventShutdown
+	case libvirt.DOMAIN_EVENT_CRASHED:
+		ev.Kind = EventCrashed
+	case libvirt.DOMAIN_EVENT_STOPPED:
+		ev.Kind = EventStopped
+		ev.Detail = stoppedDetail(libvirt.DomainEventStoppedDetailType(e.Detail))
+	}
+	select {
+	case c.events <- ev:
+	default:
+		// Never block libvirt's event loop; the launcher re-reads the state on every event,
+		// so a dropped one costs nothing once the next arrives.
+	}
+}
+
+func stoppedDetail(d libvirt.DomainEventStoppedDetailType) string {
+	switch d {
+	case libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN:
+		return "Shutdown"
+	case libvirt.DOMAIN_EVENT_STOPPED_DESTROYED:
+		return "Destroyed"
+	case libvirt.DOMAIN_EVENT_STOPPED_CRASHED:
+		return "Crashed"
+	case libvirt.DOMAIN_EVENT_STOPPED_FAILED:
+		return "Failed"
+	case libvirt.DOMAIN_EVENT_STOPPED_MIGRATED:
+		return "Migrated"
+	case libvirt.DOMAIN_EVENT_STOPPED_SAVED:
+		return "Saved"
+	}
+	return fmt.Sprintf("Detail%d", d)
+}
+
+func shutoffReason(r libvirt.DomainShutoffReason) string {
+	switch r {
+	case libvirt.DOMAIN_SHUTOFF_SHUTDOWN:
+		return "Shutdown"
+	case libvirt.DOMAIN_SHUTOFF_DESTROYED:
+		return "Destroyed"
+	case libvirt.DOMAIN_SHUTOFF_CRASHED:
+		return "Crashed"
+	case libvirt.DOMAIN_SHUTOFF_FAILED:
+		return "Failed"
+	}
+	return fmt.Sprintf("Reason%d", r)
+}
+
+func (c *Conn) Events() <-chan Event    { return c.events }
+func (c *Conn) Closed() <-chan struct{} { return c.closed }
+
+func (c *Conn) Close() error {
+	_ = c.conn.DomainEventDeregister(c.callback)
+	_, err := c.conn.Close()
+	c.markClosed()
+	return err
+}
+
+func (c *Conn) Define(xml string) error {
+	d, err := c.conn.DomainDefineXML(xml)
+	if err != nil {
+		return err
+	}
+	return d.Free()
+}
+
+func (c *Conn) withDomain(name string, f func(*libvirt.Domain) error) error {
+	d, err := c.conn.LookupDomainByName(name)
+	if err != nil {
+		return wrapNoDomain(err)
+	}
+	defer d.Free()
+	return wrapNoDomain(f(d))
+}
+
+func wrapNoDomain(err error) error {
+	var lerr libvirt.Error
+	if errors.As(err, &lerr) && lerr.Code == libvirt.ERR_NO_DOMAIN {
+		return fmt.Errorf("%w: %v", ErrNoDomain, err)
+	}
+	return err
+}
+
+func (c *Conn) StartPaused(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.CreateWithFlags(libvirt.DOMAIN_START_PAUSED) })
+}
+
+func (c *Conn) Resume(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Resume() })
+}
+
+func (c *Conn) Suspend(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Suspend() })
+}
+
+func (c *Conn) Reboot(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN) })
+}
+
+func (c *Conn) Shutdown(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		return d.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
+	})
+}
+
+func (c *Conn) Destroy(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Destroy() })
+}
+
+func (c *Conn) Undefine(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Undefine() })
+}
+
+func (c *Conn) State(name string) (DomainState, error) {
+	var s DomainState
+	err := c.withDomain(name, func(d *libvirt.Domain) error {
+		state, reason, err := d.GetState()
+		if err != nil {
+			return err
+		}
+		switch state {
+		case libvirt.DOMAIN_RUNNING, libvirt.DOMAIN_BLOCKED:
+			s.State = StateRunning
+		case libvirt.DOMAIN_PAUSED:
+			s.State = StatePaused
+		case libvirt.DOMAIN_SHUTDOWN:
+			s.State = StateShuttingDown
+		case libvirt.DOMAIN_SHUTOFF:
+			s.State = StateShutoff
+			s.Reason = shutoffReason(libvirt.DomainShutoffReason(reason))
+		case libvirt.DOMAIN_CRASHED:
+			s.State = StateCrashed
+		default:
+			s.State = StateOther
+		}
+		return nil
+	})
+	return s, err
+}
+
+var _ Hypervisor = (*Conn)(nil)

@@ -1,0 +1,74 @@
+// Package virt is the launcher's narrow view of libvirt: the few calls it makes on its one
+// domain and the lifecycle events it needs. The launcher's logic is tested against a fake;
+// the libvirt implementation (Connect) against a real libvirtd.
+package virt
+
+import "errors"
+
+// ErrNoDomain is returned for a domain libvirt does not know.
+var ErrNoDomain = errors.New("no such domain")
+
+// State is a domain's state.
+type State string
+
+const (
+	StateRunning      State = "Running"
+	StatePaused       State = "Paused"
+	StateShuttingDown State = "ShuttingDown"
+	StateShutoff      State = "Shutoff"
+	StateCrashed      State = "Crashed"
+	StateOther        State = "Other"
+)
+
+// DomainState is a domain's state and libvirt's reason for it (for Shutoff: Shutdown,
+// Destroyed, Crashed, Failed, ...).
+type DomainState struct {
+	State  State
+	Reason string
+}
+
+// EventKind is the kind of a lifecycle event.
+type EventKind string
+
+const (
+	EventStarted   EventKind = "Started"
+	EventSuspended EventKind = "Suspended"
+	EventResumed   EventKind = "Resumed"
+	EventShutdown  EventKind = "Shutdown" // the guest began powering off
+	EventStopped   EventKind = "Stopped"
+	EventCrashed   EventKind = "Crashed"
+	EventOther     EventKind = "Other"
+)
+
+// Event is a lifecycle event of a domain. Detail is libvirt's, for Stopped: Shutdown,
+// Destroyed, Crashed, Failed, ...
+type Event struct {
+	Domain string
+	Kind   EventKind
+	Detail string
+}
+
+// Hypervisor is what the launcher needs from libvirt.
+type Hypervisor interface {
+	// Define defines (or redefines) a domain from its XML.
+	Define(xml string) error
+	// StartPaused starts a defined domain with its vCPUs stopped.
+	StartPaused(name string) error
+	Resume(name string) error
+	Suspend(name string) error
+	// Reboot asks the guest to reboot through ACPI.
+	Reboot(name string) error
+	// Shutdown presses the guest's ACPI power button.
+	Shutdown(name string) error
+	// Destroy stops QEMU at once.
+	Destroy(name string) error
+	// Undefine removes a stopped domain's definition.
+	Undefine(name string) error
+	// State is the domain's state; ErrNoDomain when libvirt does not know it.
+	State(name string) (DomainState, error)
+	// Events delivers lifecycle events of all domains until Close.
+	Events() <-chan Event
+	// Closed is closed when the connection to libvirtd is lost or closed.
+	Closed() <-chan struct{}
+	Close() error
+}

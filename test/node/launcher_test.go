@@ -1,0 +1,293 @@
+//go:build libvirt
+
+// Package node tests virt-launcher (and later virt-handler) against a real libvirtd and QEMU
+// with the kernelBoot test guest of hack/guest. Run with hack/test-node.sh, which installs
+// the Debian packages and builds the guest first; root is needed (libvirtd, namespaces).
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+const banner = "HANGAR-GUEST-READY"
+
+// kernelBootVMI is the test guest as virt-api would store it.
+func kernelBootVMI(name string, mutate ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "node-test", Name: name, UID: types.UID(uuid.NewUUID())},
+		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
+			Firmware: &v1.Firmware{KernelBoot: &v1.KernelBoot{
+				KernelArgs: "console=ttyS0 quiet no_timer_check hostname=" + name,
+				Container: &v1.KernelBootContainer{
+					Image: "hangar.local/kernelboot:test", KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initramfs.cpio.gz",
+				},
+			}},
+			Devices: v1.Devices{AutoattachPodInterface: ptr.To(false)},
+		}},
+	}
+	for _, m := range mutate {
+		m(vmi)
+	}
+	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
+	return vmi
+}
+
+// launcherRun is one virt-launcher process and its directories.
+type launcherRun struct {
+	t         *testing.T
+	vmi       *v1.VirtualMachineInstance
+	cmd       *exec.Cmd
+	exited    chan error
+	socketDir string
+	runDir    string
+	client    *api.Client
+	start     time.Time
+}
+
+func startLauncher(t *testing.T, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
+	t.Helper()
+	env := testEnv(t)
+	dir := t.TempDir()
+	r := &launcherRun{
+		t: t, vmi: vmi, exited: make(chan error, 1),
+		socketDir: filepath.Join(dir, "sockets"), runDir: filepath.Join(dir, "run"),
+	}
+	logFile, err := os.Create(filepath.Join(env.outDir, vmi.Name+".launcher.log"))
+	require.NoError(t, err)
+	args := append([]string{
+		"--namespace", vmi.Namespace, "--name", vmi.Name, "--uid", string(vmi.UID),
+		"--socket-dir", r.socketDir, "--run-dir", r.runDir,
+		"--use-emulation", "--libvirt-root", env.libvirtRoot,
+		"--kernel-boot-root", env.kernelBootRoot, "--final-wait", "10s",
+	}, extraArgs...)
+	r.cmd = exec.Command(env.launcher, args...)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, r.cmd.Start())
+	go func() { r.exited <- r.cmd.Wait(); logFile.Close() }()
+	t.Cleanup(r.kill)
+
+	r.client = api.NewClient(filepath.Join(r.socketDir, api.SocketName))
+	t.Cleanup(r.client.Close)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		h, err := r.client.Healthz(context.Background())
+		if err == nil {
+			require.Equal(t, api.Version, h.Version)
+			require.Equal(t, string(vmi.UID), h.UID)
+			break
+		}
+		select {
+		case err := <-r.exited:
+			t.Fatalf("virt-launcher exited before it answered: %v (log %s)", err, logFile.Name())
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "virt-launcher did not answer: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r
+}
+
+// kill makes sure nothing of this run survives the test: the launcher's process group,
+// and any QEMU of its domain (libvirt writes QEMU's pid file).
+func (r *launcherRun) kill() {
+	select {
+	case <-r.exited:
+	default:
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.exited
+	}
+	pidFile := filepath.Join(testEnv(r.t).libvirtRoot, "run", "qemu", r.vmi.Namespace+"_"+r.vmi.Name+".pid")
+	if b, err := os.ReadFile(pidFile); err == nil {
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = os.Remove(pidFile)
+	}
+}
+
+func (r *launcherRun) qemuPid() int {
+	b, err := os.ReadFile(filepath.Join(testEnv(r.t).libvirtRoot, "run", "qemu", r.vmi.Namespace+"_"+r.vmi.Name+".pid"))
+	require.NoError(r.t, err)
+	var pid int
+	_, err = fmt.Sscan(string(b), &pid)
+	require.NoError(r.t, err)
+	return pid
+}
+
+func (r *launcherRun) sync() api.State {
+	r.start = time.Now()
+	s, err := r.client.Sync(context.Background(), r.vmi)
+	require.NoError(r.t, err)
+	return s
+}
+
+// waitConsoleLog waits for text in the launcher's console log (everything the guest printed
+// since it started) and returns the time since sync.
+func (r *launcherRun) waitConsoleLog(text string, timeout time.Duration) time.Duration {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(filepath.Join(r.runDir, "console.log"))
+		if strings.Contains(string(b), text) {
+			return time.Since(r.start)
+		}
+		require.True(r.t, time.Now().Before(deadline), "no %q on the console after %s; console:\n%s", text, timeout, b)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitPhase follows the launcher's events until its phase is want.
+func (r *launcherRun) waitPhase(want api.Phase, timeout time.Duration) api.State {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var after uint64
+	for {
+		ev, err := r.client.Events(context.Background(), after, time.Second)
+		require.NoError(r.t, err)
+		if ev.State.Phase == want {
+			return ev.State
+		}
+		after = ev.State.Seq
+		require.True(r.t, time.Now().Before(deadline), "phase %q, want %q", ev.State.Phase, want)
+	}
+}
+
+func (r *launcherRun) waitExit(timeout time.Duration) {
+	r.t.Helper()
+	select {
+	case err := <-r.exited:
+		r.exited <- err // for kill
+		assert.NoError(r.t, err, "virt-launcher exit status")
+	case <-time.After(timeout):
+		r.t.Fatalf("virt-launcher did not exit within %s", timeout)
+	}
+}
+
+// console dials the launcher's console relay.
+func (r *launcherRun) console() net.Conn {
+	c, err := net.Dial("unix", filepath.Join(r.socketDir, api.ConsoleSocketName))
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// expect reads from c until text appears.
+func expect(t *testing.T, c net.Conn, text string, timeout time.Duration) string {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(timeout)))
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), text) {
+		n, err := c.Read(buf)
+		seen.Write(buf[:n])
+		require.NoError(t, err, "waiting for %q; got %q", text, seen.String())
+	}
+	return seen.String()
+}
+
+func TestLauncherBootConsoleVNCPauseAndGuestPowerOff(t *testing.T) {
+	r := startLauncher(t, kernelBootVMI("boot"))
+	s := r.sync()
+	assert.Equal(t, api.PhaseRunning, s.Phase)
+	assert.Equal(t, "node-test_boot", s.Domain)
+	took := r.waitConsoleLog(banner+" hostname=boot", 120*time.Second)
+	t.Logf("sync -> banner: %s", took)
+	writeFigure(t, "launcher-sync-to-banner", took)
+
+	// The relay: a shell answers on the console.
+	c := r.console()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.Write([]byte("echo hangar-$((40+2))\n"))
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Second)))
+		b := make([]byte, 4096)
+		n, _ := c.Read(b)
+		if strings.Contains(string(b[:n]), "hangar-42") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no shell on the console")
+	}
+
+	// VNC speaks first.
+	vnc, err := net.Dial("unix", filepath.Join(r.socketDir, api.VNCSocketName))
+	require.NoError(t, err)
+	greeting := make([]byte, 12)
+	require.NoError(t, vnc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = vnc.Read(greeting)
+	require.NoError(t, err)
+	assert.Equal(t, "RFB 003.008\n", string(greeting))
+	vnc.Close()
+
+	// Pause and unpause, reported through events.
+	_, err = r.client.Pause(context.Background())
+	require.NoError(t, err)
+	s = r.waitPhase(api.PhasePaused, 10*time.Second)
+	assert.Equal(t, "PausedByUser", s.Reason)
+	_, err = r.client.Pause(context.Background())
+	assert.Error(t, err, "pausing a paused guest")
+	_, err = r.client.Unpause(context.Background())
+	require.NoError(t, err)
+	r.waitPhase(api.PhaseRunning, 10*time.Second)
+
+	// A second Sync changes nothing.
+	s = r.sync()
+	assert.Equal(t, api.PhaseRunning, s.Phase)
+
+	// The guest powers itself off: Succeeded, and the launcher exits.
+	_, err = c.Write([]byte("poweroff -f\n"))
+	require.NoError(t, err)
+	s = r.waitPhase(api.PhaseSucceeded, 30*time.Second)
+	assert.Equal(t, "GuestShutdown", s.Reason)
+	r.waitExit(20 * time.Second)
+}
+
+func TestLauncherReportsQEMUCrash(t *testing.T) {
+	r := startLauncher(t, kernelBootVMI("crash"))
+	r.sync()
+	r.waitConsoleLog(banner, 120*time.Second)
+	require.NoError(t, syscall.Kill(r.qemuPid(), syscall.SIGKILL))
+	s := r.waitPhase(api.PhaseFailed, 30*time.Second)
+	assert.Equal(t, "QEMUCrashed", s.Reason)
+	r.waitExit(20 * time.Second)
+}
+
+func TestLauncherSIGTERMStopsGuestWithinGrace(t *testing.T) {
+	// The test guest ignores the ACPI power button (no acpid): the launcher must destroy it
+	// when the grace period ends.
+	r := startLauncher(t, kernelBootVMI("sigterm", func(v *v1.VirtualMachineInstance) {
+		v.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+	}))
+	r.sync()
+	r.waitConsoleLog(banner, 120*time.Second)
+	t0 := time.Now()
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	s := r.waitPhase(api.PhaseSucceeded, 30*time.Second)
+	assert.Equal(t, "Stopped", s.Reason)
+	assert.Less(t, time.Since(t0), 10*time.Second)
+	r.waitExit(20 * time.Second)
+}
