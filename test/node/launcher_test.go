@@ -67,6 +67,11 @@ type launcherRun struct {
 }
 
 func startLauncher(t *testing.T, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
+	return startLauncherWith(t, nil, vmi, extraArgs...)
+}
+
+// startLauncherWith runs virt-launcher under wrapper (for example ip netns exec NS).
+func startLauncherWith(t *testing.T, wrapper []string, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
 	t.Helper()
 	env := testEnv(t)
 	dir := t.TempDir()
@@ -82,7 +87,8 @@ func startLauncher(t *testing.T, vmi *v1.VirtualMachineInstance, extraArgs ...st
 		"--use-emulation", "--libvirt-root", env.libvirtRoot,
 		"--kernel-boot-root", env.kernelBootRoot, "--final-wait", "10s",
 	}, extraArgs...)
-	r.cmd = exec.Command(env.launcher, args...)
+	argv := append(append(append([]string(nil), wrapper...), env.launcher), args...)
+	r.cmd = exec.Command(argv[0], argv[1:]...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, r.cmd.Start())
