@@ -1,0 +1,334 @@
+// Package handler is virt-handler, the node agent: it takes over each instance scheduled to
+// its node, hands it to the instance's launcher (after preparing what the launcher cannot:
+// the pod network, secrets), reports the guest's state in the instance's status, serves
+// consoles, VNC and guest commands to virt-api, and offers the KVM and TUN devices to
+// kubelet.
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	informers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcher/network"
+)
+
+// Config is a handler's node and directories.
+type Config struct {
+	NodeName string
+	// SocketDir holds one directory per instance, <SocketDir>/<uid>, shared with its launcher.
+	SocketDir string
+	// SetupNetwork makes the handler set up each launcher's pod network (bridge, tap, NAT)
+	// in the launcher's network namespace before Sync; the launcher cannot (no NET_ADMIN).
+	SetupNetwork bool
+	// Resync is the informer resync period.
+	Resync time.Duration
+}
+
+// Controller keeps instances on this node and their launchers in step.
+type Controller struct {
+	cfg      Config
+	client   versioned.Interface
+	kube     kubernetes.Interface
+	informer cache.SharedIndexInformer
+	lister   listers.VirtualMachineInstanceLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+	factory  informers.SharedInformerFactory
+	now      func() metav1.Time
+
+	mu        sync.Mutex
+	launchers map[string]*launcher // by namespace/name
+	ctx       context.Context
+}
+
+// NewController watches the instances whose status.nodeName is this node.
+func NewController(cfg Config, client versioned.Interface, kube kubernetes.Interface) *Controller {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("status.nodeName", cfg.NodeName).String()
+		}))
+	inf := factory.Kubevirt().V1().VirtualMachineInstances()
+	c := &Controller{
+		cfg: cfg, client: client, kube: kube, factory: factory,
+		informer:  inf.Informer(),
+		lister:    inf.Lister(),
+		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "virt-handler"}),
+		now:       metav1.Now,
+		launchers: map[string]*launcher{},
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	})
+	return c
+}
+
+// Lister reads instances on this node from the cache.
+func (c *Controller) Lister() listers.VirtualMachineInstanceLister { return c.lister }
+
+// Run syncs instances with workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return errors.New("instance cache did not sync")
+	}
+	klog.InfoS("virt-handler watching instances", "node", c.cfg.NodeName)
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.processNext(ctx) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+	c.mu.Lock()
+	for _, l := range c.launchers {
+		l.stop() // the guests keep running; a new handler picks them up
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeue, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.ErrorS(err, "sync instance", "vmi", key)
+		c.queue.AddRateLimited(key)
+	case requeue > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeue)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// launcherFor returns the tracked launcher of key, creating it for uid.
+func (c *Controller) launcherFor(key string, uid string) *launcher {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.launchers[key]
+	if ok && filepath.Base(l.dir) != uid {
+		l.stop() // an old instance of the same name
+		ok = false
+	}
+	if !ok {
+		l = newLauncher(key, filepath.Join(c.cfg.SocketDir, uid))
+		c.launchers[key] = l
+	}
+	return l
+}
+
+func (c *Controller) forget(key string) {
+	c.mu.Lock()
+	l := c.launchers[key]
+	delete(c.launchers, key)
+	c.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+}
+
+// sync brings one instance's launcher and status in step; a positive duration asks to be
+// called again after it.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	vmi, err := c.lister.VirtualMachineInstances(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		l := c.launchers[key]
+		c.mu.Unlock()
+		if l != nil && !l.State().Phase.Final() {
+			// The instance is gone: so must its guest be (its pod follows by garbage collection).
+			_, _ = l.client.Shutdown(ctx, nil)
+		}
+		c.forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if isFinal(vmi.Status.Phase) {
+		c.forget(key)
+		return 0, nil
+	}
+	if vmi.Status.Phase != v1.Scheduled && vmi.Status.Phase != v1.Running {
+		return 0, nil
+	}
+	l := c.launcherFor(key, string(vmi.UID))
+	if !l.socketPresent() {
+		// The launcher pod is still starting (or gone: the controller sees its pod fail).
+		return time.Second, nil
+	}
+
+	l.mu.Lock()
+	synced := l.synced
+	l.mu.Unlock()
+	if !synced {
+		if err := c.syncLauncher(ctx, vmi, l); err != nil {
+			return 0, err
+		}
+	}
+	if vmi.DeletionTimestamp != nil {
+		l.mu.Lock()
+		stopping := l.stopping
+		l.stopping = true
+		l.mu.Unlock()
+		if !stopping {
+			if _, err := l.client.Shutdown(ctx, vmi.DeletionGracePeriodSeconds); err != nil {
+				return 0, fmt.Errorf("shut down guest: %w", err)
+			}
+		}
+	}
+	return 0, c.updateStatus(ctx, vmi, l.State())
+}
+
+// syncLauncher hands the instance to its launcher once: it sets up the pod network and
+// resolves secrets first, unless the launcher runs the guest already (a restarted handler),
+// then follows the launcher's events.
+func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
+	state, err := l.client.State(ctx)
+	if err != nil {
+		return fmt.Errorf("launcher state: %w", err)
+	}
+	if state.Phase == "" {
+		if c.cfg.SetupNetwork && len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
+			if err := c.setupNetwork(ctx, vmi, l); err != nil {
+				return fmt.Errorf("pod network: %w", err)
+			}
+		}
+		resolved, err := c.resolveSecrets(ctx, vmi)
+		if err != nil {
+			return err
+		}
+		if state, err = l.client.Sync(ctx, resolved); err != nil {
+			klog.ErrorS(err, "launcher sync", "vmi", l.key)
+			// A launcher that could not start the guest reports it as a final state too.
+			if s, serr := l.client.State(ctx); serr == nil && s.Phase.Final() {
+				state = s
+			} else {
+				return fmt.Errorf("launcher sync: %w", err)
+			}
+		}
+	}
+	l.setState(state)
+	l.mu.Lock()
+	l.synced = true
+	l.mu.Unlock()
+	c.mu.Lock()
+	watchCtx := c.ctx
+	c.mu.Unlock()
+	if watchCtx == nil {
+		watchCtx = context.Background()
+	}
+	l.watch(watchCtx, func() { c.queue.Add(l.key) })
+	return nil
+}
+
+// setupNetwork runs the privileged part of the masquerade binding in the launcher's network
+// namespace, found through the pid of the process behind the launcher's socket.
+func (c *Controller) setupNetwork(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
+	plans, err := network.Plans(vmi)
+	if err != nil {
+		return err
+	}
+	pid, err := peerPID(filepath.Join(l.dir, "launcher.sock"))
+	if err != nil {
+		return fmt.Errorf("launcher pid: %w", err)
+	}
+	_, err = network.SetupPod(ctx, fmt.Sprintf("/proc/%d/ns/net", pid), plans)
+	return err
+}
+
+// resolveSecrets inlines cloudInitNoCloud secret references: the launcher has no API access.
+func (c *Controller) resolveSecrets(ctx context.Context, vmi *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, error) {
+	out := vmi.DeepCopy()
+	for i := range out.Spec.Volumes {
+		src := out.Spec.Volumes[i].CloudInitNoCloud
+		if src == nil {
+			continue
+		}
+		get := func(ref *corev1.LocalObjectReference, keys ...string) (string, error) {
+			if c.kube == nil {
+				return "", fmt.Errorf("no Kubernetes client to read secret %s", ref.Name)
+			}
+			s, err := c.kube.CoreV1().Secrets(vmi.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", fmt.Errorf("cloud-init secret %s/%s: %w", vmi.Namespace, ref.Name, err)
+			}
+			for _, k := range keys {
+				if v, ok := s.Data[k]; ok {
+					return string(v), nil
+				}
+			}
+			return "", fmt.Errorf("cloud-init secret %s/%s has none of the keys %v", vmi.Namespace, ref.Name, keys)
+		}
+		if src.UserDataSecretRef != nil {
+			v, err := get(src.UserDataSecretRef, "userdata", "userData")
+			if err != nil {
+				return nil, err
+			}
+			src.UserData, src.UserDataBase64, src.UserDataSecretRef = v, "", nil
+		}
+		if src.NetworkDataSecretRef != nil {
+			v, err := get(src.NetworkDataSecretRef, "networkdata", "networkData")
+			if err != nil {
+				return nil, err
+			}
+			src.NetworkData, src.NetworkDataBase64, src.NetworkDataSecretRef = v, "", nil
+		}
+	}
+	return out, nil
+}
+
+// updateStatus writes the status the launcher's state implies, if it differs.
+func (c *Controller) updateStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, st api.State) error {
+	status := nextStatus(vmi, st, c.now())
+	if equality.Semantic.DeepEqual(status, vmi.Status) {
+		return nil
+	}
+	update := vmi.DeepCopy()
+	update.Status = status
+	if _, err := c.client.KubevirtV1().VirtualMachineInstances(vmi.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update status of %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	klog.InfoS("instance status", "vmi", klog.KObj(vmi), "phase", status.Phase, "reason", status.Reason, "launcher", st.Phase)
+	return nil
+}

@@ -1,0 +1,229 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+// fakeLauncher serves the launcher protocol on <dir>/launcher.sock with a state the test sets.
+type fakeLauncher struct {
+	mu      sync.Mutex
+	state   api.State
+	changed chan struct{}
+	synced  []*v1.VirtualMachineInstance
+	calls   []string
+	srv     *http.Server
+}
+
+func startFakeLauncher(t *testing.T, dir string, initial api.State) *fakeLauncher {
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	f := &fakeLauncher{state: initial, changed: make(chan struct{})}
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter) { _ = json.NewEncoder(w).Encode(f.get()) }
+	mux.HandleFunc("GET "+api.PathState, func(w http.ResponseWriter, r *http.Request) { reply(w) })
+	mux.HandleFunc("PUT "+api.PathSync, func(w http.ResponseWriter, r *http.Request) {
+		var req api.SyncRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.synced = append(f.synced, req.VMI)
+		f.mu.Unlock()
+		f.set(api.State{Phase: api.PhaseRunning, Interfaces: []api.Interface{{Name: "default", MAC: "52:54:00:01:02:03", IP: "10.217.0.5", GuestIP: "10.0.2.2", PodInterfaceName: "eth0"}}})
+		reply(w)
+	})
+	mux.HandleFunc("POST "+api.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.calls = append(f.calls, "shutdown")
+		f.mu.Unlock()
+		reply(w)
+	})
+	mux.HandleFunc("GET "+api.PathEvents, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		changed := f.changed
+		f.mu.Unlock()
+		select {
+		case <-changed:
+		case <-time.After(200 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		_ = json.NewEncoder(w).Encode(api.Events{State: f.get()})
+	})
+	ln, err := net.Listen("unix", filepath.Join(dir, api.SocketName))
+	require.NoError(t, err)
+	f.srv = &http.Server{Handler: mux}
+	go func() { _ = f.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = f.srv.Close() })
+	return f
+}
+
+func (f *fakeLauncher) get() api.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+func (f *fakeLauncher) set(s api.State) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.Seq = f.state.Seq + 1
+	f.state = s
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func scheduledVMI(uid string) *v1.VirtualMachineInstance {
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "guest", UID: types.UID("uid-" + uid)},
+		Spec: v1.VirtualMachineInstanceSpec{
+			Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}},
+			Volumes: []v1.Volume{{Name: "ci", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &v1.CloudInitNoCloudSource{
+				UserDataSecretRef: &corev1.LocalObjectReference{Name: "ud"},
+			}}}},
+		},
+		Status: v1.VirtualMachineInstanceStatus{NodeName: "node-a", Phase: v1.Scheduled},
+	}
+	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
+	return vmi
+}
+
+
+type fixture struct {
+	t      *testing.T
+	client *fake.Clientset
+	c      *Controller
+	dir    string
+	cancel context.CancelFunc
+}
+
+func newFixture(t *testing.T, vmi *v1.VirtualMachineInstance) *fixture {
+	client := fake.NewClientset(vmi)
+	kube := kubefake.NewClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ud"}, Data: map[string][]byte{"userdata": []byte("#cloud-config\n")},
+	})
+	dir := t.TempDir()
+	c := NewController(Config{NodeName: "node-a", SocketDir: dir}, client, kube)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = c.Run(ctx, 1) }()
+	t.Cleanup(cancel)
+	return &fixture{t: t, client: client, c: c, dir: dir, cancel: cancel}
+}
+
+func (f *fixture) waitVMI(cond func(*v1.VirtualMachineInstance) bool) *v1.VirtualMachineInstance {
+	f.t.Helper()
+	var got *v1.VirtualMachineInstance
+	require.Eventually(f.t, func() bool {
+		v, err := f.client.KubevirtV1().VirtualMachineInstances("ns").Get(context.Background(), "guest", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		got = v
+		return cond(v)
+	}, 10*time.Second, 20*time.Millisecond)
+	return got
+}
+
+func condition(v *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	for i := range v.Status.Conditions {
+		if v.Status.Conditions[i].Type == t {
+			return &v.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestHandlerSyncsLauncherAndReportsLifecycle(t *testing.T) {
+	vmi := scheduledVMI("1")
+	f := newFixture(t, vmi)
+	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{})
+
+	got := f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	require.Len(t, got.Status.Interfaces, 1)
+	assert.Equal(t, v1.VirtualMachineInstanceNetworkInterface{
+		Name: "default", MAC: "52:54:00:01:02:03", IP: "10.217.0.5", IPs: []string{"10.217.0.5"}, PodInterfaceName: "eth0", InfoSource: "domain",
+	}, got.Status.Interfaces[0])
+	assert.Equal(t, corev1.ConditionTrue, condition(got, v1.VirtualMachineInstanceReady).Status)
+
+	// The secret was inlined for the launcher.
+	fl.mu.Lock()
+	require.Len(t, fl.synced, 1)
+	src := fl.synced[0].Spec.Volumes[0].CloudInitNoCloud
+	fl.mu.Unlock()
+	assert.Nil(t, src.UserDataSecretRef)
+	assert.Equal(t, "#cloud-config\n", src.UserData)
+
+	fl.set(api.State{Phase: api.PhasePaused, Reason: "PausedByUser", Interfaces: fl.get().Interfaces})
+	got = f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return condition(v, v1.VirtualMachineInstancePaused) != nil })
+	assert.Equal(t, ReasonPausedByUser, condition(got, v1.VirtualMachineInstancePaused).Reason)
+
+	fl.set(api.State{Phase: api.PhaseRunning, Interfaces: fl.get().Interfaces})
+	f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return condition(v, v1.VirtualMachineInstancePaused) == nil })
+
+	fl.set(api.State{Phase: api.PhaseFailed, Reason: "QEMUCrashed"})
+	got = f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Failed })
+	assert.Equal(t, "QEMUCrashed", got.Status.Reason)
+	assert.Equal(t, corev1.ConditionFalse, condition(got, v1.VirtualMachineInstanceReady).Status)
+	phases := []v1.VirtualMachineInstancePhase{}
+	for _, p := range got.Status.PhaseTransitionTimestamps {
+		phases = append(phases, p.Phase)
+	}
+	assert.Equal(t, []v1.VirtualMachineInstancePhase{v1.Running, v1.Failed}, phases)
+}
+
+func TestRestartedHandlerDoesNotResyncARunningGuest(t *testing.T) {
+	vmi := scheduledVMI("2")
+	vmi.Status.Phase = v1.Running
+	f := newFixture(t, vmi)
+	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{Phase: api.PhaseRunning, Seq: 7})
+
+	got := f.waitVMI(func(v *v1.VirtualMachineInstance) bool {
+		c := condition(v, v1.VirtualMachineInstanceReady)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	assert.Equal(t, v1.Running, got.Status.Phase)
+	fl.mu.Lock()
+	assert.Empty(t, fl.synced, "a running guest is not synced again")
+	fl.mu.Unlock()
+
+	fl.set(api.State{Phase: api.PhaseSucceeded, Reason: "GuestShutdown"})
+	got = f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Succeeded })
+	assert.Equal(t, "GuestShutdown", got.Status.Reason)
+}
+
+func TestDeletedInstanceShutsGuestDown(t *testing.T) {
+	vmi := scheduledVMI("3")
+	f := newFixture(t, vmi)
+	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{})
+	f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+
+	require.NoError(t, f.client.KubevirtV1().VirtualMachineInstances("ns").Delete(context.Background(), "guest", metav1.DeleteOptions{}))
+	assert.Eventually(t, func() bool {
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		return len(fl.calls) == 1 && fl.calls[0] == "shutdown"
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+func TestNextStatusNeverLeavesFinal(t *testing.T) {
+	vmi := scheduledVMI("4")
+	vmi.Status.Phase = v1.Succeeded
+	s := nextStatus(vmi, api.State{Phase: api.PhaseRunning}, metav1.Now())
+	assert.Equal(t, v1.Succeeded, s.Phase)
+}

@@ -1,0 +1,99 @@
+package handler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+// Reasons the handler writes.
+const (
+	ReasonPausedByUser    = "PausedByUser"
+	ReasonGuestNotRunning = "GuestNotRunning"
+	ReasonLauncherGone    = "LauncherGone"
+)
+
+func isFinal(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
+
+// nextStatus is the instance's status given its launcher's state. The handler owns the
+// status from Scheduled on: phase Running and the final phases, Ready, Paused and the
+// interfaces. A final phase is never left.
+func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v1.VirtualMachineInstanceStatus {
+	s := *vmi.Status.DeepCopy()
+	if isFinal(s.Phase) {
+		return s
+	}
+	setPhase := func(p v1.VirtualMachineInstancePhase, reason string) {
+		if s.Phase == p {
+			return
+		}
+		s.Phase, s.Reason = p, reason
+		s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps,
+			v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: p, PhaseTransitionTimestamp: now})
+	}
+	switch st.Phase {
+	case api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown:
+		setPhase(v1.Running, "")
+		s.Interfaces = interfaces(st.Interfaces)
+		if st.Phase == api.PhasePaused {
+			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue, Reason: ReasonPausedByUser, Message: "VMI was paused by user"}, now)
+			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonPausedByUser}, now)
+		} else {
+			removeCondition(&s, v1.VirtualMachineInstancePaused)
+			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}, now)
+		}
+	case api.PhaseSucceeded, api.PhaseFailed:
+		p := v1.Succeeded
+		if st.Phase == api.PhaseFailed {
+			p = v1.Failed
+		}
+		setPhase(p, st.Reason)
+		removeCondition(&s, v1.VirtualMachineInstancePaused)
+		setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
+	}
+	return s
+}
+
+func interfaces(in []api.Interface) []v1.VirtualMachineInstanceNetworkInterface {
+	var out []v1.VirtualMachineInstanceNetworkInterface
+	for _, i := range in {
+		vi := v1.VirtualMachineInstanceNetworkInterface{
+			Name: i.Name, MAC: i.MAC, IP: i.IP, PodInterfaceName: i.PodInterfaceName, InfoSource: "domain",
+		}
+		if i.IP != "" {
+			vi.IPs = []string{i.IP}
+		}
+		out = append(out, vi)
+	}
+	return out
+}
+
+// setCondition sets a condition, keeping its transition time while its status stays.
+func setCondition(s *v1.VirtualMachineInstanceStatus, cond v1.VirtualMachineInstanceCondition, now metav1.Time) {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type != cond.Type {
+			continue
+		}
+		cond.LastTransitionTime = s.Conditions[i].LastTransitionTime
+		if s.Conditions[i].Status != cond.Status || cond.LastTransitionTime.IsZero() {
+			cond.LastTransitionTime = now
+		}
+		cond.LastProbeTime = s.Conditions[i].LastProbeTime
+		s.Conditions[i] = cond
+		return
+	}
+	cond.LastTransitionTime = now
+	s.Conditions = append(s.Conditions, cond)
+}
+
+func removeCondition(s *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) {
+	var out []v1.VirtualMachineInstanceCondition
+	for _, c := range s.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	s.Conditions = out
+}
