@@ -104,7 +104,6 @@ func scheduledVMI(uid string) *v1.VirtualMachineInstance {
 	return vmi
 }
 
-
 type fixture struct {
 	t      *testing.T
 	client *fake.Clientset

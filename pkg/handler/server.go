@@ -1,0 +1,246 @@
+package handler
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gorilla/websocket"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+// Websocket keepalive: a ping every pingPeriod; a peer silent for pongWait is gone.
+const (
+	pingPeriod = 10 * time.Second
+	pongWait   = 30 * time.Second
+	writeWait  = 10 * time.Second
+)
+
+// Server serves virt-api: the serial console and VNC of an instance as websockets carrying
+// raw bytes, and the guest commands pause, unpause and softreboot. Only clients with a
+// certificate from the client CA whose common name is allowed (virt-api's) get in.
+type Server struct {
+	Lister       listers.VirtualMachineInstanceLister
+	SocketDir    string
+	AllowedNames []string
+}
+
+// Path prefix of every call; the rest is <namespace>/virtualmachineinstances/<name>/<what>.
+const pathPrefix = "/v1/namespaces/"
+
+// Handler routes the calls.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	base := pathPrefix + "{namespace}/virtualmachineinstances/{name}/"
+	mux.HandleFunc("GET "+base+"console", s.stream(api.ConsoleSocketName))
+	mux.HandleFunc("GET "+base+"vnc", s.stream(api.VNCSocketName))
+	for verb, call := range map[string]func(*api.Client, context.Context) (api.State, error){
+		"pause":      (*api.Client).Pause,
+		"unpause":    (*api.Client).Unpause,
+		"softreboot": (*api.Client).SoftReboot,
+	} {
+		mux.HandleFunc("PUT "+base+verb, s.command(call))
+	}
+	return s.authorize(mux)
+}
+
+// authorize admits only allowed client certificates (the TLS layer has verified the chain).
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "client certificate required", http.StatusUnauthorized)
+			return
+		}
+		cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+		if !slices.Contains(s.AllowedNames, cn) {
+			http.Error(w, fmt.Sprintf("%q may not use virt-handler", cn), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// instanceDir is the socket directory of a running instance on this node.
+func (s *Server) instanceDir(w http.ResponseWriter, r *http.Request) (string, bool) {
+	vmi, err := s.Lister.VirtualMachineInstances(r.PathValue("namespace")).Get(r.PathValue("name"))
+	switch {
+	case apierrors.IsNotFound(err):
+		http.Error(w, "no such instance on this node", http.StatusNotFound)
+		return "", false
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return "", false
+	case vmi.Status.Phase != v1.Running:
+		http.Error(w, fmt.Sprintf("instance is %s, not Running", vmi.Status.Phase), http.StatusConflict)
+		return "", false
+	}
+	return filepath.Join(s.SocketDir, string(vmi.UID)), true
+}
+
+func (s *Server) command(call func(*api.Client, context.Context) (api.State, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		dir, ok := s.instanceDir(w, r)
+		if !ok {
+			return
+		}
+		c := api.NewClient(filepath.Join(dir, api.SocketName))
+		defer c.Close()
+		if _, err := call(c, r.Context()); err != nil {
+			status := http.StatusInternalServerError
+			var callErr *api.CallError
+			if errors.As(err, &callErr) && callErr.Status == http.StatusConflict {
+				status = http.StatusConflict
+			}
+			http.Error(w, err.Error(), status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  32 << 10,
+	WriteBufferSize: 32 << 10,
+	// KubeVirt's clients ask for this subprotocol; bytes are raw either way.
+	Subprotocols: []string{"plain.kubevirt.io"},
+	// Only virt-api reaches this server (client certificates); browsers never do directly.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// stream bridges a websocket to one of the instance's unix sockets.
+func (s *Server) stream(socket string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		dir, ok := s.instanceDir(w, r)
+		if !ok {
+			return
+		}
+		conn, err := net.DialTimeout("unix", filepath.Join(dir, socket), 5*time.Second)
+		if err != nil {
+			status := http.StatusInternalServerError
+			if errors.Is(err, os.ErrNotExist) {
+				status = http.StatusNotFound // no console or no VNC on this guest
+			}
+			http.Error(w, fmt.Sprintf("dial %s: %v", socket, err), status)
+			return
+		}
+		ws, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			conn.Close()
+			return // Upgrade has answered
+		}
+		klog.V(2).InfoS("stream opened", "socket", socket, "vmi", r.PathValue("namespace")+"/"+r.PathValue("name"))
+		Bridge(ws, conn)
+	}
+}
+
+// Bridge copies between a websocket and a stream until either ends, with pings, then
+// closes both ends: a normal close frame to the websocket peer, and the stream.
+func Bridge(ws *websocket.Conn, conn net.Conn) {
+	done := make(chan struct{})
+	fromStreamDone := make(chan struct{})
+	_ = ws.SetReadDeadline(time.Now().Add(pongWait))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(pongWait)) })
+
+	// stream → websocket, and pings; the only writer of data frames.
+	go func() {
+		defer close(fromStreamDone)
+		buf := make([]byte, 32<<10)
+		reads := make(chan []byte)
+		readErr := make(chan error, 1)
+		go func() {
+			for {
+				n, err := conn.Read(buf)
+				if n > 0 {
+					b := append([]byte(nil), buf[:n]...)
+					select {
+					case reads <- b:
+					case <-done:
+						return
+					}
+				}
+				if err != nil {
+					readErr <- err
+					return
+				}
+			}
+		}()
+		ping := time.NewTicker(pingPeriod)
+		defer ping.Stop()
+		for {
+			select {
+			case b := <-reads:
+				_ = ws.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+					return
+				}
+			case <-ping.C:
+				if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+					return
+				}
+			case <-readErr:
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	// websocket → stream.
+	go func() {
+		defer close(done)
+		for {
+			_, r, err := ws.NextReader()
+			if err != nil {
+				return
+			}
+			if _, err := io.Copy(conn, r); err != nil {
+				return
+			}
+		}
+	}()
+
+	select {
+	case <-done:
+	case <-fromStreamDone:
+	}
+	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	conn.Close()
+	ws.Close()
+	<-fromStreamDone
+}
+
+// TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile.
+func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	pem, err := os.ReadFile(clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client CA %s: no certificates", clientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}

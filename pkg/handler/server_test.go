@@ -1,0 +1,192 @@
+package handler
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(t *testing.T) *testCA {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}
+}
+
+func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// serverFixture is a handler server for one running instance whose console socket echoes
+// upper-cased input and whose VNC socket greets like QEMU.
+func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
+	dir := t.TempDir()
+	vmi := &v1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name, vmi.UID = "ns", "guest", "uid-s"
+	vmi.Status.Phase = v1.Running
+	stopped := &v1.VirtualMachineInstance{}
+	stopped.Namespace, stopped.Name, stopped.UID = "ns", "stopped", "uid-t"
+	stopped.Status.Phase = v1.Succeeded
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, indexer.Add(vmi))
+	require.NoError(t, indexer.Add(stopped))
+
+	sockDir := filepath.Join(dir, "uid-s")
+	require.NoError(t, os.MkdirAll(sockDir, 0o755))
+	console, err := net.Listen("unix", filepath.Join(sockDir, api.ConsoleSocketName))
+	require.NoError(t, err)
+	t.Cleanup(func() { console.Close() })
+	go func() {
+		for {
+			c, err := console.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 1024)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					if strings.Contains(string(buf[:n]), "exit") {
+						return // the guest side ends the stream
+					}
+					_, _ = c.Write([]byte(strings.ToUpper(string(buf[:n]))))
+				}
+			}()
+		}
+	}()
+	vnc, err := net.Listen("unix", filepath.Join(sockDir, api.VNCSocketName))
+	require.NoError(t, err)
+	t.Cleanup(func() { vnc.Close() })
+	go func() {
+		for {
+			c, err := vnc.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("RFB 003.008\n"))
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+
+	ca := newTestCA(t)
+	s := &Server{Lister: listers.NewVirtualMachineInstanceLister(indexer), SocketDir: dir, AllowedNames: []string{"virt-api"}}
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.TLS = &tls.Config{
+		Certificates: []tls.Certificate{ca.issue(t, "virt-handler", x509.ExtKeyUsageServerAuth)},
+		ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: ca.pool,
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, ca
+}
+
+func dialer(ca *testCA, cert *tls.Certificate) *websocket.Dialer {
+	cfg := &tls.Config{RootCAs: ca.pool}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	return &websocket.Dialer{TLSClientConfig: cfg, HandshakeTimeout: 5 * time.Second, Subprotocols: []string{"plain.kubevirt.io"}}
+}
+
+func wsURL(srv *httptest.Server, path string) string {
+	return "wss" + strings.TrimPrefix(srv.URL, "https") + path
+}
+
+func TestConsoleWebsocket(t *testing.T) {
+	srv, ca := serverFixture(t)
+	cert := ca.issue(t, "virt-api", x509.ExtKeyUsageClientAuth)
+	ws, resp, err := dialer(ca, &cert).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/guest/console"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "plain.kubevirt.io", resp.Header.Get("Sec-Websocket-Protocol"))
+	defer ws.Close()
+
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, []byte("hello")))
+	_, b, err := ws.ReadMessage()
+	require.NoError(t, err)
+	assert.Equal(t, "HELLO", string(b))
+
+	// The guest side ends: the client gets a normal close.
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, []byte("exit")))
+	_, _, err = ws.ReadMessage()
+	assert.True(t, websocket.IsCloseError(err, websocket.CloseNormalClosure), "got %v", err)
+}
+
+func TestVNCWebsocket(t *testing.T) {
+	srv, ca := serverFixture(t)
+	cert := ca.issue(t, "virt-api", x509.ExtKeyUsageClientAuth)
+	ws, _, err := dialer(ca, &cert).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/guest/vnc"), nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	_, b, err := ws.ReadMessage()
+	require.NoError(t, err)
+	assert.Equal(t, "RFB 003.008\n", string(b))
+}
+
+func TestServerRefusals(t *testing.T) {
+	srv, ca := serverFixture(t)
+	other := ca.issue(t, "someone-else", x509.ExtKeyUsageClientAuth)
+	_, resp, err := dialer(ca, &other).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/guest/console"), nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	_, _, err = dialer(ca, nil).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/guest/console"), nil)
+	require.Error(t, err, "no client certificate, no TLS session")
+
+	api := ca.issue(t, "virt-api", x509.ExtKeyUsageClientAuth)
+	_, resp, err = dialer(ca, &api).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/missing/console"), nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	_, resp, err = dialer(ca, &api).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/stopped/console"), nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+}
