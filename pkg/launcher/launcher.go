@@ -58,16 +58,16 @@ type Launcher struct {
 
 	startMu sync.Mutex // one Sync at a time
 
-	mu          sync.Mutex
-	vmi         *v1.VirtualMachineInstance
-	state       api.State
-	events      []api.Event // the latest few, for long polls
-	changed     chan struct{}
-	stopAsked   bool      // Shutdown or SIGTERM: a destroyed guest then succeeded
-	finalRead   chan struct{}
-	finalOnce   sync.Once
-	console     *consoleRelay
-	stopTimer   *time.Timer
+	mu        sync.Mutex
+	vmi       *v1.VirtualMachineInstance
+	state     api.State
+	events    []api.Event // the latest few, for long polls
+	changed   chan struct{}
+	stopAsked bool // Shutdown or SIGTERM: a destroyed guest then succeeded
+	finalRead chan struct{}
+	finalOnce sync.Once
+	console   *consoleRelay
+	stopTimer *time.Timer
 }
 
 const keptEvents = 64
@@ -458,5 +458,5 @@ func (l *Launcher) Close() {
 // closedHypervisor keeps Run from spinning on a closed connection's channels.
 type closedHypervisor struct{ virt.Hypervisor }
 
-func (closedHypervisor) Closed() <-chan struct{} { return nil }
+func (closedHypervisor) Closed() <-chan struct{}   { return nil }
 func (closedHypervisor) Events() <-chan virt.Event { return nil }

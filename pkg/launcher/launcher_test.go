@@ -128,8 +128,8 @@ func (f *fakeHypervisor) State(string) (virt.DomainState, error) {
 	return f.state, nil
 }
 func (f *fakeHypervisor) Events() <-chan virt.Event { return f.events }
-func (f *fakeHypervisor) Closed() <-chan struct{}    { return f.closed }
-func (f *fakeHypervisor) Close() error               { return nil }
+func (f *fakeHypervisor) Closed() <-chan struct{}   { return f.closed }
+func (f *fakeHypervisor) Close() error              { return nil }
 
 func testVMI() *v1.VirtualMachineInstance {
 	vmi := &v1.VirtualMachineInstance{
