@@ -1,0 +1,135 @@
+// Command virt-handler is Hangar's node agent (a DaemonSet): it drives the launchers of the
+// instances scheduled to its node, reports their status, serves their consoles and VNC to
+// virt-api, and offers /dev/kvm and /dev/net/tun to launcher pods through kubelet's
+// device-plugin API. It can restart at any time: running guests are picked up untouched.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	"github.com/hangarvm/hangar/pkg/handler"
+	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
+)
+
+func main() {
+	if err := run(); err != nil {
+		klog.ErrorS(err, "virt-handler failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := handler.Config{SocketDir: "/var/run/hangar/sockets", SetupNetwork: true, Resync: 5 * time.Minute}
+	var (
+		kubeconfig, kubevirtKubeconfig string
+		listen                         = ":18186"
+		certFile, keyFile, clientCA    string
+		allowedNames                   = []string{"virt-api"}
+		devicePlugins                  = true
+		pluginDir                      = pluginapi.DevicePluginPath
+		workers                        = 4
+	)
+	fs := pflag.CommandLine
+	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
+	fs.StringVar(&cfg.SocketDir, "socket-dir", cfg.SocketDir, "host directory with one socket directory per instance, shared with launcher pods")
+	fs.BoolVar(&cfg.SetupNetwork, "setup-network", cfg.SetupNetwork, "set up each launcher pod's network (bridge, tap, NAT) in its namespace before the guest starts")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; in-cluster configuration when empty")
+	fs.StringVar(&kubevirtKubeconfig, "kubevirt-kubeconfig", "", "kubeconfig for the kubevirt.io API when it is not served through the cluster; --kubeconfig when empty")
+	fs.StringVar(&listen, "listen-address", listen, "HTTPS address serving virt-api (consoles, VNC, guest commands); empty to disable")
+	fs.StringVar(&certFile, "tls-cert-file", "", "serving certificate")
+	fs.StringVar(&keyFile, "tls-private-key-file", "", "serving key")
+	fs.StringVar(&clientCA, "client-ca-file", "", "CA of virt-api's client certificate")
+	fs.StringSliceVar(&allowedNames, "allowed-names", allowedNames, "client certificate common names allowed in")
+	fs.BoolVar(&devicePlugins, "device-plugins", devicePlugins, "offer devices.kubevirt.io/kvm and devices.kubevirt.io/tun to kubelet")
+	fs.StringVar(&pluginDir, "device-plugin-dir", pluginDir, "kubelet's device-plugin directory (fixed in kubelet)")
+	fs.IntVar(&workers, "workers", workers, "instance workers")
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	pflag.Parse()
+	if cfg.NodeName == "" {
+		return errors.New("--node-name (or $NODE_NAME) is required")
+	}
+
+	kubeCfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	kvCfg := kubeCfg
+	if kubevirtKubeconfig != "" {
+		if kvCfg, err = restConfig(kubevirtKubeconfig); err != nil {
+			return err
+		}
+	}
+	kube, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return err
+	}
+	kubevirt, err := versioned.NewForConfig(kvCfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.SocketDir, 0o755); err != nil {
+		return err
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	c := handler.NewController(cfg, kubevirt, kube)
+
+	if devicePlugins {
+		for _, p := range []*deviceplugin.Plugin{deviceplugin.KVM(pluginDir), deviceplugin.TUN(pluginDir)} {
+			go func() {
+				if err := p.Run(ctx); err != nil {
+					klog.ErrorS(err, "device plugin stopped", "resource", p.Resource)
+				}
+			}()
+		}
+	}
+
+	if listen != "" {
+		tlsCfg, err := handler.TLSConfig(certFile, keyFile, clientCA)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{
+			Addr:              listen,
+			Handler:           (&handler.Server{Lister: c.Lister(), SocketDir: cfg.SocketDir, AllowedNames: allowedNames}).Handler(),
+			TLSConfig:         tlsCfg,
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		go func() {
+			klog.InfoS("serving virt-api", "address", listen, "allowed", strings.Join(allowedNames, ","))
+			if err := srv.ListenAndServeTLS("", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.ErrorS(err, "HTTPS server stopped")
+				cancel()
+			}
+		}()
+		defer srv.Close()
+	}
+	return c.Run(ctx, workers)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
