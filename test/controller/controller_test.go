@@ -38,7 +38,9 @@ func TestVMLifecycle(t *testing.T) {
 	require.NotNil(t, ref)
 	assert.Equal(t, e.vm("web").UID, ref.UID)
 	assert.Contains(t, first.Finalizers, vmi.Finalizer)
-	e.eventually("printableStatus Starting", func() (bool, error) { return e.vm("web").Status.PrintableStatus == v1.VirtualMachineStatusStarting, nil })
+	e.eventually("printableStatus Starting", func() (bool, error) {
+		return e.vm("web").Status.PrintableStatus == v1.VirtualMachineStatusStarting, nil
+	})
 
 	pod := e.launcherPods()[string(first.UID)][0]
 	assert.Equal(t, "virt-launcher-web-", pod.GenerateName)

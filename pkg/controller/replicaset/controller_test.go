@@ -217,6 +217,7 @@ func TestSync(t *testing.T) {
 				assert.Equal(t, "web", vmi.GenerateName)
 				assert.Equal(t, map[string]string{"app": "web", "tier": "front"}, vmi.Labels)
 				assert.Equal(t, "h", vmi.Spec.Hostname)
+				assert.Equal(t, []string{"foregroundDeleteVirtualMachine"}, vmi.Finalizers)
 				ref := metav1.GetControllerOf(vmi)
 				require.NotNil(t, ref)
 				assert.Equal(t, types.UID("rs-uid"), ref.UID)

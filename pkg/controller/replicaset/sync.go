@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	vmicontroller "github.com/hangarvm/hangar/pkg/controller/vmi"
 )
 
 // Event reasons on sets (KubeVirt's).
@@ -282,6 +283,8 @@ func vmiFromTemplate(rs *v1.VirtualMachineInstanceReplicaSet) *v1.VirtualMachine
 			Labels:          maps(tmpl.ObjectMeta.Labels),
 			Annotations:     maps(tmpl.ObjectMeta.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, rsKind)},
+			// Set here rather than by the instance controller: one write less per instance.
+			Finalizers: []string{vmicontroller.Finalizer},
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
 	}

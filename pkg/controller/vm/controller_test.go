@@ -156,6 +156,7 @@ func TestStartCreatesInstanceFromTemplate(t *testing.T) {
 	assert.Equal(t, map[string]string{"note": "x", GenerationAnnotation: "1"}, vmi.Annotations)
 	assert.Equal(t, "web", vmi.Spec.Hostname)
 	assert.Equal(t, FirmwareUUID("vm1"), vmi.Spec.Domain.Firmware.UUID)
+	assert.Equal(t, []string{"foregroundDeleteVirtualMachine"}, vmi.Finalizers)
 	ref := metav1.GetControllerOf(vmi)
 	require.NotNil(t, ref)
 	assert.Equal(t, metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1", UID: "vm-uid",

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	vmicontroller "github.com/hangarvm/hangar/pkg/controller/vmi"
 )
 
 // firmwareUUIDNamespace is the namespace of KubeVirt's name-based (v5) firmware UUIDs: a VM
@@ -36,6 +37,8 @@ func vmiFromVM(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 			OwnerReferences: []metav1.OwnerReference{
 				*metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind("VirtualMachine")),
 			},
+			// Set here rather than by the instance controller: one write less per start.
+			Finalizers: []string{vmicontroller.Finalizer},
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
 	}

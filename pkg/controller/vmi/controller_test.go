@@ -146,9 +146,9 @@ func TestSync(t *testing.T) {
 		check       func(t *testing.T, f *fixture, vmi *v1.VirtualMachineInstance)
 	}{
 		{
-			name:      "a new instance gets a finalizer, a launcher pod and phase Pending",
+			name:      "a new instance gets a finalizer and a launcher pod, and goes through Pending to Scheduling",
 			vmi:       newVMI(v1.VmPhaseUnset, func(v *v1.VirtualMachineInstance) { v.Finalizers = nil }),
-			wantPhase: v1.Pending, wantPhases: []v1.VirtualMachineInstancePhase{v1.Pending}, wantCreates: 1,
+			wantPhase: v1.Scheduling, wantPhases: []v1.VirtualMachineInstancePhase{v1.Pending, v1.Scheduling}, wantCreates: 1,
 			wantEvents: []string{"Normal SuccessfulCreate Created virtual machine pod virt-launcher-vm1-"},
 			check: func(t *testing.T, f *fixture, vmi *v1.VirtualMachineInstance) {
 				assert.Equal(t, []string{Finalizer}, vmi.Finalizers)
@@ -298,7 +298,7 @@ func TestSync(t *testing.T) {
 			name:        "a pod left by an earlier instance of the same name is deleted, the new one gets its own",
 			vmi:         newVMI(v1.VmPhaseUnset),
 			pods:        []*corev1.Pod{newPod("old", "uid-0", bound("node-a"))},
-			wantPhase:   v1.Pending,
+			wantPhase:   v1.Scheduling,
 			wantCreates: 1,
 			wantDeletes: []string{"old/30"},
 			wantEvents: []string{"Normal SuccessfulDelete Deleted virtual machine pod old",

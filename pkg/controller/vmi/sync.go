@@ -73,7 +73,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var syncErr error
 	creationPending := !c.expectations.Satisfied(string(vmi.UID))
 	if pod == nil && !creationPending && needsPod(vmi.Status.Phase) {
-		syncErr = c.createPod(ctx, vmi)
+		// The pod just created counts as seen: the instance moves on to Scheduling in the
+		// same status write, and the transition through Pending is still recorded.
+		pod, syncErr = c.createPod(ctx, vmi)
 		creationPending = syncErr == nil
 	}
 
@@ -91,12 +93,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return syncErr
 }
 
-func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pod, err := launcherpod.Build(vmi, c.config.Get())
 	if err != nil {
 		c.recorder.Eventf(vmi, corev1.EventTypeWarning, FailedCreatePodReason, "Error creating pod: %v", err)
 		metrics.LauncherPodsCreated.WithLabelValues("error").Inc()
-		return err
+		return nil, err
 	}
 	uid := string(vmi.UID)
 	c.expectations.ExpectCreations(uid, 1)
@@ -105,11 +107,11 @@ func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstan
 		c.expectations.CreationObserved(uid)
 		c.recorder.Eventf(vmi, corev1.EventTypeWarning, FailedCreatePodReason, "Error creating pod: %v", err)
 		metrics.LauncherPodsCreated.WithLabelValues("error").Inc()
-		return fmt.Errorf("create launcher pod for %s/%s: %w", vmi.Namespace, vmi.Name, err)
+		return nil, fmt.Errorf("create launcher pod for %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
 	metrics.LauncherPodsCreated.WithLabelValues("success").Inc()
 	c.recorder.Eventf(vmi, corev1.EventTypeNormal, SuccessfulCreatePodReason, "Created virtual machine pod %s", created.Name)
-	return nil
+	return created, nil
 }
 
 // finish handles an instance that is over or being deleted: its pods go, with the instance's
