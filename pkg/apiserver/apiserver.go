@@ -10,17 +10,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
 )
 
 // ExtraConfig holds virt-api's own configuration, beyond the generic server's.
-type ExtraConfig struct{}
+type ExtraConfig struct {
+	// KubeClientConfig reaches kube-apiserver (pods, for forced restarts); nil standalone.
+	KubeClientConfig *restclient.Config
+}
 
 // Config is the configuration of virt-api.
 type Config struct {
@@ -72,9 +78,22 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var pods virtualmachine.LauncherPods
+	if c.ExtraConfig.KubeClientConfig != nil {
+		kube, err := kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		pods = launcherPods{kube: kube}
+	}
+	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
+
 	resources := map[string]rest.Storage{
 		"virtualmachines":                          vms.VirtualMachine,
 		"virtualmachines/status":                   vms.Status,
+		"virtualmachines/start":                    action.New(vmActions.Start),
+		"virtualmachines/stop":                     action.New(vmActions.Stop),
+		"virtualmachines/restart":                  action.New(vmActions.Restart),
 		"virtualmachineinstances":                  vmis.VirtualMachineInstance,
 		"virtualmachineinstances/status":           vmis.Status,
 		"virtualmachineinstancereplicasets":        replicaSets.VirtualMachineInstanceReplicaSet,
@@ -88,6 +107,11 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
+	installSubresourcesGroup(genericServer, []subresourceAction{
+		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "start", doc: "start a VirtualMachine", options: v1.StartOptions{}, act: vmActions.Start},
+		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "stop", doc: "stop a VirtualMachine", options: v1.StopOptions{}, act: vmActions.Stop},
+		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "restart", doc: "restart a VirtualMachine", options: v1.RestartOptions{}, act: vmActions.Restart},
+	})
 	return &Server{GenericAPIServer: genericServer}, nil
 }
 

@@ -63,7 +63,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
 		return apiserver.WithDeprecationWarnings(buildChain(handler, c))
 	}
-	return &apiserver.Config{GenericConfig: serverConfig}, nil
+	return &apiserver.Config{
+		GenericConfig: serverConfig,
+		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig},
+	}, nil
 }
 
 // Run starts the embedded etcd if asked to, then serves until ctx ends.

@@ -7,3 +7,23 @@ func RunStrategyFromRunning(running bool) VirtualMachineRunStrategy {
 	}
 	return RunStrategyHalted
 }
+
+// EffectiveRunStrategy is the run strategy a VirtualMachine spec asks for, whichever of
+// runStrategy and the deprecated running it uses.
+func (s *VirtualMachineSpec) EffectiveRunStrategy() VirtualMachineRunStrategy {
+	switch {
+	case s.RunStrategy != nil:
+		return *s.RunStrategy
+	case s.Running != nil:
+		return RunStrategyFromRunning(*s.Running)
+	}
+	return RunStrategyHalted
+}
+
+// IsFinal says whether an instance has stopped for good.
+func (vmi *VirtualMachineInstance) IsFinal() bool {
+	return vmi.Status.Phase == Succeeded || vmi.Status.Phase == Failed
+}
+
+// DefaultGracePeriodSeconds is the time a guest gets to shut down when none is given.
+const DefaultGracePeriodSeconds int64 = 30

@@ -109,9 +109,9 @@ type VirtualMachineStatus struct {
 	StateChangeRequests []VirtualMachineStateChangeRequest
 	// StartFailure tracks consecutive failed starts for the crash-loop back-off.
 	StartFailure *VirtualMachineStartFailure
-	// ObservedGeneration is the VM generation the controller last acted on.
+	// ObservedGeneration is the VM generation the current instance was created from.
 	ObservedGeneration int64
-	// DesiredGeneration is the VM generation the running instance was created from.
+	// DesiredGeneration is the VM generation the instance should match: the VM's latest.
 	DesiredGeneration int64
 	// RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.
 	RunStrategy VirtualMachineRunStrategy

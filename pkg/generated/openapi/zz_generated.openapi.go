@@ -54,11 +54,16 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Memory":                                         schema_pkg_apis_kubevirt_v1_Memory(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Network":                                        schema_pkg_apis_kubevirt_v1_Network(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.NetworkSource":                                  schema_pkg_apis_kubevirt_v1_NetworkSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PauseOptions":                                   schema_pkg_apis_kubevirt_v1_PauseOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource":              schema_pkg_apis_kubevirt_v1_PersistentVolumeClaimVolumeSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PodNetwork":                                     schema_pkg_apis_kubevirt_v1_PodNetwork(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Port":                                           schema_pkg_apis_kubevirt_v1_Port(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements":                           schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions":                                 schema_pkg_apis_kubevirt_v1_RestartOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng":                                            schema_pkg_apis_kubevirt_v1_Rng(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StartOptions":                                   schema_pkg_apis_kubevirt_v1_StartOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StopOptions":                                    schema_pkg_apis_kubevirt_v1_StopOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.UnpauseOptions":                                 schema_pkg_apis_kubevirt_v1_UnpauseOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachine":                                 schema_pkg_apis_kubevirt_v1_VirtualMachine(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition":                        schema_pkg_apis_kubevirt_v1_VirtualMachineCondition(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstance":                         schema_pkg_apis_kubevirt_v1_VirtualMachineInstance(ref),
@@ -1216,6 +1221,53 @@ func schema_pkg_apis_kubevirt_v1_NetworkSource(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_PauseOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PauseOptions are the options of the pause action of a VirtualMachineInstance.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_PersistentVolumeClaimVolumeSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1358,12 +1410,221 @@ func schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref common.ReferenceCallba
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_RestartOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestartOptions are the options of the restart action of a VirtualMachine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"gracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GracePeriodSeconds 0 forces the restart: the launcher pod is deleted at once. Only 0 is supported.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_Rng(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
 				Description: "Rng is a virtio random number generator.",
 				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_StartOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StartOptions are the options of the start action of a VirtualMachine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused starts the instance paused.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_StopOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StopOptions are the options of the stop action of a VirtualMachine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"gracePeriod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GracePeriod overrides the instance's termination grace period, in seconds; a stopped VM (Halted) accepts a stop only to shorten the grace period of a shutdown under way.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_UnpauseOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UnpauseOptions are the options of the unpause action of a VirtualMachineInstance.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
 			},
 		},
 	}
@@ -2636,14 +2897,14 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 					},
 					"observedGeneration": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ObservedGeneration is the VM generation the controller last acted on.",
+							Description: "ObservedGeneration is the VM generation the current instance was created from.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
 					},
 					"desiredGeneration": {
 						SchemaProps: spec.SchemaProps{
-							Description: "DesiredGeneration is the VM generation the running instance was created from.",
+							Description: "DesiredGeneration is the VM generation the instance should match: the VM's latest.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},

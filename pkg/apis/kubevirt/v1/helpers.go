@@ -19,3 +19,13 @@ func (s *VirtualMachineSpec) EffectiveRunStrategy() VirtualMachineRunStrategy {
 	}
 	return RunStrategyHalted
 }
+
+// Labels of launcher pods, as KubeVirt sets them.
+const (
+	// AppLabel names the component a pod belongs to; launcher pods have virt-launcher.
+	AppLabel = "kubevirt.io"
+	// LauncherAppLabelValue is AppLabel's value on launcher pods.
+	LauncherAppLabelValue = "virt-launcher"
+	// CreatedByLabel carries the UID of the instance a launcher pod runs.
+	CreatedByLabel = "kubevirt.io/created-by"
+)

@@ -128,10 +128,10 @@ type VirtualMachineStatus struct {
 	// StartFailure tracks consecutive failed starts for the crash-loop back-off.
 	// +optional
 	StartFailure *VirtualMachineStartFailure `json:"startFailure,omitempty"`
-	// ObservedGeneration is the VM generation the controller last acted on.
+	// ObservedGeneration is the VM generation the current instance was created from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// DesiredGeneration is the VM generation the running instance was created from.
+	// DesiredGeneration is the VM generation the instance should match: the VM's latest.
 	// +optional
 	DesiredGeneration int64 `json:"desiredGeneration,omitempty"`
 	// RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.

@@ -75,11 +75,18 @@ func ValidateVirtualMachineInstance(vmi *kubevirt.VirtualMachineInstance) field.
 	return append(allErrs, ValidateVirtualMachineInstanceSpec(&vmi.Spec, field.NewPath("spec"))...)
 }
 
-// ValidateVirtualMachineInstanceUpdate rejects any spec change: a running guest's hardware is
-// fixed at creation, as KubeVirt's is. Metadata (labels, annotations, finalizers) may change.
+// ValidateVirtualMachineInstanceUpdate rejects spec changes: a running guest's hardware is
+// fixed at creation, as KubeVirt's is. Metadata (labels, annotations, finalizers) may change,
+// and so may the termination grace period, which a stop with a shorter one sets.
 func ValidateVirtualMachineInstanceUpdate(vmi, old *kubevirt.VirtualMachineInstance) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&vmi.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	if !apiequality.Semantic.DeepEqual(vmi.Spec, old.Spec) {
+	oldSpec := old.Spec.DeepCopy()
+	oldSpec.TerminationGracePeriodSeconds = vmi.Spec.TerminationGracePeriodSeconds
+	if vmi.Spec.TerminationGracePeriodSeconds != nil {
+		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(*vmi.Spec.TerminationGracePeriodSeconds,
+			field.NewPath("spec", "terminationGracePeriodSeconds"))...)
+	}
+	if !apiequality.Semantic.DeepEqual(vmi.Spec, *oldSpec) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec"), "the spec of a VirtualMachineInstance cannot change after creation"))
 	}
 	return allErrs

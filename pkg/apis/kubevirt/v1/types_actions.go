@@ -1,0 +1,80 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The bodies of the imperative actions (PUT .../start, stop, restart, pause, unpause), as
+// KubeVirt's clients send them. Every field is optional and an empty body is allowed.
+
+// StartRequestDataPausedKey in a Start request's data asks for the instance to start paused.
+const (
+	StartRequestDataPausedKey  = "paused"
+	StartRequestDataPausedTrue = "true"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// StartOptions are the options of the start action of a VirtualMachine.
+type StartOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// Paused starts the instance paused.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// StopOptions are the options of the stop action of a VirtualMachine.
+type StopOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// GracePeriod overrides the instance's termination grace period, in seconds; a stopped
+	// VM (Halted) accepts a stop only to shorten the grace period of a shutdown under way.
+	// +optional
+	GracePeriod *int64 `json:"gracePeriod,omitempty"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// RestartOptions are the options of the restart action of a VirtualMachine.
+type RestartOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// GracePeriodSeconds 0 forces the restart: the launcher pod is deleted at once. Only 0 is
+	// supported.
+	// +optional
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PauseOptions are the options of the pause action of a VirtualMachineInstance.
+type PauseOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// UnpauseOptions are the options of the unpause action of a VirtualMachineInstance.
+type UnpauseOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+}

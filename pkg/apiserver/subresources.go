@@ -1,0 +1,129 @@
+package apiserver
+
+import (
+	"io"
+	"net/http"
+
+	restful "github.com/emicklei/go-restful/v3"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/hangarvm/hangar/pkg/registry/action"
+	"github.com/hangarvm/hangar/pkg/version"
+)
+
+// SubresourcesGroupVersion is KubeVirt's group for imperative actions and streams. Hangar
+// serves the same actions as subresources of the kubevirt.io kinds; this group exists so that
+// KubeVirt's clients (virtctl, kubecli) work unchanged, with the same paths, verbs and bodies.
+var SubresourcesGroupVersion = schema.GroupVersion{Group: "subresources.kubevirt.io", Version: "v1"}
+
+// subresourceAction is one PUT action of the group.
+type subresourceAction struct {
+	resource, subresource string
+	kind                  string
+	doc                   string
+	options               interface{}
+	act                   action.Func
+}
+
+// installSubresourcesGroup serves subresources.kubevirt.io/v1 on go-restful, as KubeVirt
+// does, and announces it in both discovery documents. RBAC applies as everywhere: the path
+// gives resource, subresource and namespace, PUT is "update", GET is "get".
+func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []subresourceAction) {
+	gv := SubresourcesGroupVersion
+	ws := new(restful.WebService).Path("/apis/"+gv.String()).
+		Doc("KubeVirt's imperative actions on VirtualMachines and their instances").
+		Consumes(restful.MIME_JSON, "application/yaml", "*/*").Produces(restful.MIME_JSON)
+
+	resourceList := &metav1.APIResourceList{GroupVersion: gv.String()}
+	parents := map[string][]apidiscoveryv2.APISubresourceDiscovery{}
+	var parentOrder []string
+	for _, a := range actions {
+		a := a
+		ws.Route(ws.PUT("/namespaces/{namespace}/"+a.resource+"/{name}/"+a.subresource).
+			To(func(req *restful.Request, resp *restful.Response) { serveAction(req, resp, a.act) }).
+			Operation("replaceSubresourcesNamespaced"+a.kind+capitalize(a.subresource)).
+			Doc(a.doc).
+			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
+			Param(ws.PathParameter("name", "name of the "+a.resource[:len(a.resource)-1])).
+			Reads(a.options, "options of the action; optional").
+			Returns(http.StatusAccepted, "Accepted; the response has no body", metav1.Status{}).
+			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{}))
+		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
+			Name: a.resource + "/" + a.subresource, Namespaced: true, Verbs: []string{"update"}})
+		if _, ok := parents[a.resource]; !ok {
+			parentOrder = append(parentOrder, a.resource)
+		}
+		parents[a.resource] = append(parents[a.resource], apidiscoveryv2.APISubresourceDiscovery{
+			Subresource: a.subresource, Verbs: []string{"update"}})
+	}
+	ws.Route(ws.GET("/version").To(func(_ *restful.Request, resp *restful.Response) {
+		_ = resp.WriteAsJson(version.Get())
+	}).Operation("getVersion").Doc("the Hangar version, as KubeVirt reports its own"))
+	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
+		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
+			resp.ResponseWriter, req.Request, http.StatusOK, resourceList, false)
+	}).Operation("getSubresourcesAPIResources").Doc("the resources of the group"))
+	s.Handler.GoRestfulContainer.Add(ws)
+
+	group := metav1.APIGroup{
+		Name:             gv.Group,
+		Versions:         []metav1.GroupVersionForDiscovery{{GroupVersion: gv.String(), Version: gv.Version}},
+		PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version},
+	}
+	s.DiscoveryGroupManager.AddGroup(group)
+	s.Handler.GoRestfulContainer.Add(newGroupWebService(group))
+
+	var resources []apidiscoveryv2.APIResourceDiscovery
+	for _, parent := range parentOrder {
+		// A parent with no verbs of its own carries the actions; clients map the resource
+		// itself to kubevirt.io, whose group has the higher priority.
+		resources = append(resources, apidiscoveryv2.APIResourceDiscovery{
+			Resource: parent, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{}, Subresources: parents[parent]})
+	}
+	s.AggregatedDiscoveryGroupManager.AddGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{
+		Version: gv.Version, Resources: resources, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
+}
+
+// serveAction runs an action for a go-restful request with the namespace in the context,
+// as the generic handlers put it there.
+func serveAction(req *restful.Request, resp *restful.Response, act action.Func) {
+	ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
+	body, err := io.ReadAll(io.LimitReader(req.Request.Body, 64<<10))
+	if err != nil {
+		writeError(apierrors.NewBadRequest(err.Error()), resp, req)
+		return
+	}
+	if err := act(ctx, req.PathParameter("name"), body); err != nil {
+		writeError(err, resp, req)
+		return
+	}
+	resp.WriteHeader(http.StatusAccepted)
+}
+
+func writeError(err error, resp *restful.Response, req *restful.Request) {
+	responsewriters.ErrorNegotiated(err, Codecs, SubresourcesGroupVersion, resp.ResponseWriter, req.Request)
+}
+
+// newGroupWebService serves GET /apis/<group> with the group's discovery document.
+func newGroupWebService(group metav1.APIGroup) *restful.WebService {
+	ws := new(restful.WebService).Path("/apis/" + group.Name).Produces(restful.MIME_JSON)
+	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
+		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
+			resp.ResponseWriter, req.Request, http.StatusOK, &group, false)
+	}).Operation("getSubresourcesAPIGroup").Doc("the group's discovery document"))
+	return ws
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

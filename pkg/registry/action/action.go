@@ -1,0 +1,98 @@
+// Package action holds what the imperative subresources (start, stop, restart, pause, ...)
+// share: a Connecter that takes KubeVirt's raw option bodies on PUT or POST, and answers 202
+// Accepted with no body on success, as KubeVirt does.
+package action
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// maxBodyBytes bounds an option body; real ones are a few dozen bytes.
+const maxBodyBytes = 64 << 10
+
+// Func carries out an action on the named object; body is the raw option body (maybe empty).
+// It returns an API error (409, 400, 404, ...) when the action cannot be done.
+type Func func(ctx context.Context, name string, body []byte) error
+
+// REST serves one action as a subresource: PUT (KubeVirt's verb) and POST.
+type REST struct {
+	act Func
+}
+
+var (
+	_ rest.Connecter                = &REST{}
+	_ rest.GroupVersionKindProvider = &REST{}
+)
+
+// New returns the REST endpoint of an action.
+func New(act Func) *REST { return &REST{act: act} }
+
+// New returns the type documented as the response: a Status, sent only on errors.
+func (r *REST) New() runtime.Object { return &metav1.Status{} }
+
+// Destroy does nothing: actions own no storage.
+func (r *REST) Destroy() {}
+
+// GroupVersionKind says the endpoint answers with core v1 Status objects.
+func (r *REST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
+	return metav1.SchemeGroupVersion.WithKind("Status")
+}
+
+// ConnectMethods are the verbs of an action: PUT as KubeVirt's clients send, POST as
+// kubectl-style tooling does. RBAC sees them as update and create.
+func (r *REST) ConnectMethods() []string { return []string{http.MethodPut, http.MethodPost} }
+
+// NewConnectOptions says the action takes no query parameters: options come in the body.
+func (r *REST) NewConnectOptions() (runtime.Object, bool, string) { return nil, false, "" }
+
+// Connect returns the handler that carries out the action for one request.
+func (r *REST) Connect(ctx context.Context, name string, _ runtime.Object, responder rest.Responder) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes+1))
+		if err != nil {
+			responder.Error(apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err)))
+			return
+		}
+		if len(body) > maxBodyBytes {
+			responder.Error(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxBodyBytes)))
+			return
+		}
+		if err := r.act(ctx, name, body); err != nil {
+			responder.Error(err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}), nil
+}
+
+// DecodeOptions reads an option body (JSON or YAML) into opts; an empty body leaves opts as
+// they are. Unknown fields are ignored, as KubeVirt does.
+func DecodeOptions(body []byte, opts interface{}) error {
+	if len(body) == 0 {
+		return nil
+	}
+	if err := utilyaml.Unmarshal(body, opts); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("cannot decode the request body: %v", err))
+	}
+	return nil
+}
+
+// IsDryRun says whether a dryRun option asks to change nothing.
+func IsDryRun(dryRun []string) bool {
+	for _, d := range dryRun {
+		if d == metav1.DryRunAll {
+			return true
+		}
+	}
+	return false
+}
