@@ -85,7 +85,7 @@ apply_manifests() {
 	local ca_bundle
 	ca_bundle="$(base64 -w0 <"${PKI_DIR}/hangar-ca.crt")"
 	local apiservice
-	for apiservice in v1.kubevirt.io v1alpha3.kubevirt.io; do
+	for apiservice in v1.kubevirt.io v1alpha3.kubevirt.io v1.subresources.kubevirt.io; do
 		kubectl_admin patch apiservice "${apiservice}" --type=merge \
 			-p "{\"spec\":{\"caBundle\":\"${ca_bundle}\"}}" >/dev/null
 	done
@@ -95,7 +95,7 @@ wait_ready() {
 	kubectl_admin -n hangar rollout status statefulset/hangar-etcd --timeout=180s >/dev/null
 	kubectl_admin -n hangar rollout status deployment/virt-api --timeout=180s >/dev/null
 	kubectl_admin wait --for=condition=Available --timeout=120s \
-		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io >/dev/null
+		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io apiservice/v1.subresources.kubevirt.io >/dev/null
 }
 
 main() {

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,29 @@ func TestThroughKubeAPIServer(t *testing.T) {
 		vmi, err := vmis.Get(ctx, "orphaned", metav1.GetOptions{})
 		require.NoError(t, err, "--cascade=orphan keeps the instance")
 		assert.Empty(t, vmi.OwnerReferences)
+	})
+
+	t.Run("RBAC on actions: edit starts, view does not", func(t *testing.T) {
+		ns := "actions-rbac"
+		createNamespace(t, c.Kube, ns)
+		bindRole(t, c.Kube, ns, "operator", "edit")
+		bindRole(t, c.Kube, ns, "auditor", "view")
+		_, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("guarded", v1.RunStrategyHalted), metav1.CreateOptions{})
+		require.NoError(t, err)
+		for _, path := range []string{
+			"/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachines/guarded/start",
+			"/apis/kubevirt.io/v1/namespaces/" + ns + "/virtualmachines/guarded/start",
+		} {
+			var code int
+			hangarAs(t, c, "auditor").Discovery().RESTClient().Put().AbsPath(path).Do(ctx).StatusCode(&code)
+			assert.Equal(t, http.StatusForbidden, code, "view must not start VMs: %s", path)
+		}
+		var code int
+		hangarAs(t, c, "operator").Discovery().RESTClient().Put().AbsPath(
+			"/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachines/guarded/start").Do(ctx).StatusCode(&code)
+		assert.Equal(t, http.StatusAccepted, code, "edit starts VMs")
+		vm, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "guarded", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, v1.RunStrategyAlways, *vm.Spec.RunStrategy)
 	})
 }

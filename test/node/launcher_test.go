@@ -72,12 +72,21 @@ func startLauncher(t *testing.T, vmi *v1.VirtualMachineInstance, extraArgs ...st
 
 // startLauncherWith runs virt-launcher under wrapper (for example ip netns exec NS).
 func startLauncherWith(t *testing.T, wrapper []string, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
+	return startLauncherIn(t, "", wrapper, vmi, extraArgs...)
+}
+
+// startLauncherIn runs virt-launcher with socketDir as its shared directory (a new one when
+// empty), as the launcher pod would with its hostPath volume.
+func startLauncherIn(t *testing.T, socketDir string, wrapper []string, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
 	t.Helper()
 	env := testEnv(t)
 	dir := t.TempDir()
+	if socketDir == "" {
+		socketDir = filepath.Join(dir, "sockets")
+	}
 	r := &launcherRun{
 		t: t, vmi: vmi, exited: make(chan error, 1),
-		socketDir: filepath.Join(dir, "sockets"), runDir: filepath.Join(dir, "run"),
+		socketDir: socketDir, runDir: filepath.Join(dir, "run"),
 	}
 	logFile, err := os.Create(filepath.Join(env.outDir, vmi.Name+".launcher.log"))
 	require.NoError(t, err)

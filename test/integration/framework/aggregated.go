@@ -125,8 +125,8 @@ func (c *Cluster) delegatedVirtAPI(o *virtapi.Options) error {
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.CA.PEM}}, c.VirtAPI.Kubeconfig)
 }
 
-// registerAPIServices points kubevirt.io/v1 and v1alpha3 at virt-api, a host process reached
-// through an ExternalName Service, and waits until both are Available.
+// registerAPIServices applies the APIServices of artifacts/ and points them at virt-api, a
+// host process reached through an ExternalName Service, then waits until all are Available.
 func (c *Cluster) registerAPIServices() error {
 	ctx := context.Background()
 	_, err := c.Kube.CoreV1().Services(virtAPINamespace).Create(ctx, &corev1.Service{
@@ -136,27 +136,35 @@ func (c *Cluster) registerAPIServices() error {
 	if err != nil {
 		return err
 	}
+	if out, err := c.Kubectl("apply", "-f", filepath.Join(RepoRoot(), "artifacts/base/virt-api/apiservices.yaml")); err != nil {
+		return fmt.Errorf("apply APIServices: %v\n%s", err, out)
+	}
 	aggregator, err := aggregatorclient.NewForConfig(c.Admin)
 	if err != nil {
 		return err
 	}
-	for version, priority := range map[string]int32{"v1": 15, "v1alpha3": 10} {
-		_, err := aggregator.ApiregistrationV1().APIServices().Create(ctx, &apiregistrationv1.APIService{
-			ObjectMeta: metav1.ObjectMeta{Name: version + ".kubevirt.io"},
-			Spec: apiregistrationv1.APIServiceSpec{
-				Group: "kubevirt.io", Version: version,
-				Service:              &apiregistrationv1.ServiceReference{Namespace: virtAPINamespace, Name: virtAPIService, Port: ptr.To(int32(c.VirtAPI.port))},
-				CABundle:             c.CA.PEM,
-				GroupPriorityMinimum: 1000,
-				VersionPriority:      priority,
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
+	list, err := aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for i := range list.Items {
+		svc := &list.Items[i]
+		if svc.Spec.Service == nil || svc.Spec.Service.Name != virtAPIService {
+			continue
+		}
+		svc.Spec.Service.Port = ptr.To(int32(c.VirtAPI.port))
+		svc.Spec.CABundle = c.CA.PEM
+		if _, err := aggregator.ApiregistrationV1().APIServices().Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
+		names = append(names, svc.Name)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("artifacts/base/virt-api/apiservices.yaml has no APIService for %s", virtAPIService)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io"} {
+		for _, name := range names {
 			svc, err := aggregator.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
