@@ -24,14 +24,35 @@ build_static() {
 	CGO_ENABLED=0 go -C "${dir}" build -o "${IMAGE_BIN_DIR}/${name}" "${pkg}"
 }
 
+# Images are tagged with their content's hash, so a changed binary rolls its pods and an
+# unchanged one leaves them alone. IMAGE_TAGS maps the overlay's image to the built one.
+declare -A IMAGE_TAGS
+
+# build_binary_image NAME: an image of one static binary, /usr/bin/NAME, as entrypoint.
+build_binary_image() {
+	local name="$1" tag
+	tag="$(sha256sum "${IMAGE_BIN_DIR}/${name}" | cut -c1-12)"
+	"${REPO_ROOT}/hack/cluster/image.sh" "hangar.local/${name}:${tag}" \
+		-file "${IMAGE_BIN_DIR}/${name}:/usr/bin/${name}" -entrypoint "/usr/bin/${name}"
+	IMAGE_TAGS["hangar.local/${name}"]="hangar.local/${name}:${tag}"
+}
+
 build_images() {
 	mkdir -p "${IMAGE_BIN_DIR}"
 	build_static virt-api "${REPO_ROOT}" ./cmd/virt-api
 	build_static etcd "${REPO_ROOT}/hack/tools" ./cmd/etcd
-	"${REPO_ROOT}/hack/cluster/image.sh" hangar.local/virt-api:dev \
-		-file "${IMAGE_BIN_DIR}/virt-api:/usr/bin/virt-api" -entrypoint /usr/bin/virt-api
-	"${REPO_ROOT}/hack/cluster/image.sh" hangar.local/etcd:v3.6.4 \
-		-file "${IMAGE_BIN_DIR}/etcd:/usr/bin/etcd" -entrypoint /usr/bin/etcd
+	build_binary_image virt-api
+	build_binary_image etcd
+}
+
+# rendered_manifests prints the local overlay with the images just built.
+rendered_manifests() {
+	local manifests image
+	manifests="$(kubectl_admin kustomize "${REPO_ROOT}/artifacts/overlays/local")"
+	for image in "${!IMAGE_TAGS[@]}"; do
+		manifests="$(sed -E "s|image: ${image}:[^[:space:]]+|image: ${IMAGE_TAGS[${image}]}|" <<<"${manifests}")"
+	done
+	printf '%s\n' "${manifests}"
 }
 
 make_certificates() {
@@ -81,7 +102,7 @@ YAML
 }
 
 apply_manifests() {
-	kubectl_admin apply --server-side --force-conflicts -k "${REPO_ROOT}/artifacts/overlays/local" >/dev/null
+	rendered_manifests | kubectl_admin apply --server-side --force-conflicts -f - >/dev/null
 	local ca_bundle
 	ca_bundle="$(base64 -w0 <"${PKI_DIR}/hangar-ca.crt")"
 	local apiservice
