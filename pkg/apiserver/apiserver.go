@@ -26,6 +26,8 @@ import (
 type ExtraConfig struct {
 	// KubeClientConfig reaches kube-apiserver (pods, for forced restarts); nil standalone.
 	KubeClientConfig *restclient.Config
+	// Nodes reaches the node agents for guest commands and streams; nil when there are none.
+	Nodes virtualmachineinstance.Nodes
 }
 
 // Config is the configuration of virt-api.
@@ -87,6 +89,10 @@ func (c CompletedConfig) New() (*Server, error) {
 		pods = launcherPods{kube: kube}
 	}
 	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
+	commands := virtualmachineinstance.NewCommands(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes)
+	authz := c.GenericConfig.Authorization.Authorizer
+	console := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "console")
+	vnc := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "vnc")
 
 	resources := map[string]rest.Storage{
 		"virtualmachines":                          vms.VirtualMachine,
@@ -96,6 +102,11 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtualmachines/restart":                  action.New(vmActions.Restart),
 		"virtualmachineinstances":                  vmis.VirtualMachineInstance,
 		"virtualmachineinstances/status":           vmis.Status,
+		"virtualmachineinstances/pause":            action.New(commands.Pause),
+		"virtualmachineinstances/unpause":          action.New(commands.Unpause),
+		"virtualmachineinstances/softreboot":       action.New(commands.SoftReboot),
+		"virtualmachineinstances/console":          console,
+		"virtualmachineinstances/vnc":              vnc,
 		"virtualmachineinstancereplicasets":        replicaSets.VirtualMachineInstanceReplicaSet,
 		"virtualmachineinstancereplicasets/status": replicaSets.Status,
 		"virtualmachineinstancereplicasets/scale":  replicaSets.Scale,
@@ -111,6 +122,12 @@ func (c CompletedConfig) New() (*Server, error) {
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "start", doc: "start a VirtualMachine", options: v1.StartOptions{}, act: vmActions.Start},
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "stop", doc: "stop a VirtualMachine", options: v1.StopOptions{}, act: vmActions.Stop},
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "restart", doc: "restart a VirtualMachine", options: v1.RestartOptions{}, act: vmActions.Restart},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "pause", doc: "pause a running instance", options: v1.PauseOptions{}, act: commands.Pause},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unpause", doc: "unpause a paused instance", options: v1.UnpauseOptions{}, act: commands.Unpause},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "softreboot", doc: "ask the guest to reboot (ACPI)", act: commands.SoftReboot},
+	}, []subresourceStream{
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "console", doc: "the serial console, as a websocket (subprotocol plain.kubevirt.io)", rest: console},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc", doc: "the VNC display, as a websocket (subprotocol plain.kubevirt.io)", rest: vnc},
 	})
 	return &Server{GenericAPIServer: genericServer}, nil
 }

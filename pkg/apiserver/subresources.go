@@ -8,10 +8,12 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/hangarvm/hangar/pkg/registry/action"
@@ -23,19 +25,27 @@ import (
 // KubeVirt's clients (virtctl, kubecli) work unchanged, with the same paths, verbs and bodies.
 var SubresourcesGroupVersion = schema.GroupVersion{Group: "subresources.kubevirt.io", Version: "v1"}
 
+// subresourceStream is one websocket stream (GET) of the group.
+type subresourceStream struct {
+	resource, subresource string
+	kind                  string
+	doc                   string
+	rest                  rest.Connecter
+}
+
 // subresourceAction is one PUT action of the group.
 type subresourceAction struct {
 	resource, subresource string
 	kind                  string
 	doc                   string
-	options               interface{}
+	options               interface{} // the body's type, for the documentation; nil if none
 	act                   action.Func
 }
 
 // installSubresourcesGroup serves subresources.kubevirt.io/v1 on go-restful, as KubeVirt
 // does, and announces it in both discovery documents. RBAC applies as everywhere: the path
 // gives resource, subresource and namespace, PUT is "update", GET is "get".
-func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []subresourceAction) {
+func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []subresourceAction, streams []subresourceStream) {
 	gv := SubresourcesGroupVersion
 	ws := new(restful.WebService).Path("/apis/"+gv.String()).
 		Doc("KubeVirt's imperative actions on VirtualMachines and their instances").
@@ -46,15 +56,18 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	var parentOrder []string
 	for _, a := range actions {
 		a := a
-		ws.Route(ws.PUT("/namespaces/{namespace}/"+a.resource+"/{name}/"+a.subresource).
+		route := ws.PUT("/namespaces/{namespace}/"+a.resource+"/{name}/"+a.subresource).
 			To(func(req *restful.Request, resp *restful.Response) { serveAction(req, resp, a.act) }).
 			Operation("replaceSubresourcesNamespaced"+a.kind+capitalize(a.subresource)).
 			Doc(a.doc).
 			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
 			Param(ws.PathParameter("name", "name of the "+a.resource[:len(a.resource)-1])).
-			Reads(a.options, "options of the action; optional").
 			Returns(http.StatusAccepted, "Accepted; the response has no body", metav1.Status{}).
-			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{}))
+			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{})
+		if a.options != nil {
+			route = route.Reads(a.options, "options of the action; optional")
+		}
+		ws.Route(route)
 		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
 			Name: a.resource + "/" + a.subresource, Namespaced: true, Verbs: []string{"update"}})
 		if _, ok := parents[a.resource]; !ok {
@@ -62,6 +75,23 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 		}
 		parents[a.resource] = append(parents[a.resource], apidiscoveryv2.APISubresourceDiscovery{
 			Subresource: a.subresource, Verbs: []string{"update"}})
+	}
+	for _, st := range streams {
+		st := st
+		ws.Route(ws.GET("/namespaces/{namespace}/"+st.resource+"/{name}/"+st.subresource).
+			To(func(req *restful.Request, resp *restful.Response) { serveStream(req, resp, st.rest) }).
+			Operation("connectSubresourcesNamespaced"+st.kind+capitalize(st.subresource)).
+			Doc(st.doc).
+			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
+			Param(ws.PathParameter("name", "name of the "+st.resource[:len(st.resource)-1])).
+			Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{}))
+		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
+			Name: st.resource + "/" + st.subresource, Namespaced: true, Verbs: []string{"get"}})
+		if _, ok := parents[st.resource]; !ok {
+			parentOrder = append(parentOrder, st.resource)
+		}
+		parents[st.resource] = append(parents[st.resource], apidiscoveryv2.APISubresourceDiscovery{
+			Subresource: st.subresource, Verbs: []string{"get"}})
 	}
 	ws.Route(ws.GET("/version").To(func(_ *restful.Request, resp *restful.Response) {
 		_ = resp.WriteAsJson(version.Get())
@@ -106,6 +136,32 @@ func serveAction(req *restful.Request, resp *restful.Response, act action.Func) 
 	}
 	resp.WriteHeader(http.StatusAccepted)
 }
+
+// serveStream opens a stream for a go-restful request, as the generic handlers do for the
+// kubevirt.io subresource.
+func serveStream(req *restful.Request, resp *restful.Response, connecter rest.Connecter) {
+	ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
+	responder := &restfulResponder{req: req, resp: resp}
+	handler, err := connecter.Connect(ctx, req.PathParameter("name"), nil, responder)
+	if err != nil {
+		writeError(err, resp, req)
+		return
+	}
+	handler.ServeHTTP(resp.ResponseWriter, req.Request)
+}
+
+// restfulResponder answers for a connecter on a go-restful route.
+type restfulResponder struct {
+	req  *restful.Request
+	resp *restful.Response
+}
+
+func (r *restfulResponder) Object(statusCode int, obj runtime.Object) {
+	responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, SubresourcesGroupVersion,
+		r.resp.ResponseWriter, r.req.Request, statusCode, obj, false)
+}
+
+func (r *restfulResponder) Error(err error) { writeError(err, r.resp, r.req) }
 
 func writeError(err error, resp *restful.Response, req *restful.Request) {
 	responsewriters.ErrorNegotiated(err, Codecs, SubresourcesGroupVersion, resp.ResponseWriter, req.Request)

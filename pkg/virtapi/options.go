@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
+	"github.com/hangarvm/hangar/pkg/nodeclient"
 )
 
 // etcdPathPrefix is where virt-api keeps its objects in etcd (under it, <group>/<resource>).
@@ -36,6 +37,8 @@ type Options struct {
 	InsecureDisableDelegatedAuth bool
 	// WriteKubeconfig is where a standalone virt-api writes a kubeconfig for kubectl.
 	WriteKubeconfig string
+	// Handlers says how to reach the node agents (virt-handler).
+	Handlers nodeclient.Config
 }
 
 // NewOptions returns virt-api's options with their defaults.
@@ -48,6 +51,7 @@ func NewOptions() *Options {
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1.SchemeGroupVersion, schema.GroupKind{Group: v1.GroupName})
 	o.RecommendedOptions.SecureServing.BindPort = 8443
+	o.Handlers = nodeclient.Config{Namespace: "hangar", Selector: "app.kubernetes.io/name=virt-handler", Port: 18186}
 	return o
 }
 
@@ -62,6 +66,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --standalone: serve every client as a cluster admin. Never use it where others can reach the port.")
 	fs.StringVar(&o.WriteKubeconfig, "write-kubeconfig", o.WriteKubeconfig,
 		"With --standalone: write a kubeconfig for kubectl to this file.")
+	h := &o.Handlers
+	fs.StringVar(&h.Namespace, "handler-namespace", h.Namespace, "Namespace of the virt-handler pods.")
+	fs.StringVar(&h.Selector, "handler-selector", h.Selector, "Label selector of the virt-handler pods.")
+	fs.IntVar(&h.Port, "handler-port", h.Port, "HTTPS port of virt-handler.")
+	fs.StringVar(&h.CAFile, "handler-ca-file", h.CAFile, "CA of virt-handler's serving certificate (issued for the name virt-handler).")
+	fs.StringVar(&h.CertFile, "handler-client-cert-file", h.CertFile, "Client certificate virt-api presents to virt-handler.")
+	fs.StringVar(&h.KeyFile, "handler-client-key-file", h.KeyFile, "Key of --handler-client-cert-file.")
+	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
+		"For development: reach every node's virt-handler at this URL instead of finding the handler pod of the node.")
 }
 
 // Complete fills in what follows from the flags.

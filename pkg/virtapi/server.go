@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	basecompatibility "k8s.io/component-base/compatibility"
@@ -21,6 +23,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
+	"github.com/hangarvm/hangar/pkg/nodeclient"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
 // kubeAPIVersion is the Kubernetes API level of the libraries virt-api is built on; it
@@ -63,10 +67,30 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
 		return apiserver.WithDeprecationWarnings(buildChain(handler, c))
 	}
+	nodes, err := o.nodes(serverConfig.ClientConfig)
+	if err != nil {
+		return nil, err
+	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig},
+		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes},
 	}, nil
+}
+
+// nodes returns the client for node agents: through the cluster, or at a fixed address, or
+// none when standalone without one.
+func (o *Options) nodes(kubeConfig *rest.Config) (virtualmachineinstance.Nodes, error) {
+	var kube kubernetes.Interface
+	if kubeConfig != nil {
+		var err error
+		if kube, err = kubernetes.NewForConfig(kubeConfig); err != nil {
+			return nil, err
+		}
+	}
+	if kube == nil && o.Handlers.StaticAddress == "" {
+		return nil, nil
+	}
+	return nodeclient.New(o.Handlers, kube)
 }
 
 // Run starts the embedded etcd if asked to, then serves until ctx ends.

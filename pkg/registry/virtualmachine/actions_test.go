@@ -20,7 +20,7 @@ func vmWith(strategy kubevirt.VirtualMachineRunStrategy) *kubevirt.VirtualMachin
 
 func vmiIn(phase kubevirt.VirtualMachineInstancePhase) *kubevirt.VirtualMachineInstance {
 	return &kubevirt.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm", UID: "vmi-uid"},
-		Spec: kubevirt.VirtualMachineInstanceSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)},
+		Spec:   kubevirt.VirtualMachineInstanceSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)},
 		Status: kubevirt.VirtualMachineInstanceStatus{Phase: phase}}
 }
 

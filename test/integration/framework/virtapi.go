@@ -35,13 +35,21 @@ type VirtAPI struct {
 	done   chan error
 	// configure, when set, replaces standalone mode with other options (see aggregated.go).
 	configure func(o *virtapi.Options) error
+	// customize, when set, adjusts the options after the mode's own settings.
+	customize func(o *virtapi.Options)
 }
 
 // StartVirtAPI starts virt-api in standalone mode with a fresh embedded etcd, and stops it
 // when the test ends.
 func StartVirtAPI(t testing.TB) *VirtAPI {
 	t.Helper()
-	s := &VirtAPI{Dir: t.TempDir()}
+	return StartVirtAPIWith(t, nil)
+}
+
+// StartVirtAPIWith is StartVirtAPI with options adjusted by customize (nil for none).
+func StartVirtAPIWith(t testing.TB, customize func(o *virtapi.Options)) *VirtAPI {
+	t.Helper()
+	s := &VirtAPI{Dir: t.TempDir(), customize: customize}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +103,9 @@ func (s *VirtAPI) start() error {
 		o.InsecureDisableDelegatedAuth = true
 		o.WriteKubeconfig = filepath.Join(s.Dir, "kubeconfig")
 		s.Kubeconfig = o.WriteKubeconfig
+	}
+	if s.customize != nil {
+		s.customize(o)
 	}
 	if err := o.Complete(); err != nil {
 		return fmt.Errorf("complete options: %w", err)
