@@ -1,0 +1,113 @@
+// Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
+// start, stop, restart, pause, unpause, soft-reboot, console, vnc, expose and version. It
+// speaks subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
+package virtctl
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+)
+
+// Streams are the command's standard input, output and error.
+type Streams = genericiooptions.IOStreams
+
+// cliContext is what every subcommand needs: where the cluster is and which namespace to use.
+type cliContext struct {
+	flags   *genericclioptions.ConfigFlags
+	streams Streams
+}
+
+func (c *cliContext) restConfig() (*rest.Config, error) {
+	cfg, err := c.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "virtctl"
+	return cfg, nil
+}
+
+func (c *cliContext) namespace() (string, error) {
+	ns, _, err := c.flags.ToRawKubeConfigLoader().Namespace()
+	return ns, err
+}
+
+// clients returns the kubevirt.io clientset, the actions client and the namespace.
+func (c *cliContext) clients() (versioned.Interface, *actions, string, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ns, err := c.namespace()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	kv, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	acts, err := newActions(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return kv, acts, ns, nil
+}
+
+func (c *cliContext) kube() (kubernetes.Interface, string, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := c.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	return kube, ns, err
+}
+
+// NewCommand returns virtctl's root command. Called as kubectl-virt (a kubectl plugin), it
+// names itself "kubectl virt".
+func NewCommand(streams Streams) *cobra.Command {
+	use := "virtctl"
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-virt") {
+		use = "kubectl virt"
+	}
+	c := &cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+	root := &cobra.Command{
+		Use:           use,
+		Short:         "Control virtual machines: start, stop, consoles and more",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	c.flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(
+		newStartCommand(c), newStopCommand(c), newRestartCommand(c),
+		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c),
+		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
+	)
+	return root
+}
+
+// Main runs virtctl and returns the process's exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := NewCommand(Streams{In: stdin, Out: stdout, ErrOut: stderr})
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+	return 0
+}

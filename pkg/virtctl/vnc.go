@@ -1,0 +1,126 @@
+package virtctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+
+	gwebsocket "github.com/gorilla/websocket"
+	"github.com/spf13/cobra"
+)
+
+func newVNCCommand(c *cliContext) *cobra.Command {
+	var proxyOnly bool
+	var port int
+	var address string
+	cmd := &cobra.Command{
+		Use:   "vnc VMI",
+		Short: "Open the VNC display of a virtual machine",
+		Long: "Serve the VNC display of a virtual machine on a local port and start a VNC viewer\n" +
+			"(remote-viewer or vncviewer) on it; with --proxy-only, print the port as JSON and serve\n" +
+			"until interrupted, for a viewer of your choice.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.vnc(cmd.Context(), args[0], address, port, proxyOnly)
+		},
+	}
+	cmd.Flags().BoolVar(&proxyOnly, "proxy-only", false, "only serve the local port, print it as JSON")
+	cmd.Flags().IntVar(&port, "port", 0, "local port (0 picks a free one)")
+	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "local address to listen on")
+	return cmd
+}
+
+func (c *cliContext) vnc(ctx context.Context, name, address string, port int, proxyOnly bool) error {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return err
+	}
+	ns, err := c.namespace()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	port = l.Addr().(*net.TCPAddr).Port
+
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				ws, err := openStream(ctx, cfg, ns, name, "vnc")
+				if err != nil {
+					fmt.Fprintln(c.streams.ErrOut, err)
+					return
+				}
+				defer ws.Close()
+				bridge(ws, conn)
+			}()
+		}
+	}()
+
+	if proxyOnly {
+		out, _ := json.Marshal(map[string]int{"port": port})
+		fmt.Fprintln(c.streams.Out, string(out))
+		<-ctx.Done()
+		return nil
+	}
+	target := fmt.Sprintf("vnc://%s:%d", address, port)
+	for _, viewer := range [][]string{{"remote-viewer", target}, {"vncviewer", fmt.Sprintf("%s::%d", address, port)}} {
+		if path, err := exec.LookPath(viewer[0]); err == nil {
+			return exec.CommandContext(ctx, path, viewer[1:]...).Run()
+		}
+	}
+	fmt.Fprintf(c.streams.Out, "No VNC viewer found; point yours at %s:%d (Ctrl+C to stop)\n", address, port)
+	<-ctx.Done()
+	return nil
+}
+
+// bridge copies bytes between a websocket and a TCP connection until either ends.
+func bridge(ws *gwebsocket.Conn, conn net.Conn) {
+	var once sync.Once
+	done := make(chan struct{})
+	stop := func() { once.Do(func() { close(done) }) }
+	go func() {
+		defer stop()
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if _, err := conn.Write(data); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer stop()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := conn.Read(buf)
+			if n > 0 {
+				if werr := ws.WriteMessage(gwebsocket.BinaryMessage, buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				if err != io.EOF {
+					return
+				}
+				return
+			}
+		}
+	}()
+	<-done
+}
