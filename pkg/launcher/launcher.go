@@ -233,6 +233,13 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 		return err
 	}
 	name := dom.Name
+	// A launcher starts with a fresh libvirtd, but its state directory may not be fresh (a
+	// development root, a restarted container): an old definition of the name goes first.
+	if _, err := l.hv.State(name); err == nil {
+		klog.InfoS("removing a stale definition of the domain", "domain", name)
+		_ = l.hv.Destroy(name)
+		_ = l.hv.Undefine(name)
+	}
 	if err := l.hv.Define(xml); err != nil {
 		return fmt.Errorf("define domain %s: %w", name, err)
 	}

@@ -67,7 +67,9 @@ func (f *fakeHypervisor) setState(s virt.State, reason string) {
 }
 
 func (f *fakeHypervisor) Define(xml string) error {
+	f.mu.Lock()
 	f.defined = xml
+	f.mu.Unlock()
 	if i := strings.Index(xml, `<serial type="unix">`); i >= 0 {
 		rest := xml[i:]
 		p := rest[strings.Index(rest, `path="`)+6:]
@@ -125,6 +127,9 @@ func (f *fakeHypervisor) Undefine(string) error { return f.call("Undefine") }
 func (f *fakeHypervisor) State(string) (virt.DomainState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.defined == "" {
+		return f.state, virt.ErrNoDomain
+	}
 	return f.state, nil
 }
 func (f *fakeHypervisor) Events() <-chan virt.Event { return f.events }

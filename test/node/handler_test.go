@@ -4,6 +4,7 @@ package node
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -77,7 +78,10 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	vmi, err = vmis.UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
-	socketBase := t.TempDir()
+	// Short: unix socket paths have at most 107 bytes (in a pod: /var/run/hangar/sockets/<uid>).
+	socketBase, err := os.MkdirTemp("", "hangar-sockets-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(socketBase) })
 	r := startLauncherIn(t, filepath.Join(socketBase, string(vmi.UID)), nil, vmi)
 	r.start = time.Now()
 	stop := runHandler(t, va, socketBase)

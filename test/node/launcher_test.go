@@ -59,7 +59,8 @@ type launcherRun struct {
 	t         *testing.T
 	vmi       *v1.VirtualMachineInstance
 	cmd       *exec.Cmd
-	exited    chan error
+	exited    chan struct{} // closed when the process exited; exitErr is then set
+	exitErr   error
 	socketDir string
 	runDir    string
 	client    *api.Client
@@ -85,7 +86,7 @@ func startLauncherIn(t *testing.T, socketDir string, wrapper []string, vmi *v1.V
 		socketDir = filepath.Join(dir, "sockets")
 	}
 	r := &launcherRun{
-		t: t, vmi: vmi, exited: make(chan error, 1),
+		t: t, vmi: vmi, exited: make(chan struct{}),
 		socketDir: socketDir, runDir: filepath.Join(dir, "run"),
 	}
 	logFile, err := os.Create(filepath.Join(env.outDir, vmi.Name+".launcher.log"))
@@ -101,7 +102,11 @@ func startLauncherIn(t *testing.T, socketDir string, wrapper []string, vmi *v1.V
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, r.cmd.Start())
-	go func() { r.exited <- r.cmd.Wait(); logFile.Close() }()
+	go func() {
+		r.exitErr = r.cmd.Wait()
+		logFile.Close()
+		close(r.exited)
+	}()
 	t.Cleanup(r.kill)
 
 	r.client = api.NewClient(filepath.Join(r.socketDir, api.SocketName))
@@ -115,8 +120,8 @@ func startLauncherIn(t *testing.T, socketDir string, wrapper []string, vmi *v1.V
 			break
 		}
 		select {
-		case err := <-r.exited:
-			t.Fatalf("virt-launcher exited before it answered: %v (log %s)", err, logFile.Name())
+		case <-r.exited:
+			t.Fatalf("virt-launcher exited before it answered: %v (log %s)", r.exitErr, logFile.Name())
 		default:
 		}
 		require.True(t, time.Now().Before(deadline), "virt-launcher did not answer: %v", err)
@@ -194,9 +199,8 @@ func (r *launcherRun) waitPhase(want api.Phase, timeout time.Duration) api.State
 func (r *launcherRun) waitExit(timeout time.Duration) {
 	r.t.Helper()
 	select {
-	case err := <-r.exited:
-		r.exited <- err // for kill
-		assert.NoError(r.t, err, "virt-launcher exit status")
+	case <-r.exited:
+		assert.NoError(r.t, r.exitErr, "virt-launcher exit status")
 	case <-time.After(timeout):
 		r.t.Fatalf("virt-launcher did not exit within %s", timeout)
 	}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# test-node.sh: the node side's tests that need root, libvirtd, QEMU and network
+# namespaces (build tag `libvirt`, in test/node), after the unit tests of the node packages.
+#   1. installs the Debian packages (hack/install-node-deps.sh);
+#   2. builds the kernelBoot test guest (hack/guest/build-kernelboot.sh; cached);
+#   3. go test ./pkg/launcher/... ./pkg/handler/... (no libvirtd needed);
+#   4. go test -tags libvirt ./test/node/...: a private libvirtd per virt-launcher (its
+#      state, QEMU's capability cache included, under _output/node-test/libvirt), the guest
+#      under TCG, network namespaces named hangar-test-*; all of them are stopped and
+#      deleted when each test ends.
+# Measured figures are appended to _output/node-test/figures.txt.
+# Usage: hack/test-node.sh [go test flags...], e.g. hack/test-node.sh -run TestLauncher -v
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+[[ $(id -u) == 0 ]] || { echo "test-node: needs root (libvirtd, namespaces)" >&2; exit 1; }
+
+hack/install-node-deps.sh
+hack/guest/build-kernelboot.sh >/dev/null
+go test ./pkg/launcher/... ./pkg/handler/...
+go test -tags libvirt -count=1 -timeout 20m "$@" ./test/node/...
+
+# Nothing of ours may survive: no QEMU or libvirtd of the node tests, no test namespaces.
+leftover=$(pgrep -af "guest=node-test_|_output/node-test/virt-launcher" || true)
+netns=$(ip netns list | grep '^hangar-test-' || true)
+if [[ -n "$leftover$netns" ]]; then
+  echo "test-node: left behind:" >&2
+  echo "$leftover$netns" >&2
+  exit 1
+fi
