@@ -130,8 +130,14 @@ func startLauncherIn(t *testing.T, socketDir string, wrapper []string, vmi *v1.V
 	return r
 }
 
-// kill makes sure nothing of this run survives the test: the launcher's process group,
-// and any QEMU of its domain (libvirt writes QEMU's pid file).
+// State is the launcher's current state (an error counts as no state).
+func (r *launcherRun) State() api.State {
+	s, _ := r.client.State(context.Background())
+	return s
+}
+
+// kill makes sure nothing of this run survives the test: the launcher's process group, its
+// libvirtd (a process group of its own) and any QEMU of its domain, by their pid files.
 func (r *launcherRun) kill() {
 	select {
 	case <-r.exited:
@@ -139,6 +145,7 @@ func (r *launcherRun) kill() {
 		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 		<-r.exited
 	}
+	killByPidFile(filepath.Join(testEnv(r.t).libvirtRoot, "run", "libvirtd.pid"), "libvirtd")
 	pidFile := filepath.Join(testEnv(r.t).libvirtRoot, "run", "qemu", r.vmi.Namespace+"_"+r.vmi.Name+".pid")
 	if b, err := os.ReadFile(pidFile); err == nil {
 		var pid int
@@ -146,6 +153,23 @@ func (r *launcherRun) kill() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		_ = os.Remove(pidFile)
+	}
+}
+
+// killByPidFile kills the process a pid file names if its command line still contains want
+// (a stale file's pid may belong to someone else by now).
+func killByPidFile(path, want string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil && strings.Contains(string(cmdline), want) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -194,6 +218,23 @@ func (r *launcherRun) waitPhase(want api.Phase, timeout time.Duration) api.State
 		after = ev.State.Seq
 		require.True(r.t, time.Now().Before(deadline), "phase %q, want %q", ev.State.Phase, want)
 	}
+}
+
+// waitPhaseOrTimeout is waitPhase that returns the last state seen instead of failing.
+func (r *launcherRun) waitPhaseOrTimeout(want api.Phase, timeout time.Duration) api.State {
+	deadline := time.Now().Add(timeout)
+	var last api.State
+	for time.Now().Before(deadline) {
+		ev, err := r.client.Events(context.Background(), last.Seq, 500*time.Millisecond)
+		if err != nil {
+			return last
+		}
+		last = ev.State
+		if last.Phase == want {
+			break
+		}
+	}
+	return last
 }
 
 func (r *launcherRun) waitExit(timeout time.Duration) {
