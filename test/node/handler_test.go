@@ -23,7 +23,11 @@ const nodeName = "node-test"
 
 // runHandler runs virt-handler's controller in-process until the returned stop is called.
 func runHandler(t *testing.T, va *framework.VirtAPI, socketDir string) (stop func()) {
-	c := handler.NewController(handler.Config{NodeName: nodeName, SocketDir: socketDir}, va.Client, nil)
+	return runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketDir})
+}
+
+func runHandlerWith(t *testing.T, va *framework.VirtAPI, cfg handler.Config) (stop func()) {
+	c := handler.NewController(cfg, va.Client, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, 2) }()
@@ -65,23 +69,28 @@ func readyStatus(v *v1.VirtualMachineInstance) corev1.ConditionStatus {
 // TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff drives a real launcher through
 // virt-handler against a real virt-api: Scheduled → Running/Ready, a handler restart that
 // leaves the guest alone, and Succeeded when the guest powers off.
-func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
-	va := framework.StartVirtAPI(t)
+// scheduledInstance creates want in virt-api and marks it Scheduled to this node, as
+// virt-controller does once the launcher pod is bound; it returns the stored instance and a
+// socket base directory.
+func scheduledInstance(t *testing.T, va *framework.VirtAPI, want *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, string) {
 	ctx := context.Background()
-	vmis := va.Client.KubevirtV1().VirtualMachineInstances("node-test")
-	want := kernelBootVMI("handled")
+	vmis := va.Client.KubevirtV1().VirtualMachineInstances(want.Namespace)
 	want.UID = ""
 	vmi, err := vmis.Create(ctx, want, metav1.CreateOptions{})
 	require.NoError(t, err)
-	// What virt-controller does once the launcher pod is bound to this node.
 	vmi.Status.Phase, vmi.Status.NodeName = v1.Scheduled, nodeName
 	vmi, err = vmis.UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
-
 	// Short: unix socket paths have at most 107 bytes (in a pod: /var/run/hangar/sockets/<uid>).
 	socketBase, err := os.MkdirTemp("", "hangar-sockets-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(socketBase) })
+	return vmi, socketBase
+}
+
+func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
+	va := framework.StartVirtAPI(t)
+	vmi, socketBase := scheduledInstance(t, va, kernelBootVMI("handled"))
 	r := startLauncherIn(t, filepath.Join(socketBase, string(vmi.UID)), nil, vmi)
 	r.start = time.Now()
 	stop := runHandler(t, va, socketBase)
@@ -108,5 +117,31 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	got = waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Succeeded })
 	assert.Equal(t, "GuestShutdown", got.Status.Reason)
 	assert.Equal(t, corev1.ConditionFalse, readyStatus(got))
+	r.waitExit(30 * time.Second)
+}
+
+// TestHandlerSetsUpPodNetwork runs the launcher in a pod-like network namespace without
+// network privileges of its own: the handler finds it through its socket's peer pid and sets
+// up bridge, tap and NAT in its namespace before Sync, as in a real launcher pod.
+func TestHandlerSetsUpPodNetwork(t *testing.T) {
+	va := framework.StartVirtAPI(t)
+	n := newPodNetwork(t)
+	vmi, socketBase := scheduledInstance(t, va, kernelBootVMI("netpod", func(v *v1.VirtualMachineInstance) {
+		v.Spec.Domain.Devices.AutoattachPodInterface = nil
+	}))
+	r := startLauncherIn(t, filepath.Join(socketBase, string(vmi.UID)), []string{"ip", "netns", "exec", n.pod}, vmi)
+	r.start = time.Now()
+	runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketBase, SetupNetwork: true})
+
+	got := waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	require.Len(t, got.Status.Interfaces, 1)
+	assert.Equal(t, "10.99.0.2", got.Status.Interfaces[0].IP)
+	assert.Equal(t, "eth0", got.Status.Interfaces[0].PodInterfaceName)
+	assert.Regexp(t, "^52:54:00:", got.Status.Interfaces[0].MAC)
+	r.waitConsoleLog("HANGAR-GUEST-NET eth0 ip=10.0.2.2/24 router=10.0.2.1", 120*time.Second)
+
+	c := r.console()
+	r.typeLine(c, "poweroff -f")
+	waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Succeeded })
 	r.waitExit(30 * time.Second)
 }
