@@ -13,27 +13,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
+	"github.com/hangarvm/hangar/pkg/registry/namespaced"
 	"github.com/hangarvm/hangar/pkg/registry/resetfields"
 )
 
 // vmStrategy implements the behaviour of VirtualMachine writes through the main resource:
 // the spec is the user's, the status the controller's.
 type vmStrategy struct {
-	runtime.ObjectTyper
-	names.NameGenerator
+	namespaced.Strategy
 }
 
 // NewStrategy returns the strategy for VirtualMachine create, update and delete.
 func NewStrategy(typer runtime.ObjectTyper) vmStrategy {
-	return vmStrategy{typer, names.SimpleNameGenerator}
+	return vmStrategy{namespaced.NewStrategy(typer)}
 }
-
-func (vmStrategy) NamespaceScoped() bool { return true }
 
 // GetResetFields keeps writes to the main resource from touching the status.
 func (vmStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
@@ -62,12 +59,6 @@ func (vmStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLis
 func (vmStrategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
 	return runningWarnings(obj.(*kubevirt.VirtualMachine))
 }
-
-func (vmStrategy) Canonicalize(runtime.Object) {}
-
-func (vmStrategy) AllowCreateOnUpdate() bool { return false }
-
-func (vmStrategy) AllowUnconditionalUpdate() bool { return true }
 
 func (vmStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateVirtualMachineUpdate(obj.(*kubevirt.VirtualMachine), old.(*kubevirt.VirtualMachine))

@@ -12,27 +12,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
+	"github.com/hangarvm/hangar/pkg/registry/namespaced"
 	"github.com/hangarvm/hangar/pkg/registry/resetfields"
 )
 
 // vmiStrategy implements the behaviour of VirtualMachineInstance writes through the main
 // resource: the spec is fixed at creation, the status belongs to the controller and the node.
 type vmiStrategy struct {
-	runtime.ObjectTyper
-	names.NameGenerator
+	namespaced.Strategy
 }
 
 // NewStrategy returns the strategy for VirtualMachineInstance create, update and delete.
 func NewStrategy(typer runtime.ObjectTyper) vmiStrategy {
-	return vmiStrategy{typer, names.SimpleNameGenerator}
+	return vmiStrategy{namespaced.NewStrategy(typer)}
 }
-
-func (vmiStrategy) NamespaceScoped() bool { return true }
 
 func (vmiStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return resetfields.For(fieldpath.MakePathOrDie("status"))
@@ -53,12 +50,6 @@ func (vmiStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 }
 
 func (vmiStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-func (vmiStrategy) Canonicalize(runtime.Object) {}
-
-func (vmiStrategy) AllowCreateOnUpdate() bool { return false }
-
-func (vmiStrategy) AllowUnconditionalUpdate() bool { return true }
 
 func (vmiStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateVirtualMachineInstanceUpdate(obj.(*kubevirt.VirtualMachineInstance), old.(*kubevirt.VirtualMachineInstance))

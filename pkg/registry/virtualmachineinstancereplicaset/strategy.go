@@ -14,26 +14,23 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
+	"github.com/hangarvm/hangar/pkg/registry/namespaced"
 	"github.com/hangarvm/hangar/pkg/registry/resetfields"
 )
 
 // rsStrategy implements the behaviour of replica set writes through the main resource.
 type rsStrategy struct {
-	runtime.ObjectTyper
-	names.NameGenerator
+	namespaced.Strategy
 }
 
 // NewStrategy returns the strategy for replica set create, update and delete.
 func NewStrategy(typer runtime.ObjectTyper) rsStrategy {
-	return rsStrategy{typer, names.SimpleNameGenerator}
+	return rsStrategy{namespaced.NewStrategy(typer)}
 }
-
-func (rsStrategy) NamespaceScoped() bool { return true }
 
 func (rsStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return resetfields.For(fieldpath.MakePathOrDie("status"))
@@ -58,12 +55,6 @@ func (rsStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLis
 }
 
 func (rsStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-func (rsStrategy) Canonicalize(runtime.Object) {}
-
-func (rsStrategy) AllowCreateOnUpdate() bool { return false }
-
-func (rsStrategy) AllowUnconditionalUpdate() bool { return true }
 
 func (rsStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateVirtualMachineInstanceReplicaSetUpdate(obj.(*kubevirt.VirtualMachineInstanceReplicaSet), old.(*kubevirt.VirtualMachineInstanceReplicaSet))
