@@ -16,15 +16,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/metrics/legacyregistry"
-	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
 	"k8s.io/klog/v2"
 
 	"github.com/hangarvm/hangar/pkg/controller/manager"
@@ -42,9 +39,9 @@ func run() error {
 	o := manager.DefaultOptions()
 	var (
 		kubeconfig, kubevirtKubeconfig string
-		leaderElect                    = true
-		leaseNamespace, leaseName      string
-		metricsAddr                    = ":8080"
+		leaderElect                            = true
+		le                                     = manager.DefaultLeaderElection("", "virt-controller", "")
+		metricsAddr                            = ":8080"
 		qps                            float32 = 200
 		burst                                  = 400
 	)
@@ -52,8 +49,11 @@ func run() error {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; in-cluster configuration when empty")
 	fs.StringVar(&kubevirtKubeconfig, "kubevirt-kubeconfig", "", "kubeconfig for the kubevirt.io API when it is not served through the cluster (virt-api standalone, for development); --kubeconfig when empty")
 	fs.BoolVar(&leaderElect, "leader-elect", leaderElect, "elect a leader among replicas through a Lease before running the controllers")
-	fs.StringVar(&leaseNamespace, "leader-elect-namespace", "", "namespace of the leader election Lease (default: --config-namespace)")
-	fs.StringVar(&leaseName, "leader-elect-name", "virt-controller", "name of the leader election Lease")
+	fs.StringVar(&le.Namespace, "leader-elect-namespace", "", "namespace of the leader election Lease (default: --config-namespace)")
+	fs.StringVar(&le.Name, "leader-elect-name", le.Name, "name of the leader election Lease")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "how long followers wait after the leader's last renewal before taking over")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "how long the leader tries to renew before it gives up and exits; less than the lease duration")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "how often replicas try to acquire or renew the Lease")
 	fs.StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address serving /metrics and /healthz; empty or 0 to disable")
 	fs.StringVar(&o.ConfigNamespace, "config-namespace", o.ConfigNamespace, "namespace of the cluster configuration ConfigMap")
 	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, socketDir, cpuAllocationRatio)")
@@ -67,8 +67,8 @@ func run() error {
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
 	pflag.Parse()
-	if leaseNamespace == "" {
-		leaseNamespace = o.ConfigNamespace
+	if le.Namespace == "" {
+		le.Namespace = o.ConfigNamespace
 	}
 
 	kubeCfg, err := restConfig(kubeconfig, qps, burst)
@@ -112,43 +112,13 @@ func run() error {
 		return manager.Run(ctx, kubevirt, kube, o)
 	}
 	host, _ := os.Hostname()
-	id := host + "_" + uuid.NewString()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace, Name: leaseName},
-		Client:     kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	le.Identity = host + "_" + uuid.NewString()
+	le.Healthz = electionHealth
+	err = manager.RunLeading(ctx, kubevirt, kube, o, le)
+	if errors.Is(err, manager.ErrLostLeadership) {
+		klog.InfoS("Lost leadership, exiting", "identity", le.Identity)
 	}
-	var runErr error
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            leaseName,
-		LeaseDuration:   15 * time.Second,
-		RenewDeadline:   10 * time.Second,
-		RetryPeriod:     2 * time.Second,
-		ReleaseOnCancel: true,
-		WatchDog:        electionHealth,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				klog.InfoS("Became leader", "identity", id)
-				if runErr = manager.Run(ctx, kubevirt, kube, o); runErr != nil {
-					cancel()
-				}
-			},
-			OnStoppedLeading: func() {
-				// Workers may be mid-sync: stop rather than risk two leaders acting.
-				if ctx.Err() == nil {
-					klog.InfoS("Lost leadership, exiting", "identity", id)
-					os.Exit(1)
-				}
-			},
-			OnNewLeader: func(leader string) {
-				if leader != id {
-					klog.InfoS("Following leader", "leader", leader)
-				}
-			},
-		},
-	})
-	return runErr
+	return err
 }
 
 func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {

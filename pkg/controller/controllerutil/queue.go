@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,14 +60,24 @@ func (r RequeueAfter) Error() string { return fmt.Sprintf("requeue after %s", ti
 // SyncFunc reconciles one key.
 type SyncFunc func(ctx context.Context, key string) error
 
-// RunWorkers runs workers goroutines that pop keys from queue and sync them, until ctx ends.
-func RunWorkers(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], workers int, sync SyncFunc) {
+// RunWorkers runs workers goroutines that pop keys from queue and sync them, until ctx ends;
+// then it shuts the queue down and returns once every sync in progress has returned, so a
+// stopped controller (one that lost its leadership, say) no longer writes anything.
+func RunWorkers(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], workers int, reconcile SyncFunc) {
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for processNext(ctx, name, queue, sync) {
-			}
-		}, time.Second)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for processNext(ctx, name, queue, reconcile) {
+				}
+			}, time.Second)
+		}()
 	}
+	<-ctx.Done()
+	queue.ShutDown()
+	wg.Wait()
 }
 
 func processNext(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], sync SyncFunc) bool {
@@ -80,6 +91,8 @@ func processNext(ctx context.Context, name string, queue workqueue.TypedRateLimi
 	switch {
 	case err == nil:
 		queue.Forget(key)
+	case ctx.Err() != nil:
+		// Stopping: the sync was cut short, and the next leader starts from its own list.
 	case errors.As(err, &after):
 		queue.Forget(key)
 		queue.AddAfter(key, time.Duration(after))

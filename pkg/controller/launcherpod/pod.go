@@ -16,13 +16,9 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/config"
 )
 
-// Labels, annotations and names KubeVirt gives launcher pods; tools select pods by them.
+// Annotations and names KubeVirt gives launcher pods; tools select pods by them and by the
+// labels v1.AppLabel (v1.LauncherAppLabelValue) and v1.CreatedByLabel.
 const (
-	// AppLabel marks every pod Hangar runs; launcher pods have AppLabelLauncher.
-	AppLabel         = "kubevirt.io"
-	AppLabelLauncher = "virt-launcher"
-	// CreatedByLabel carries the UID of the instance the pod runs.
-	CreatedByLabel = "kubevirt.io/created-by"
 	// DomainAnnotation carries the instance's name.
 	DomainAnnotation = "kubevirt.io/domain"
 	// ComputeContainer is the container that runs virt-launcher and the guest.
@@ -145,8 +141,8 @@ func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.P
 	for k, v := range vmi.Labels {
 		labels[k] = v // so Services and NetworkPolicies can select the instance's pod
 	}
-	labels[AppLabel] = AppLabelLauncher
-	labels[CreatedByLabel] = string(vmi.UID)
+	labels[v1.AppLabel] = v1.LauncherAppLabelValue
+	labels[v1.CreatedByLabel] = string(vmi.UID)
 
 	grace := DefaultGracePeriodSeconds
 	if vmi.Spec.TerminationGracePeriodSeconds != nil {

@@ -120,7 +120,7 @@ func TestBuild(t *testing.T) {
 		vmi.Spec.PriorityClassName = "high"
 		vmi.Spec.Hostname = "web-1"
 		vmi.Spec.Subdomain = "svc"
-		vmi.Labels[AppLabel] = "spoofed"
+		vmi.Labels[v1.AppLabel] = "spoofed"
 	})
 
 	pod, err := Build(vmi, &cfg)
@@ -129,7 +129,7 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, "virt-launcher-vm1-", pod.GenerateName)
 	assert.Empty(t, pod.Name)
 	assert.Equal(t, "ns", pod.Namespace)
-	assert.Equal(t, map[string]string{"app": "web", AppLabel: AppLabelLauncher, CreatedByLabel: "uid-1"}, pod.Labels)
+	assert.Equal(t, map[string]string{"app": "web", v1.AppLabel: v1.LauncherAppLabelValue, v1.CreatedByLabel: "uid-1"}, pod.Labels)
 	assert.Equal(t, "vm1", pod.Annotations[DomainAnnotation])
 
 	ref := metav1.GetControllerOf(pod)
@@ -174,7 +174,7 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, corev1.HostPathDirectoryOrCreate, *hp.Type)
 
 	// The builder must not modify its input.
-	assert.Equal(t, "spoofed", vmi.Labels[AppLabel])
+	assert.Equal(t, "spoofed", vmi.Labels[v1.AppLabel])
 }
 
 func TestBuildDefaults(t *testing.T) {

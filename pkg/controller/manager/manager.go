@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -21,8 +22,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue metrics, before any queue exists
 	"k8s.io/klog/v2"
 
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	"github.com/hangarvm/hangar/pkg/controller/vm"
@@ -61,6 +62,9 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	metrics.Register()
 	cfg := config.NewStore(o.Defaults)
 	if err := cfg.Watch(ctx, kube, o.ConfigNamespace, o.ConfigName); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before the configuration was read
+		}
 		return fmt.Errorf("watch cluster configuration: %w", err)
 	}
 
@@ -70,11 +74,13 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "virt-controller"})
 
-	kvFactory := kvinformers.NewSharedInformerFactory(kubevirt, o.Resync)
+	kvFactory := kvinformers.NewSharedInformerFactoryWithOptions(kubevirt, o.Resync,
+		kvinformers.WithTransform(stripManagedFields))
 	// Only launcher pods: the controller's memory must not grow with the cluster's other pods.
 	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+		informers.WithTransform(stripManagedFields),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = labels.Set{launcherpod.AppLabel: launcherpod.AppLabelLauncher}.String()
+			lo.LabelSelector = labels.Set{v1.AppLabel: v1.LauncherAppLabelValue}.String()
 		}))
 	vmInformer := kvFactory.Kubevirt().V1().VirtualMachines()
 	vmiInformer := kvFactory.Kubevirt().V1().VirtualMachineInstances()
@@ -106,9 +112,19 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	klog.InfoS("virt-controller running")
 	var first error
 	for range 3 {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+		if err := <-errs; err != nil && first == nil && ctx.Err() == nil {
+			first = err // caches that did not sync because ctx ended are no failure
 		}
 	}
 	return first
+}
+
+// stripManagedFields drops managedFields from the objects the informers cache: the controllers
+// never read them, and they are often the largest part of an object. An update sent from a
+// cached copy (managedFields nil) leaves the server's managedFields as they are.
+func stripManagedFields(obj any) (any, error) {
+	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }

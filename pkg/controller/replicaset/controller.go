@@ -149,6 +149,5 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("replicaset controller: caches did not sync")
 	}
 	controllerutil.RunWorkers(ctx, "replicaset", c.queue, workers, c.sync)
-	<-ctx.Done()
 	return nil
 }

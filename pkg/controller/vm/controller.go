@@ -7,7 +7,6 @@ package vm
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -42,7 +41,7 @@ type Controller struct {
 	// staleVersions remembers, per VM key, the resourceVersion a status write replaced: a
 	// cached VM still at that version predates our own write and must not be acted upon (it
 	// may show a start request we already carried out).
-	staleVersions sync.Map
+	staleVersions controllerutil.StaleVersions
 }
 
 // New wires the controller to its informers.
@@ -145,6 +144,5 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("vm controller: caches did not sync")
 	}
 	controllerutil.RunWorkers(ctx, "vm", c.queue, workers, c.sync)
-	<-ctx.Done()
 	return nil
 }

@@ -74,7 +74,7 @@ func (f *fixture) refresh() {
 	require.NoError(f.t, f.vmInformer.Informer().GetIndexer().Replace(vmObjs, ""))
 	require.NoError(f.t, f.vmiInformer.Informer().GetIndexer().Replace(vmiObjs, ""))
 	f.c.expectations.Delete("ns/vm1")
-	f.c.staleVersions.Delete("ns/vm1")
+	f.c.staleVersions.Forget("ns/vm1")
 	f.kv.ClearActions()
 }
 
@@ -173,7 +173,7 @@ func TestStartCreatesInstanceFromTemplate(t *testing.T) {
 	f.kv.ClearActions()
 	var after controllerutil.RequeueAfter
 	require.ErrorAs(t, f.sync(), &after)
-	f.c.staleVersions.Delete("ns/vm1")
+	f.c.staleVersions.Forget("ns/vm1")
 	require.NoError(t, f.sync())
 	assert.Empty(t, testutil.Filter(f.kv.Actions(), "create", "virtualmachineinstances", ""))
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -43,19 +42,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	cached, err := c.vmLister.VirtualMachines(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Delete(key)
-		c.staleVersions.Delete(key)
+		c.staleVersions.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if v, ok := c.staleVersions.Load(key); ok {
-		stale := v.(staleVersion)
-		if stale.resourceVersion == cached.ResourceVersion && c.clock.Since(stale.at) < staleVersionTTL {
-			// Our own status write is on its way; its event brings us back.
-			return controllerutil.RequeueAfter(staleVersionTTL)
-		}
-		c.staleVersions.Delete(key)
+	if c.staleVersions.Stale(key, cached.ResourceVersion, c.clock.Now()) {
+		// Our own status write is on its way; its event brings us back.
+		return controllerutil.RequeueAfter(controllerutil.StaleVersionTTL)
 	}
 	vm := cached.DeepCopy()
 	if vm.Spec.Template == nil {
@@ -123,7 +118,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if _, err := c.kubevirt.KubevirtV1().VirtualMachines(namespace).UpdateStatus(ctx, vm, metav1.UpdateOptions{}); err != nil {
 			return errors.Join(errOrNil(syncErr), fmt.Errorf("update status of %s: %w", key, err))
 		}
-		c.staleVersions.Store(key, staleVersion{resourceVersion: cached.ResourceVersion, at: c.clock.Now()})
+		c.staleVersions.Replaced(key, cached.ResourceVersion, c.clock.Now())
 	}
 	if syncErr != nil {
 		return syncErr
@@ -132,15 +127,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return retryAfter
 	}
 	return nil
-}
-
-// staleVersionTTL bounds how long a cached VM is distrusted after our status write; the
-// informer normally shows the write within milliseconds.
-const staleVersionTTL = 5 * time.Second
-
-type staleVersion struct {
-	resourceVersion string
-	at              time.Time
 }
 
 func errOrNil(e *syncError) error {

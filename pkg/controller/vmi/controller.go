@@ -7,6 +7,7 @@ package vmi
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,11 @@ type Controller struct {
 	recorder     record.EventRecorder
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *expectations.Expectations // pod creations, by instance UID
+	// staleVersions: the cached instance a write of ours replaced, by key. A sync of a key
+	// whose cache does not show the write yet (a pod event comes first, say) waits for it
+	// instead of failing its status write with a conflict.
+	staleVersions controllerutil.StaleVersions
+	now           func() time.Time
 }
 
 // New wires the controller to its informers. podInformer should be restricted to launcher
@@ -60,6 +66,7 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 		recorder:     recorder,
 		queue:        controllerutil.NewQueue("virt-controller-vmi"),
 		expectations: expectations.New(),
+		now:          time.Now,
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByOwnerIndex: indexByOwner}); err != nil {
 		return nil, fmt.Errorf("index launcher pods: %w", err)
@@ -128,7 +135,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("vmi controller: caches did not sync")
 	}
 	controllerutil.RunWorkers(ctx, "vmi", c.queue, workers, c.sync)
-	<-ctx.Done()
 	return nil
 }
 

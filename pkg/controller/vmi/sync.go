@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 )
@@ -39,6 +40,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	vmi, err := c.vmiLister.VirtualMachineInstances(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.staleVersions.Forget(key)
 		// The instance is gone: whatever pods are left ran it.
 		_, stale, err := c.podsFor(key, "")
 		if err != nil {
@@ -49,6 +51,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if c.staleVersions.Stale(key, vmi.ResourceVersion, c.now()) {
+		return controllerutil.RequeueAfter(controllerutil.StaleVersionTTL) // our write's event brings us back
+	}
+	cachedVersion := vmi.ResourceVersion
 	own, stale, err := c.podsFor(key, vmi.UID)
 	if err != nil {
 		return err
@@ -67,6 +73,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if vmi, err = c.kubevirt.KubevirtV1().VirtualMachineInstances(namespace).Update(ctx, vmi, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("add finalizer to %s: %w", key, err)
 		}
+		c.staleVersions.Replaced(key, cachedVersion, c.now())
 	}
 
 	pod := activePod(own)
@@ -86,6 +93,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if _, err := c.kubevirt.KubevirtV1().VirtualMachineInstances(namespace).UpdateStatus(ctx, vmi, metav1.UpdateOptions{}); err != nil {
 			return errors.Join(syncErr, fmt.Errorf("update status of %s: %w", key, err))
 		}
+		c.staleVersions.Replaced(key, cachedVersion, c.now())
 		if old != status.Phase {
 			klog.V(2).InfoS("Instance phase", "vmi", klog.KObj(vmi), "from", old, "to", status.Phase, "reason", status.Reason)
 		}
@@ -123,11 +131,15 @@ func (c *Controller) finish(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	if len(pods) > 0 || !slices.Contains(vmi.Finalizers, Finalizer) {
 		return nil // the pods' deletion events bring us back
 	}
+	cachedVersion := vmi.ResourceVersion
 	vmi = vmi.DeepCopy()
 	vmi.Finalizers = slices.DeleteFunc(vmi.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err := c.kubevirt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, vmi, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err == nil:
+		c.staleVersions.Replaced(vmi.Namespace+"/"+vmi.Name, cachedVersion, c.now())
 	}
 	return err
 }
