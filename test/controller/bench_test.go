@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -110,13 +109,4 @@ func benchStartup(b *testing.B, n int) {
 		float64(withControllers-without)/(1<<20), perVMI/1000)
 	b.ReportMetric(scheduledAt.Seconds(), "s-to-scheduling")
 	b.ReportMetric(perVMI/1000, "KB/VMI")
-}
-
-func heap() uint64 {
-	var m runtime.MemStats
-	for range 3 {
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
