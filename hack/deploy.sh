@@ -41,8 +41,10 @@ build_images() {
 	mkdir -p "${IMAGE_BIN_DIR}"
 	build_static virt-api "${REPO_ROOT}" ./cmd/virt-api
 	build_static etcd "${REPO_ROOT}/hack/tools" ./cmd/etcd
+	build_static virt-controller "${REPO_ROOT}" ./cmd/virt-controller
 	build_binary_image virt-api
 	build_binary_image etcd
+	build_binary_image virt-controller
 }
 
 # rendered_manifests prints the local overlay with the images just built.
@@ -115,6 +117,7 @@ apply_manifests() {
 wait_ready() {
 	kubectl_admin -n hangar rollout status statefulset/hangar-etcd --timeout=180s >/dev/null
 	kubectl_admin -n hangar rollout status deployment/virt-api --timeout=180s >/dev/null
+	kubectl_admin -n hangar rollout status deployment/virt-controller --timeout=180s >/dev/null
 	kubectl_admin wait --for=condition=Available --timeout=120s \
 		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io apiservice/v1.subresources.kubevirt.io >/dev/null
 }
