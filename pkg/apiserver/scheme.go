@@ -17,7 +17,25 @@ var (
 	Scheme = runtime.NewScheme()
 	// Codecs serializes the Scheme's types.
 	Codecs = serializer.NewCodecFactory(Scheme)
+	// Serializer is what virt-api speaks: Codecs without protobuf, which Hangar's types do not
+	// implement. Clients that prefer protobuf but accept JSON, as kube-controller-manager's
+	// namespace and garbage collectors do, get JSON instead of a 406.
+	Serializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
 )
+
+type withoutProtobuf struct {
+	runtime.NegotiatedSerializer
+}
+
+func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range s.NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
+}
 
 func init() {
 	install.Install(Scheme)

@@ -42,6 +42,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 
 	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	serverConfig.Serializer = apiserver.Serializer
 	serverConfig.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(kubeAPIVersion, "", "")
 
 	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)

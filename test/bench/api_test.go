@@ -51,7 +51,7 @@ func TestAPIThroughput(t *testing.T) {
 		{"CRD in kube-apiserver", crdGVR},
 	}
 	type result struct {
-		createsPerSecond                 float64
+		createsPerSecond                  float64
 		listP50, listP95, listAllInOneP50 time.Duration
 	}
 	results := make([]result, len(apis))

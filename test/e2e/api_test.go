@@ -35,11 +35,12 @@ func namespace(t *testing.T, name string) string {
 	return name
 }
 
+// vm is a VM the controller leaves alone: Manual, with no start requested.
 func vm(name string) *v1.VirtualMachine {
 	return &v1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.VirtualMachineSpec{
-			RunStrategy: ptr.To(v1.RunStrategyHalted),
+			RunStrategy: ptr.To(v1.RunStrategyManual),
 			Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: v1.VirtualMachineInstanceSpec{
 				Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}},
 			}},

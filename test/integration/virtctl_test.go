@@ -30,7 +30,9 @@ func TestVirtctlActions(t *testing.T) {
 	ns := "virtctl"
 	_, err := api.Client.KubevirtV1().VirtualMachines(ns).Create(context.Background(), newVM("cli", v1.RunStrategyHalted), metav1.CreateOptions{})
 	require.NoError(t, err)
-	run := func(args ...string) (int, string) { return runVirtctl(api.Kubeconfig, nil, append([]string{"-n", ns}, args...)...) }
+	run := func(args ...string) (int, string) {
+		return runVirtctl(api.Kubeconfig, nil, append([]string{"-n", ns}, args...)...)
+	}
 
 	code, out := run("start", "cli", "--dry-run")
 	require.Equal(t, 0, code, out)
