@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	"github.com/hangarvm/hangar/pkg/handler"
 	launcherapi "github.com/hangarvm/hangar/pkg/launcher/api"
@@ -49,19 +50,23 @@ func newNodeAgent(t *testing.T) *nodeAgent {
 	tlsConfig, err := handler.TLSConfig(serving.CertFile, serving.KeyFile, ca.CertFile)
 	require.NoError(t, err)
 
-	agent := &nodeAgent{socketDir: filepath.Join(dir, "sockets"), server: httptest.NewUnstartedServer(nil)}
+	// Unix socket paths are limited to 108 bytes: keep the directory short.
+	sockets, err := os.MkdirTemp("", "agent")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	agent := &nodeAgent{socketDir: sockets, server: httptest.NewUnstartedServer(nil)}
 	agent.server.TLS = tlsConfig
 	agent.handlers = nodeclient.Config{StaticAddress: "https://" + agent.server.Listener.Addr().String(),
 		CAFile: ca.CertFile, CertFile: client.CertFile, KeyFile: client.KeyFile}
 	return agent
 }
 
-// serve starts the handler server, reading instances from virt-api as virt-handler does.
-func (a *nodeAgent) serve(t *testing.T, server *framework.VirtAPI) {
+// serve starts the handler server, reading instances through client as virt-handler does.
+func (a *nodeAgent) serve(t *testing.T, client versioned.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	informers := externalversions.NewSharedInformerFactory(server.Client, 0)
+	informers := externalversions.NewSharedInformerFactory(client, 0)
 	lister := informers.Kubevirt().V1().VirtualMachineInstances().Lister()
 	informers.Start(ctx.Done())
 	informers.WaitForCacheSync(ctx.Done())
@@ -127,7 +132,7 @@ func TestConsoleThroughVirtAPI(t *testing.T) {
 	ctx := context.Background()
 	agent := newNodeAgent(t)
 	server := framework.StartVirtAPIWith(t, func(o *virtapi.Options) { o.Handlers = agent.handlers })
-	agent.serve(t, server)
+	agent.serve(t, server.Client)
 
 	ns := "streams"
 	vmis := server.Client.KubevirtV1().VirtualMachineInstances(ns)

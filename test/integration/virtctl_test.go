@@ -87,7 +87,7 @@ func TestVirtctlConsole(t *testing.T) {
 	ctx := context.Background()
 	agent := newNodeAgent(t)
 	server := framework.StartVirtAPIWith(t, func(o *virtapi.Options) { o.Handlers = agent.handlers })
-	agent.serve(t, server)
+	agent.serve(t, server.Client)
 	vmis := server.Client.KubevirtV1().VirtualMachineInstances("default")
 	vmi, err := vmis.Create(ctx, newVMI("tty"), metav1.CreateOptions{})
 	require.NoError(t, err)

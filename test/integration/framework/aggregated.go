@@ -47,13 +47,19 @@ const (
 // when the test ends.
 func StartAggregated(t testing.TB) *Cluster {
 	t.Helper()
+	return StartAggregatedWith(t, nil)
+}
+
+// StartAggregatedWith is StartAggregated with virt-api's options adjusted by customize.
+func StartAggregatedWith(t testing.TB, customize func(o *virtapi.Options)) *Cluster {
+	t.Helper()
 	dir := t.TempDir()
 	kube, err := StartKubeAPIServer(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Cluster{KubeAPIServer: kube, AdminKubeconfig: filepath.Join(dir, "admin.kubeconfig"),
-		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api")}}
+		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), customize: customize}}
 	// kube-apiserver goes first: its proxied watches would hold virt-api's shutdown open.
 	t.Cleanup(func() {
 		kube.Stop()
