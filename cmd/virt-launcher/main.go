@@ -23,6 +23,9 @@ import (
 )
 
 func main() {
+	if runAsInit() {
+		return
+	}
 	klog.InitFlags(nil)
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {

@@ -40,7 +40,7 @@ max_clients = 20
 max_workers = 20
 max_client_requests = 50
 log_level = 3
-log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
+log_outputs = "3:stderr 3:file:/var/log/libvirt/libvirtd.log"
 `
 
 // The directories libvirtd (as root, in system mode) hard-codes.
