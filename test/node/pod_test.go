@@ -237,4 +237,3 @@ func waitPodGone(t *testing.T, kube kubernetes.Interface, ns, name string) {
 	}
 	t.Logf("pod %s/%s still there", ns, name)
 }
-
