@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -137,6 +139,38 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
+// Socket directories are hostPath volumes kubelet creates and never removes; the handler
+// removes an instance's once its launcher is gone, checking every socketDirRecheck for at
+// most socketDirPatience after the instance ended.
+const (
+	socketDirRecheck  = 5 * time.Second
+	socketDirPatience = 5 * time.Minute
+)
+
+// removeSocketDirIfGone removes dir unless a launcher still answers on its socket, and says
+// whether dir is gone.
+func removeSocketDirIfGone(dir string) bool {
+	if conn, err := net.DialTimeout("unix", filepath.Join(dir, api.SocketName), time.Second); err == nil {
+		conn.Close()
+		return false
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		klog.ErrorS(err, "remove socket directory", "dir", dir)
+		return false
+	}
+	return true
+}
+
+// finalFor is how long ago the instance entered its final phase.
+func finalFor(vmi *v1.VirtualMachineInstance) time.Duration {
+	for _, p := range vmi.Status.PhaseTransitionTimestamps {
+		if p.Phase == vmi.Status.Phase {
+			return time.Since(p.PhaseTransitionTimestamp.Time)
+		}
+	}
+	return socketDirPatience + 1 // no record: do not wait
+}
+
 // launcherFor returns the tracked launcher of key, creating it for uid.
 func (c *Controller) launcherFor(key string, uid string) *launcher {
 	c.mu.Lock()
@@ -175,19 +209,33 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.mu.Lock()
 		l := c.launchers[key]
 		c.mu.Unlock()
-		if l != nil && !l.State().Phase.Final() {
+		if l == nil {
+			return 0, nil
+		}
+		l.mu.Lock()
+		stopping := l.stopping
+		l.stopping = true
+		l.mu.Unlock()
+		if !stopping && !l.State().Phase.Final() {
 			// The instance is gone: so must its guest be (its pod follows by garbage collection).
 			_, _ = l.client.Shutdown(ctx, nil)
 		}
-		c.forget(key)
-		return 0, nil
+		if removeSocketDirIfGone(l.dir) {
+			c.forget(key)
+			return 0, nil
+		}
+		return socketDirRecheck, nil
 	}
 	if err != nil {
 		return 0, err
 	}
 	if isFinal(vmi.Status.Phase) {
 		c.forget(key)
-		return 0, nil
+		dir := filepath.Join(c.cfg.SocketDir, string(vmi.UID))
+		if removeSocketDirIfGone(dir) || finalFor(vmi) > socketDirPatience {
+			return 0, nil
+		}
+		return socketDirRecheck, nil
 	}
 	if vmi.Status.Phase != v1.Scheduled && vmi.Status.Phase != v1.Running {
 		return 0, nil

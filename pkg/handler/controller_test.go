@@ -184,6 +184,13 @@ func TestHandlerSyncsLauncherAndReportsLifecycle(t *testing.T) {
 		phases = append(phases, p.Phase)
 	}
 	assert.Equal(t, []v1.VirtualMachineInstancePhase{v1.Running, v1.Failed}, phases)
+
+	// The socket directory stays while the launcher answers, and goes with it.
+	dir := filepath.Join(f.dir, string(vmi.UID))
+	time.Sleep(100 * time.Millisecond)
+	assert.DirExists(t, dir)
+	require.NoError(t, fl.srv.Close())
+	assert.Eventually(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, 15*time.Second, 50*time.Millisecond)
 }
 
 func TestRestartedHandlerDoesNotResyncARunningGuest(t *testing.T) {
