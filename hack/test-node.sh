@@ -8,6 +8,8 @@
 #      state, QEMU's capability cache included, under _output/node-test/libvirt), the guest
 #      under TCG, network namespaces named hangar-test-*; all of them are stopped and
 #      deleted when each test ends.
+#   5. with CLUSTER=1, also the launcher pod on the local cluster (build tags libvirt,cluster):
+#      builds the launcher image (hack/build-launcher-image.sh) and needs hack/cluster/up.sh.
 # Measured figures are appended to _output/node-test/figures.txt.
 # Usage: hack/test-node.sh [go test flags...], e.g. hack/test-node.sh -run TestLauncher -v
 set -euo pipefail
@@ -20,6 +22,11 @@ hack/install-node-deps.sh
 hack/guest/build-kernelboot.sh >/dev/null
 go test ./pkg/launcher/... ./pkg/handler/...
 go test -tags libvirt -count=1 -timeout 20m "$@" ./test/node/...
+if [[ "${CLUSTER:-0}" == 1 ]]; then
+  hack/build-launcher-image.sh
+  KUBECONFIG=${KUBECONFIG:-$ROOT/_cluster/kubeconfig} \
+    go test -tags libvirt,cluster -count=1 -timeout 10m -run TestLauncherPodOnLocalCluster "$@" ./test/node/...
+fi
 
 # Nothing of ours may survive: no QEMU or libvirtd of the node tests, no test namespaces.
 leftover=$(pgrep -af "guest=node-test_|_output/node-test/virt-launcher" || true)

@@ -4,11 +4,15 @@ package node
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +20,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler"
+	"github.com/hangarvm/hangar/pkg/nodeclient"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -23,11 +28,12 @@ const nodeName = "node-test"
 
 // runHandler runs virt-handler's controller in-process until the returned stop is called.
 func runHandler(t *testing.T, va *framework.VirtAPI, socketDir string) (stop func()) {
-	return runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketDir})
+	stop, _ = runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketDir})
+	return stop
 }
 
-func runHandlerWith(t *testing.T, va *framework.VirtAPI, cfg handler.Config) (stop func()) {
-	c := handler.NewController(cfg, va.Client, nil)
+func runHandlerWith(t *testing.T, va *framework.VirtAPI, cfg handler.Config) (stop func(), c *handler.Controller) {
+	c = handler.NewController(cfg, va.Client, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, 2) }()
@@ -36,11 +42,11 @@ func runHandlerWith(t *testing.T, va *framework.VirtAPI, cfg handler.Config) (st
 		if !stopped {
 			stopped = true
 			cancel()
-			require.NoError(t, <-done)
+			<-done
 		}
 	}
 	t.Cleanup(stop)
-	return stop
+	return stop, c
 }
 
 func waitVMI(t *testing.T, va *framework.VirtAPI, vmi *v1.VirtualMachineInstance, timeout time.Duration, cond func(*v1.VirtualMachineInstance) bool) *v1.VirtualMachineInstance {
@@ -93,7 +99,8 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	vmi, socketBase := scheduledInstance(t, va, kernelBootVMI("handled"))
 	r := startLauncherIn(t, filepath.Join(socketBase, string(vmi.UID)), nil, vmi)
 	r.start = time.Now()
-	stop := runHandler(t, va, socketBase)
+	stop, controller := runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketBase})
+	handlerURL, certs := serveHandler(t, controller, socketBase)
 
 	got := waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool {
 		return v.Status.Phase == v1.Running && readyStatus(v) == corev1.ConditionTrue
@@ -103,6 +110,41 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	t.Logf("handler start -> banner: %s", took)
 	writeFigure(t, "handler-start-to-banner", took)
 	assert.Empty(t, got.Status.Interfaces)
+
+	// virt-api's side: its node client (pkg/nodeclient) pauses and unpauses through the
+	// handler's HTTPS server, and a websocket reaches the serial console and VNC.
+	nodes, err := nodeclient.New(nodeclient.Config{StaticAddress: handlerURL, CAFile: certs.ca, CertFile: certs.cert, KeyFile: certs.key}, nil)
+	require.NoError(t, err)
+	require.NoError(t, nodes.Put(context.Background(), nodeName, vmi.Namespace, vmi.Name, "pause"))
+	waitVMI(t, va, vmi, 10*time.Second, func(v *v1.VirtualMachineInstance) bool { return hasCondition(v, v1.VirtualMachineInstancePaused) })
+	err = nodes.Put(context.Background(), nodeName, vmi.Namespace, vmi.Name, "pause")
+	var handlerErr *nodeclient.HandlerError
+	require.ErrorAs(t, err, &handlerErr, "pausing a paused guest")
+	assert.Equal(t, 409, handlerErr.Code)
+	require.NoError(t, nodes.Put(context.Background(), nodeName, vmi.Namespace, vmi.Name, "unpause"))
+	waitVMI(t, va, vmi, 10*time.Second, func(v *v1.VirtualMachineInstance) bool { return !hasCondition(v, v1.VirtualMachineInstancePaused) })
+
+	dialer := websocket.Dialer{TLSClientConfig: nodes.Transport().TLSClientConfig, Subprotocols: []string{"plain.kubevirt.io"}}
+	wsBase := "wss" + strings.TrimPrefix(handlerURL, "https") + "/v1/namespaces/" + vmi.Namespace + "/virtualmachineinstances/" + vmi.Name
+	console, _, err := dialer.Dial(wsBase+"/console", nil)
+	require.NoError(t, err)
+	var seen strings.Builder
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(seen.String(), "hangar-ws-7"); {
+		require.NoError(t, console.WriteMessage(websocket.BinaryMessage, []byte("echo hangar-ws-$((3+4))\n")))
+		_ = console.SetReadDeadline(time.Now().Add(time.Second))
+		if _, b, err := console.ReadMessage(); err == nil {
+			seen.Write(b)
+		}
+		require.True(t, time.Now().Before(deadline), "console over websocket: %q", seen.String())
+	}
+	console.Close()
+	vnc, _, err := dialer.Dial(wsBase+"/vnc", nil)
+	require.NoError(t, err)
+	_ = vnc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, greeting, err := vnc.ReadMessage()
+	require.NoError(t, err)
+	assert.Equal(t, "RFB 003.008\n", string(greeting))
+	vnc.Close()
 
 	// A new handler adopts the running guest without touching it.
 	qemu := r.qemuPid()
@@ -144,4 +186,35 @@ func TestHandlerSetsUpPodNetwork(t *testing.T) {
 	r.typeLine(c, "poweroff -f")
 	waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Succeeded })
 	r.waitExit(30 * time.Second)
+}
+
+func hasCondition(v *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) bool {
+	for _, c := range v.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+type handlerCerts struct{ ca, cert, key string }
+
+// serveHandler serves virt-handler's HTTPS API for c on a loopback port, with a serving
+// certificate for nodeclient.ServerName, and returns its URL and virt-api's client files.
+func serveHandler(t *testing.T, c *handler.Controller, socketDir string) (string, handlerCerts) {
+	dir := t.TempDir()
+	ca, err := framework.NewCA(dir, "handler-test-ca")
+	require.NoError(t, err)
+	serving, err := ca.ServingCert("handler", []string{nodeclient.ServerName}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	client, err := ca.ClientCert("virt-api", "virt-api")
+	require.NoError(t, err)
+	tlsCfg, err := handler.TLSConfig(serving.CertFile, serving.KeyFile, ca.CertFile)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: (&handler.Server{Lister: c.Lister(), SocketDir: socketDir, AllowedNames: []string{"virt-api"}}).Handler(), TLSConfig: tlsCfg}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "https://" + ln.Addr().String(), handlerCerts{ca: ca.CertFile, cert: client.CertFile, key: client.KeyFile}
 }
