@@ -18,8 +18,9 @@ const (
 func isFinal(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
 
 // nextStatus is the instance's status given its launcher's state. The handler owns the
-// status from Scheduled on: phase Running and the final phases, Ready, Paused and the
-// interfaces. A final phase is never left.
+// status from Scheduled on: phase Running and the final phases, Paused and the interfaces.
+// Ready it writes as virt-controller does (True once running, False at the end), so the two
+// never undo each other's writes. A final phase is never left.
 func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v1.VirtualMachineInstanceStatus {
 	s := *vmi.Status.DeepCopy()
 	if isFinal(s.Phase) {
@@ -38,8 +39,9 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		setPhase(v1.Running, "")
 		s.Interfaces = interfaces(st.Interfaces)
 		if st.Phase == api.PhasePaused {
+			// Ready is left alone while paused: virt-controller writes Ready too (from the
+			// launcher pod's readiness) and would flip it back, each write waking the other.
 			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue, Reason: ReasonPausedByUser, Message: "VMI was paused by user"}, now)
-			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonPausedByUser}, now)
 		} else {
 			removeCondition(&s, v1.VirtualMachineInstancePaused)
 			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}, now)
