@@ -19,9 +19,75 @@ type consoleRelay struct {
 	log    *os.File
 
 	mu     sync.Mutex
-	client net.Conn
+	client *consoleClient
 	ln     net.Listener
 	done   chan struct{}
+}
+
+// maxBacklog is how much guest output a client may fall behind before it is dropped: the
+// guest's console never waits for a client.
+const maxBacklog = 1 << 20
+
+// consoleClient is one client and the guest output not yet written to it. A writer drains
+// the backlog in as few writes as it can: QEMU hands over output in small pieces, and many
+// small writes exhaust a unix socket's send buffer long before its bytes do.
+type consoleClient struct {
+	conn    net.Conn
+	mu      sync.Mutex
+	backlog []byte
+	wake    chan struct{}
+	closed  bool
+}
+
+func newConsoleClient(c net.Conn) *consoleClient {
+	cc := &consoleClient{conn: c, wake: make(chan struct{}, 1)}
+	go cc.writer()
+	return cc
+}
+
+// queue adds guest output; false when the client has fallen too far behind.
+func (cc *consoleClient) queue(b []byte) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.closed || len(cc.backlog)+len(b) > maxBacklog {
+		return false
+	}
+	cc.backlog = append(cc.backlog, b...)
+	select {
+	case cc.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (cc *consoleClient) writer() {
+	for range cc.wake {
+		cc.mu.Lock()
+		b := cc.backlog
+		cc.backlog = nil
+		closed := cc.closed
+		cc.mu.Unlock()
+		if closed {
+			return
+		}
+		if len(b) > 0 {
+			if _, err := cc.conn.Write(b); err != nil {
+				klog.V(2).InfoS("console client dropped", "err", err)
+				cc.close()
+				return
+			}
+		}
+	}
+}
+
+func (cc *consoleClient) close() {
+	cc.mu.Lock()
+	if !cc.closed {
+		cc.closed = true
+		close(cc.wake)
+	}
+	cc.mu.Unlock()
+	cc.conn.Close()
 }
 
 // dialSerial dials QEMU's serial socket, which exists once QEMU runs; retried briefly.
@@ -71,12 +137,9 @@ func (r *consoleRelay) fromGuest() {
 			r.mu.Lock()
 			c := r.client
 			r.mu.Unlock()
-			if c != nil {
-				// A client that does not read must not stall the guest's console.
-				_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-				if _, werr := c.Write(buf[:n]); werr != nil {
-					r.drop(c)
-				}
+			if c != nil && !c.queue(buf[:n]) {
+				klog.InfoS("console client too far behind; dropped", "backlog", maxBacklog)
+				r.drop(c)
 			}
 		}
 		if err != nil {
@@ -90,33 +153,35 @@ func (r *consoleRelay) fromGuest() {
 
 func (r *consoleRelay) accept() {
 	for {
-		c, err := r.ln.Accept()
+		conn, err := r.ln.Accept()
 		if err != nil {
 			return
 		}
+		c := newConsoleClient(conn)
 		r.mu.Lock()
 		old := r.client
 		r.client = c
 		r.mu.Unlock()
 		if old != nil {
-			old.Close() // the newest console wins, as with virtctl console
+			old.close() // the newest console wins, as with virtctl console
 		}
 		go r.toGuest(c)
 	}
 }
 
-func (r *consoleRelay) toGuest(c net.Conn) {
-	_, _ = io.Copy(r.serial, c)
+func (r *consoleRelay) toGuest(c *consoleClient) {
+	_, err := io.Copy(r.serial, c.conn)
+	klog.V(2).InfoS("console client gone", "err", err)
 	r.drop(c)
 }
 
-func (r *consoleRelay) drop(c net.Conn) {
+func (r *consoleRelay) drop(c *consoleClient) {
 	r.mu.Lock()
 	if r.client == c {
 		r.client = nil
 	}
 	r.mu.Unlock()
-	c.Close()
+	c.close()
 }
 
 // Close closes the relay socket, the client and the serial connection.
@@ -124,7 +189,7 @@ func (r *consoleRelay) Close() {
 	r.ln.Close()
 	r.mu.Lock()
 	if r.client != nil {
-		r.client.Close()
+		r.client.close()
 	}
 	r.mu.Unlock()
 	r.serial.Close()

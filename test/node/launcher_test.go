@@ -318,6 +318,17 @@ func TestLauncherBootConsoleVNCPauseAndGuestPowerOff(t *testing.T) {
 	s = r.sync()
 	assert.Equal(t, api.PhaseRunning, s.Phase)
 
+	// A reboot from inside the guest restarts it in place (on_reboot=restart): still Running.
+	_, err = c.Write([]byte("reboot -f\n"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(r.runDir, "console.log"))
+		return strings.Count(string(b), banner+" hostname=boot") >= 2
+	}, 120*time.Second, 50*time.Millisecond, "no second banner after the reboot")
+	assert.Equal(t, api.PhaseRunning, r.State().Phase)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+	expect(t, c, "#", 30*time.Second) // the shell is back
+
 	// The guest powers itself off: Succeeded, and the launcher exits.
 	_, err = c.Write([]byte("poweroff -f\n"))
 	require.NoError(t, err)
