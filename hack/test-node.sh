@@ -9,7 +9,7 @@
 #      under TCG, network namespaces named hangar-test-*; all of them are stopped and
 #      deleted when each test ends.
 #   5. with CLUSTER=1, also the launcher pod on the local cluster (build tags libvirt,cluster):
-#      builds the launcher image (hack/build-launcher-image.sh) and needs hack/cluster/up.sh.
+#      builds the launcher image (hack/build-node-images.sh) and needs hack/cluster/up.sh.
 # Measured figures are appended to _output/node-test/figures.txt.
 # Usage: hack/test-node.sh [go test flags...], e.g. hack/test-node.sh -run TestLauncher -v
 set -euo pipefail
@@ -23,7 +23,7 @@ hack/guest/build-kernelboot.sh >/dev/null
 go test ./pkg/launcher/... ./pkg/handler/...
 go test -tags libvirt -count=1 -timeout 20m "$@" ./test/node/...
 if [[ "${CLUSTER:-0}" == 1 ]]; then
-  hack/build-launcher-image.sh
+  hack/build-node-images.sh
   KUBECONFIG=${KUBECONFIG:-$ROOT/_cluster/kubeconfig} \
     go test -tags libvirt,cluster -count=1 -timeout 10m -run TestLauncherPodOnLocalCluster "$@" ./test/node/...
 fi

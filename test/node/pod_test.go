@@ -34,10 +34,10 @@ import (
 
 // TestLauncherPodOnLocalCluster runs the node side for real on hack/cluster's node: the
 // launcher pod as virt-controller builds it (unprivileged, socket directory on a hostPath)
-// with the image of hack/build-launcher-image.sh, the TUN device from the handler's device
+// with the image of hack/build-node-images.sh, the TUN device from the handler's device
 // plugin, and virt-handler's controller (in-process, against an in-process virt-api) that
 // sets up the pod network and reports the instance Running. Needs hack/cluster/up.sh and
-// hack/build-launcher-image.sh; KUBECONFIG=_cluster/kubeconfig. Build tag: cluster.
+// hack/build-node-images.sh; KUBECONFIG=_cluster/kubeconfig. Build tag: cluster.
 func TestLauncherPodOnLocalCluster(t *testing.T) {
 	ctx := context.Background()
 	root, _ := filepath.Abs("../..")

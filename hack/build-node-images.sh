@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
-# build-launcher-image.sh [IMAGE]: the virt-launcher image, from Debian packages only:
-#   1. a root file system: debootstrap bookworm minbase + libvirt's QEMU driver, QEMU,
-#      qemu-utils (containerDisk overlays) and iproute2 (the DHCP server reads the pod's
-#      route), from the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides);
-#      cached per package list and mirror under _output/launcher-image/;
+# build-node-images.sh [TAG]: the virt-launcher and virt-handler images, from Debian
+# packages only, both on one root file system:
+#   1. debootstrap bookworm minbase + libvirt's QEMU driver, QEMU, qemu-utils (containerDisk
+#      overlays), iproute2 (the launcher reads the pod's route; the handler makes bridges and
+#      taps) and nftables (the handler's NAT rules; nsenter is in minbase's util-linux), from
+#      the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides); cached per package
+#      list and mirror under _output/launcher-image/;
 #   2. the libvirt-qemu user and group libvirtd 9.0 looks up even when it runs QEMU as root (from
 #      libvirt-daemon-system, which would drag in systemd: created by hand instead);
 #      docs, man pages, locales and apt's lists removed;
-#   3. virt-launcher (cgo, linked against the same Debian's libvirt) as the entrypoint;
-#   4. the image written by the cluster's imagebuild and, when the local cluster runs,
-#      imported into its containerd (hack/cluster/image.sh).
-# Default IMAGE: hangar.local/virt-launcher:dev. Prints each step with its seconds.
+#   3. virt-launcher (cgo, linked against the same Debian's libvirt) and virt-handler;
+#   4. hangar.local/virt-launcher:TAG and hangar.local/virt-handler:TAG (TAG: dev) written
+#      by the cluster's imagebuild and, when the local cluster runs, imported into its
+#      containerd (hack/cluster/image.sh).
+# Prints each step with its seconds.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-IMAGE=${1:-hangar.local/virt-launcher:dev}
+TAG=${1:-dev}
 WORK_DIR=$ROOT/_output/launcher-image
 SUITE=bookworm
-INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,iproute2
+INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,iproute2,nftables
 MIRROR=${MIRROR:-$("$ROOT/hack/guest/apt-mirror.sh" "$SUITE")}
 TARGET=""
 
-log() { echo "build-launcher-image: $*" >&2; }
+log() { echo "build-node-images: $*" >&2; }
 
 step() {
   local name=$1 start
@@ -49,9 +52,9 @@ install_deps() {
   fi
 }
 
-build_launcher() {
+build_binaries() {
   mkdir -p "$ROOT/_output/bin"
-  (cd "$ROOT" && go build -o _output/bin/virt-launcher ./cmd/virt-launcher)
+  (cd "$ROOT" && go build -o _output/bin/virt-launcher ./cmd/virt-launcher && go build -o _output/bin/virt-handler ./cmd/virt-handler)
 }
 
 bootstrap() {
@@ -90,16 +93,19 @@ configure_rootfs() {
   # A container gets /etc/resolv.conf and /etc/hosts from the runtime.
   rm -f "$ROOTFS/etc/resolv.conf" "$ROOTFS/etc/hostname"
   install -m 0755 "$ROOT/_output/bin/virt-launcher" "$ROOTFS/usr/bin/virt-launcher"
+  install -m 0755 "$ROOT/_output/bin/virt-handler" "$ROOTFS/usr/bin/virt-handler"
   log "root file system: $(du -sh "$ROOTFS" | cut -f1)"
 }
 
-build_image() {
+# image NAME ENTRYPOINT: one image of the root file system.
+image() {
+  local ref=hangar.local/$1:$TAG entrypoint=$2
   if [[ -x $ROOT/_output/bin/imagebuild ]] && pgrep -x containerd >/dev/null; then
-    "$ROOT/hack/cluster/image.sh" "$IMAGE" -dir "$ROOTFS" -entrypoint /usr/bin/virt-launcher
-    log "$IMAGE imported into the cluster's containerd"
+    "$ROOT/hack/cluster/image.sh" "$ref" -dir "$ROOTFS" -entrypoint "$entrypoint"
+    log "$ref imported into the cluster's containerd"
   elif [[ -x $ROOT/_output/bin/imagebuild ]]; then
-    "$ROOT/_output/bin/imagebuild" -image "$IMAGE" -out "$WORK_DIR/image.tar" -dir "$ROOTFS" -entrypoint /usr/bin/virt-launcher >/dev/null
-    log "$IMAGE written to $WORK_DIR/image.tar (no cluster running to import it into)"
+    "$ROOT/_output/bin/imagebuild" -image "$ref" -out "$WORK_DIR/$1.tar" -dir "$ROOTFS" -entrypoint "$entrypoint" >/dev/null
+    log "$ref written to $WORK_DIR/$1.tar (no cluster running to import it into)"
   else
     log "no _output/bin/imagebuild (hack/cluster/build.sh); root file system left in $ROOTFS"
   fi
@@ -109,10 +115,11 @@ main() {
   [[ $(id -u) == 0 ]] || { log "needs root (debootstrap, chroot)"; exit 1; }
   mkdir -p "$WORK_DIR"
   step "packages" install_deps
-  step "virt-launcher" build_launcher
+  step "binaries" build_binaries
   step "debootstrap" bootstrap
   step "root file system" configure_rootfs
-  step "image" build_image
+  step "launcher image" image virt-launcher /usr/bin/virt-launcher
+  step "handler image" image virt-handler /usr/bin/virt-handler
 }
 
 main "$@"
