@@ -54,6 +54,14 @@ const (
 	EvictionStrategyExternal EvictionStrategy = "External"
 )
 
+// StartStrategy says how a guest starts.
+type StartStrategy string
+
+const (
+	// StartStrategyPaused starts the guest paused.
+	StartStrategyPaused StartStrategy = "Paused"
+)
+
 // VirtualMachineInstanceSpec is the specification of a guest and where it may run.
 type VirtualMachineInstanceSpec struct {
 	// Domain is the virtual hardware of the guest: CPU, memory, firmware and devices.
@@ -71,6 +79,8 @@ type VirtualMachineInstanceSpec struct {
 	// EvictionStrategy says what happens when the node is drained: None, LiveMigrate,
 	// LiveMigrateIfPossible or External.
 	EvictionStrategy *EvictionStrategy
+	// StartStrategy Paused starts the guest paused: it runs once unpaused.
+	StartStrategy *StartStrategy
 	// TerminationGracePeriodSeconds is how long the guest gets to shut down after an ACPI
 	// power-off before it is destroyed. Defaults to 30.
 	TerminationGracePeriodSeconds *int64

@@ -451,3 +451,22 @@ func TestStaleCacheAfterStatusWrite(t *testing.T) {
 	require.ErrorAs(t, f.sync(), &after)
 	assert.Nil(t, f.vmi(), "the start request was already carried out")
 }
+
+func TestPausedStart(t *testing.T) {
+	f := newFixture(t, newVM(v1.RunStrategyManual), nil)
+	paused := start()
+	paused.Data = map[string]string{v1.StartRequestDataPausedKey: v1.StartRequestDataPausedTrue}
+	f.setRequests(paused)
+	require.NoError(t, f.sync())
+	require.NotNil(t, f.vmi())
+	assert.Equal(t, v1.StartStrategyPaused, *f.vmi().Spec.StartStrategy, "virtctl start --paused starts the guest paused")
+
+	f.refresh()
+	require.NoError(t, f.sync())
+	assert.NotNil(t, f.vmi(), "a paused start does not make the instance look out of date")
+
+	plain := newFixture(t, newVM(v1.RunStrategyManual), nil)
+	plain.setRequests(start())
+	require.NoError(t, plain.sync())
+	assert.Nil(t, plain.vmi().Spec.StartStrategy)
+}

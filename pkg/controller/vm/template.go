@@ -52,13 +52,26 @@ func vmiFromVM(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 	if vmi.Spec.Domain.Firmware.UUID == "" {
 		vmi.Spec.Domain.Firmware.UUID = FirmwareUUID(vm.Name)
 	}
+	if startsPaused(vm) {
+		paused := v1.StartStrategyPaused
+		vmi.Spec.StartStrategy = &paused
+	}
 	return vmi
+}
+
+// startsPaused says whether the start request being carried out asks for a paused guest
+// (virtctl start --paused).
+func startsPaused(vm *v1.VirtualMachine) bool {
+	r := vm.Status.StateChangeRequests
+	return len(r) > 0 && r[0].Action == v1.StartRequest && r[0].Data[v1.StartRequestDataPausedKey] == v1.StartRequestDataPausedTrue
 }
 
 // templateUnchanged: the instance is what the VM's current template would create, so a new
 // VM generation (a run strategy change, say) does not make it out of date.
 func templateUnchanged(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) bool {
 	want := vmiFromVM(vm)
+	// How the instance was started is not part of the template.
+	want.Spec.StartStrategy = vmi.Spec.StartStrategy
 	return apiequality.Semantic.DeepEqual(want.Spec, vmi.Spec) &&
 		apiequality.Semantic.DeepEqual(want.Labels, vmi.Labels)
 }

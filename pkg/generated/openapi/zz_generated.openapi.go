@@ -2411,6 +2411,14 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceSpec(ref common.Reference
 							Enum:        []interface{}{"External", "LiveMigrate", "LiveMigrateIfPossible", "None"},
 						},
 					},
+					"startStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartStrategy Paused starts the guest paused: it runs once unpaused.\n\nPossible enum values:\n - `\"Paused\"` starts the guest paused.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Paused"},
+						},
+					},
 					"terminationGracePeriodSeconds": {
 						SchemaProps: spec.SchemaProps{
 							Description: "TerminationGracePeriodSeconds is how long the guest gets to shut down after an ACPI power-off before it is destroyed. Defaults to 30.",

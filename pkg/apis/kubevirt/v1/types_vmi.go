@@ -62,6 +62,15 @@ const (
 	EvictionStrategyExternal EvictionStrategy = "External"
 )
 
+// StartStrategy says how a guest starts.
+// +enum
+type StartStrategy string
+
+const (
+	// StartStrategyPaused starts the guest paused.
+	StartStrategyPaused StartStrategy = "Paused"
+)
+
 // VirtualMachineInstanceSpec is the specification of a guest and where it may run.
 type VirtualMachineInstanceSpec struct {
 	// Domain is the virtual hardware of the guest: CPU, memory, firmware and devices.
@@ -86,6 +95,9 @@ type VirtualMachineInstanceSpec struct {
 	// LiveMigrateIfPossible or External.
 	// +optional
 	EvictionStrategy *EvictionStrategy `json:"evictionStrategy,omitempty"`
+	// StartStrategy Paused starts the guest paused: it runs once unpaused.
+	// +optional
+	StartStrategy *StartStrategy `json:"startStrategy,omitempty"`
 	// TerminationGracePeriodSeconds is how long the guest gets to shut down after an ACPI
 	// power-off before it is destroyed. Defaults to 30.
 	// +optional

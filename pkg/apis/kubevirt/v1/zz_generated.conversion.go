@@ -1605,6 +1605,7 @@ func autoConvert_v1_VirtualMachineInstanceSpec_To_kubevirt_VirtualMachineInstanc
 	out.Tolerations = *(*[]corev1.Toleration)(unsafe.Pointer(&in.Tolerations))
 	out.PriorityClassName = in.PriorityClassName
 	out.EvictionStrategy = (*kubevirt.EvictionStrategy)(unsafe.Pointer(in.EvictionStrategy))
+	out.StartStrategy = (*kubevirt.StartStrategy)(unsafe.Pointer(in.StartStrategy))
 	out.TerminationGracePeriodSeconds = (*int64)(unsafe.Pointer(in.TerminationGracePeriodSeconds))
 	out.Volumes = *(*[]kubevirt.Volume)(unsafe.Pointer(&in.Volumes))
 	out.Hostname = in.Hostname
@@ -1628,6 +1629,7 @@ func autoConvert_kubevirt_VirtualMachineInstanceSpec_To_v1_VirtualMachineInstanc
 	out.Tolerations = *(*[]corev1.Toleration)(unsafe.Pointer(&in.Tolerations))
 	out.PriorityClassName = in.PriorityClassName
 	out.EvictionStrategy = (*EvictionStrategy)(unsafe.Pointer(in.EvictionStrategy))
+	out.StartStrategy = (*StartStrategy)(unsafe.Pointer(in.StartStrategy))
 	out.TerminationGracePeriodSeconds = (*int64)(unsafe.Pointer(in.TerminationGracePeriodSeconds))
 	out.Volumes = *(*[]Volume)(unsafe.Pointer(&in.Volumes))
 	out.Hostname = in.Hostname

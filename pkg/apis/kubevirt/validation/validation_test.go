@@ -187,6 +187,9 @@ func TestValidateVirtualMachineInstanceSpec(t *testing.T) {
 		{"negative grace period", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.TerminationGracePeriodSeconds = ptr.To[int64](-1)
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.terminationGracePeriodSeconds"}}},
+		{"unknown start strategy", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.StartStrategy = ptr.To(kubevirt.StartStrategy("Later"))
+		}, []wantErr{{field.ErrorTypeNotSupported, "spec.startStrategy"}}},
 		{"unknown eviction strategy", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.EvictionStrategy = ptr.To(kubevirt.EvictionStrategy("Sometimes"))
 		}, []wantErr{{field.ErrorTypeNotSupported, "spec.evictionStrategy"}}},

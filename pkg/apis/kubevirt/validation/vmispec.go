@@ -70,6 +70,10 @@ func ValidateVirtualMachineInstanceSpec(spec *kubevirt.VirtualMachineInstanceSpe
 	if spec.TerminationGracePeriodSeconds != nil {
 		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(*spec.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
 	}
+	if spec.StartStrategy != nil && *spec.StartStrategy != kubevirt.StartStrategyPaused {
+		allErrs = append(allErrs, field.NotSupported(path.Child("startStrategy"), *spec.StartStrategy,
+			[]kubevirt.StartStrategy{kubevirt.StartStrategyPaused}))
+	}
 	return allErrs
 }
 

@@ -33,6 +33,7 @@ type VirtualMachineInstanceSpecApplyConfiguration struct {
 	Tolerations                   []corev1.TolerationApplyConfiguration `json:"tolerations,omitempty"`
 	PriorityClassName             *string                               `json:"priorityClassName,omitempty"`
 	EvictionStrategy              *kubevirtv1.EvictionStrategy          `json:"evictionStrategy,omitempty"`
+	StartStrategy                 *kubevirtv1.StartStrategy             `json:"startStrategy,omitempty"`
 	TerminationGracePeriodSeconds *int64                                `json:"terminationGracePeriodSeconds,omitempty"`
 	Volumes                       []VolumeApplyConfiguration            `json:"volumes,omitempty"`
 	Hostname                      *string                               `json:"hostname,omitempty"`
@@ -110,6 +111,14 @@ func (b *VirtualMachineInstanceSpecApplyConfiguration) WithPriorityClassName(val
 // If called multiple times, the EvictionStrategy field is set to the value of the last call.
 func (b *VirtualMachineInstanceSpecApplyConfiguration) WithEvictionStrategy(value kubevirtv1.EvictionStrategy) *VirtualMachineInstanceSpecApplyConfiguration {
 	b.EvictionStrategy = &value
+	return b
+}
+
+// WithStartStrategy sets the StartStrategy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StartStrategy field is set to the value of the last call.
+func (b *VirtualMachineInstanceSpecApplyConfiguration) WithStartStrategy(value kubevirtv1.StartStrategy) *VirtualMachineInstanceSpecApplyConfiguration {
+	b.StartStrategy = &value
 	return b
 }
 
