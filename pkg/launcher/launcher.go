@@ -262,13 +262,17 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 		l.console = relay
 		l.mu.Unlock()
 	}
-	if err := l.hv.Resume(name); err != nil {
+	phase := api.PhaseRunning
+	if s := vmi.Spec.StartStrategy; s != nil && *s == v1.StartStrategyPaused {
+		// virtctl start --paused: the guest stays paused until unpaused.
+		phase = api.PhasePaused
+	} else if err := l.hv.Resume(name); err != nil {
 		return fmt.Errorf("resume domain %s: %w", name, err)
 	}
 	l.mu.Lock()
 	l.state.Domain = name
 	l.state.Interfaces = ifaces
-	l.setStateLocked(api.PhaseRunning, "", "")
+	l.setStateLocked(phase, "", "")
 	l.mu.Unlock()
 	return nil
 }

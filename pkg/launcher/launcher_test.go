@@ -335,3 +335,14 @@ func TestClientOverUnixSocket(t *testing.T) {
 	cancel()
 	require.NoError(t, <-served)
 }
+
+func TestSyncWithStartStrategyPausedStaysPaused(t *testing.T) {
+	hv := newFake()
+	l := newTestLauncher(t, hv)
+	vmi := testVMI()
+	vmi.Spec.StartStrategy = ptr.To(v1.StartStrategyPaused)
+	s, err := l.Sync(context.Background(), vmi)
+	require.NoError(t, err)
+	assert.Equal(t, api.PhasePaused, s.Phase)
+	assert.Equal(t, []string{"Define", "StartPaused"}, hv.Calls(), "no resume: the user unpauses")
+}
