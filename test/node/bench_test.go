@@ -3,12 +3,17 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
 // TestLauncherBootTimes measures HANGAR_BENCH_RUNS boots through virt-launcher (skipped
@@ -27,7 +32,12 @@ func TestLauncherBootTimes(t *testing.T) {
 		ready = append(ready, time.Since(t0))
 		r.sync()
 		banner = append(banner, r.waitConsoleLog(banner0, 120*time.Second))
-		r.kill()
+		// A clean stop, so the next libvirtd has no dead domain to reconnect to.
+		zero := int64(0)
+		_, err := r.client.Shutdown(context.Background(), &zero)
+		require.NoError(t, err)
+		r.waitPhase(api.PhaseSucceeded, 30*time.Second)
+		r.waitExit(30 * time.Second)
 	}
 	report := func(name string, d []time.Duration) {
 		slices.Sort(d)
