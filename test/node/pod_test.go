@@ -171,6 +171,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "console: %q", seen.String())
 	}
 	t.Logf("pod created -> guest shell with its DHCP lease: %s", time.Since(t0))
+	logPodMemory(t, string(created.UID))
 
 	// The pod's address forwards to the guest.
 	_, err = console.Write([]byte("nc -l -p 8080 -e echo hello-from-the-guest &\n"))
@@ -236,4 +237,31 @@ func waitPodGone(t *testing.T, kube kubernetes.Interface, ns, name string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("pod %s/%s still there", ns, name)
+}
+
+// logPodMemory logs the pod's memory working set (cgroup v1: usage minus inactive file
+// pages, as kubelet counts it), for virt-controller's memory overhead.
+func logPodMemory(t *testing.T, podUID string) {
+	for _, qos := range []string{"burstable", "besteffort", ""} {
+		dir := filepath.Join("/sys/fs/cgroup/memory/kubepods", qos, "pod"+podUID)
+		usage, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join(dir, "memory.stat"))
+		var used, inactive, rss int64
+		fmt.Sscan(strings.TrimSpace(string(usage)), &used)
+		for _, line := range strings.Split(string(stat), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 2 && f[0] == "total_inactive_file" {
+				fmt.Sscan(f[1], &inactive)
+			}
+			if len(f) == 2 && f[0] == "total_rss" {
+				fmt.Sscan(f[1], &rss)
+			}
+		}
+		t.Logf("launcher pod memory: working set %d MiB, rss %d MiB (guest memory 128 MiB)", (used-inactive)>>20, rss>>20)
+		return
+	}
+	t.Logf("no memory cgroup found for pod %s", podUID)
 }
