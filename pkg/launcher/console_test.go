@@ -55,6 +55,10 @@ func TestConsoleRelayBothWaysAndNewestClientWins(t *testing.T) {
 	r, qemu, sock, logPath := relayFixture(t)
 	_, err := qemu.Write([]byte("before any client\n"))
 	require.NoError(t, err)
+	require.Eventually(t, func() bool { // the relay has read it, with no client yet
+		b, _ := os.ReadFile(logPath)
+		return string(b) == "before any client\n"
+	}, 2*time.Second, 5*time.Millisecond)
 
 	first := dialRelay(t, sock, r)
 	_, err = qemu.Write([]byte("hello\n"))

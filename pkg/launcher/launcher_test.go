@@ -103,9 +103,10 @@ func (f *fakeHypervisor) StartPaused(string) error {
 
 func (f *fakeHypervisor) Resume(string) error {
 	if f.serial != "" {
+		// The launcher has connected before it resumes; the fake's accept may lag a moment.
 		select {
 		case <-f.attached:
-		default:
+		case <-time.After(2 * time.Second):
 			return f.call("Resume-before-console")
 		}
 	}
