@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -224,23 +225,59 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 }
 
 // TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile.
+// The files are read again when they change, so rotated certificates apply without a restart.
 func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	r := &tlsFiles{certFile: certFile, keyFile: keyFile, caFile: clientCAFile}
+	if _, err := r.config(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return r.config() },
+	}, nil
+}
+
+// tlsFiles is the serving certificate and client CA, reloaded when a file's mtime changes.
+type tlsFiles struct {
+	certFile, keyFile, caFile string
+
+	mu      sync.Mutex
+	stamp   string
+	current *tls.Config
+}
+
+func (r *tlsFiles) config() (*tls.Config, error) {
+	stamp := ""
+	for _, f := range []string{r.certFile, r.keyFile, r.caFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		stamp += fi.ModTime().String() + "/"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil && stamp == r.stamp {
+		return r.current, nil
+	}
+	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	pem, err := os.ReadFile(clientCAFile)
+	pem, err := os.ReadFile(r.caFile)
 	if err != nil {
 		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("client CA %s: no certificates", clientCAFile)
+		return nil, fmt.Errorf("client CA %s: no certificates", r.caFile)
 	}
-	return &tls.Config{
+	r.current = &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pool,
 		MinVersion:   tls.VersionTLS12,
-	}, nil
+	}
+	r.stamp = stamp
+	return r.current, nil
 }

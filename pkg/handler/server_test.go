@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
 	"math/big"
 	"net"
@@ -189,4 +190,42 @@ func TestServerRefusals(t *testing.T) {
 	_, resp, err = dialer(ca, &api).Dial(wsURL(srv, "/v1/namespaces/ns/virtualmachineinstances/stopped/console"), nil)
 	require.Error(t, err)
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+}
+
+func writeKeyPair(t *testing.T, dir, name string, cert tls.Certificate) (string, string) {
+	certFile, keyFile := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return certFile, keyFile
+}
+
+func TestTLSConfigReloadsRotatedFiles(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	caFile := filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), 0o600))
+	certFile, keyFile := writeKeyPair(t, dir, "serving", ca.issue(t, "first", x509.ExtKeyUsageServerAuth))
+
+	cfg, err := TLSConfig(certFile, keyFile, caFile)
+	require.NoError(t, err)
+	first, err := cfg.GetConfigForClient(nil)
+	require.NoError(t, err)
+	assert.Equal(t, tls.RequireAndVerifyClientCert, first.ClientAuth)
+	again, err := cfg.GetConfigForClient(nil)
+	require.NoError(t, err)
+	assert.Same(t, first, again, "unchanged files are not read again")
+
+	writeKeyPair(t, dir, "serving", ca.issue(t, "second", x509.ExtKeyUsageServerAuth))
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(certFile, later, later))
+	rotated, err := cfg.GetConfigForClient(nil)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(rotated.Certificates[0].Certificate[0])
+	require.NoError(t, err)
+	assert.Equal(t, "second", leaf.Subject.CommonName)
+
+	_, err = TLSConfig(filepath.Join(dir, "missing.crt"), keyFile, caFile)
+	assert.Error(t, err)
 }

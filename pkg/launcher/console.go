@@ -15,13 +15,38 @@ import (
 // client at a time on a socket of its own: the handler's console connections come and go,
 // the guest's output is never lost before the first one (it goes to the log file too).
 type consoleRelay struct {
-	serial net.Conn
-	log    *os.File
+	serial  net.Conn
+	log     *os.File
+	logSize int64 // written by fromGuest only
 
 	mu     sync.Mutex
 	client *consoleClient
 	ln     net.Listener
 	done   chan struct{}
+}
+
+// maxLog is the size at which the console log starts over as console.log.1 (one old file
+// kept): a chatty guest must not fill the container's disk.
+const maxLog = 4 << 20
+
+// writeLog appends guest output to the console log, rotating it at maxLog.
+func (r *consoleRelay) writeLog(b []byte) {
+	if r.log == nil {
+		return
+	}
+	if r.logSize+int64(len(b)) > maxLog {
+		path := r.log.Name()
+		r.log.Close()
+		_ = os.Rename(path, path+".1")
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			r.log = nil
+			return
+		}
+		r.log, r.logSize = f, 0
+	}
+	n, _ := r.log.Write(b)
+	r.logSize += int64(n)
 }
 
 // maxBacklog is how much guest output a client may fall behind before it is dropped: the
@@ -119,6 +144,9 @@ func startConsoleRelay(serial net.Conn, listenPath, logPath string) (*consoleRel
 			ln.Close()
 			return nil, err
 		}
+		if fi, err := r.log.Stat(); err == nil {
+			r.logSize = fi.Size()
+		}
 	}
 	go r.fromGuest()
 	go r.accept()
@@ -131,9 +159,7 @@ func (r *consoleRelay) fromGuest() {
 	for {
 		n, err := r.serial.Read(buf)
 		if n > 0 {
-			if r.log != nil {
-				_, _ = r.log.Write(buf[:n])
-			}
+			r.writeLog(buf[:n])
 			r.mu.Lock()
 			c := r.client
 			r.mu.Unlock()

@@ -111,3 +111,18 @@ func TestConsoleRelaySlowClientGetsEverything(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want.String(), string(got))
 }
+
+func TestConsoleLogRotates(t *testing.T) {
+	r, qemu, _, logPath := relayFixture(t)
+	chunk := bytes.Repeat([]byte("y"), 64<<10)
+	for range (maxLog / len(chunk)) + 2 {
+		_, err := qemu.Write(chunk)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		old, err1 := os.Stat(logPath + ".1")
+		cur, err2 := os.Stat(logPath)
+		return err1 == nil && err2 == nil && old.Size()+cur.Size() == int64(maxLog/len(chunk)+2)*int64(len(chunk))
+	}, 5*time.Second, 10*time.Millisecond)
+	_ = r
+}
