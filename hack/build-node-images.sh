@@ -9,7 +9,9 @@
 #   2. the libvirt-qemu user and group libvirtd 9.0 looks up even when it runs QEMU as root (from
 #      libvirt-daemon-system, which would drag in systemd: created by hand instead);
 #      docs, man pages, locales and apt's lists removed;
-#   3. virt-launcher (cgo, linked against the same Debian's libvirt) and virt-handler;
+#   3. virt-launcher (cgo, linked against the same Debian's libvirt), virt-handler and the
+#      static hangar-copy (the launcher pod's init containers run it inside kernelBoot and
+#      containerDisk images);
 #   4. hangar.local/virt-launcher:TAG and hangar.local/virt-handler:TAG (TAG: dev) written
 #      by the cluster's imagebuild and, when the local cluster runs, imported into its
 #      containerd (hack/cluster/image.sh).
@@ -54,7 +56,8 @@ install_deps() {
 
 build_binaries() {
   mkdir -p "$ROOT/_output/bin"
-  (cd "$ROOT" && go build -o _output/bin/virt-launcher ./cmd/virt-launcher && go build -o _output/bin/virt-handler ./cmd/virt-handler)
+  (cd "$ROOT" && go build -o _output/bin/virt-launcher ./cmd/virt-launcher && go build -o _output/bin/virt-handler ./cmd/virt-handler &&
+    CGO_ENABLED=0 go build -o _output/bin/hangar-copy ./cmd/hangar-copy)
 }
 
 bootstrap() {
@@ -94,6 +97,7 @@ configure_rootfs() {
   rm -f "$ROOTFS/etc/resolv.conf" "$ROOTFS/etc/hostname"
   install -m 0755 "$ROOT/_output/bin/virt-launcher" "$ROOTFS/usr/bin/virt-launcher"
   install -m 0755 "$ROOT/_output/bin/virt-handler" "$ROOTFS/usr/bin/virt-handler"
+  install -m 0755 "$ROOT/_output/bin/hangar-copy" "$ROOTFS/usr/bin/hangar-copy"
   log "root file system: $(du -sh "$ROOTFS" | cut -f1)"
 }
 

@@ -1,6 +1,8 @@
 // Package launcherpod turns a VirtualMachineInstance into the pod that runs it: the
 // virt-launcher container, sized for the guest plus the virtualization overhead, scheduled
-// where the instance asks, with the socket directory virt-handler talks to it through.
+// where the instance asks, with the socket directory virt-handler talks to it through, and
+// with the guest's files: kernelBoot and containerDisk images copied in by init containers,
+// persistentVolumeClaims mounted (volumes.go).
 package launcherpod
 
 import (
@@ -25,6 +27,9 @@ const (
 	ComputeContainer = "compute"
 	// KVMResource is the device-plugin resource that exposes /dev/kvm to an unprivileged pod.
 	KVMResource corev1.ResourceName = "devices.kubevirt.io/kvm"
+	// TunResource is the device-plugin resource that exposes /dev/net/tun, for the taps of
+	// the guest's interfaces.
+	TunResource corev1.ResourceName = "devices.kubevirt.io/tun"
 	// SocketVolume is the volume of the handler/launcher socket directory.
 	SocketVolume = "sockets"
 	// SocketMountPath is where the launcher finds its socket directory.
@@ -124,6 +129,10 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 		r.Requests[KVMResource] = resource.MustParse("1")
 		r.Limits[KVMResource] = resource.MustParse("1")
 	}
+	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
+		r.Requests[TunResource] = resource.MustParse("1")
+		r.Limits[TunResource] = resource.MustParse("1")
+	}
 	if len(r.Limits) == 0 {
 		r.Limits = nil
 	}
@@ -133,6 +142,11 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 // Build returns the launcher pod of vmi under the configuration cfg.
 func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.Pod, error) {
 	res, err := Resources(vmi, cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	files, err := buildGuestFiles(vmi, cfg.LauncherImage, isGuaranteed(res))
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +198,8 @@ func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.P
 			Tolerations:                  copyTolerations(vmi.Spec.Tolerations),
 			SchedulerName:                vmi.Spec.SchedulerName,
 			PriorityClassName:            vmi.Spec.PriorityClassName,
+			ImagePullSecrets:             files.pullSecrets,
+			InitContainers:               files.initContainers,
 			Containers: []corev1.Container{{
 				Name:            ComputeContainer,
 				Image:           cfg.LauncherImage,
@@ -202,15 +218,15 @@ func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.P
 					Privileged:               ptr.To(false),
 					AllowPrivilegeEscalation: ptr.To(false),
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}},
+				VolumeMounts: append([]corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}}, files.mounts...),
 			}},
-			Volumes: []corev1.Volume{{
+			Volumes: append([]corev1.Volume{{
 				Name: SocketVolume,
 				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 					Path: HostSocketDir(cfg, vmi),
 					Type: ptr.To(corev1.HostPathDirectoryOrCreate),
 				}},
-			}},
+			}}, files.volumes...),
 		},
 	}
 	return pod, nil

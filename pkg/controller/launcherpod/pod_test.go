@@ -72,6 +72,27 @@ func TestResources(t *testing.T) {
 			want:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("128Mi"), corev1.ResourceCPU: q("1500m")}},
 		},
 		{
+			name: "an interface asks for the tun device, requested and limited alike",
+			vmi: func(vmi *v1.VirtualMachineInstance) {
+				vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default"}}
+			},
+			want: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), KVMResource: q("1"), TunResource: q("1")},
+				Limits:   corev1.ResourceList{KVMResource: q("1"), TunResource: q("1")},
+			},
+		},
+		{
+			name: "an interface under emulation: tun without KVM",
+			vmi: func(vmi *v1.VirtualMachineInstance) {
+				vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default"}}
+			},
+			emulation: true,
+			want: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), TunResource: q("1")},
+				Limits:   corev1.ResourceList{TunResource: q("1")},
+			},
+		},
+		{
 			name:    "no memory size at all",
 			vmi:     func(vmi *v1.VirtualMachineInstance) { vmi.Spec.Domain.Resources.Requests = nil },
 			wantErr: true,

@@ -1,0 +1,219 @@
+package launcherpod
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+)
+
+// Where the launcher (pkg/launcher, cmd/virt-launcher's defaults and domain.DefaultLayout)
+// looks for the guest's files inside the compute container.
+const (
+	// KernelBootMountPath holds the kernelBoot image's files at their paths in the image:
+	// the kernel at <KernelBootMountPath>/<kernelPath>.
+	KernelBootMountPath = "/var/run/hangar/kernel-boot"
+	// ContainerDiskMountPath holds, per containerDisk volume, <path>/<volume>/ with the image's
+	// files at their paths in the image: <volume>/disk/<file>, or <volume>/<containerDisk.path>.
+	ContainerDiskMountPath = "/var/run/hangar/container-disks"
+	// PVCMountDir holds one directory per filesystem persistentVolumeClaim volume, with the
+	// guest's image at <PVCMountDir>/<volume>/disk.img, as in KubeVirt.
+	PVCMountDir = "/var/run/kubevirt-private/vmi-disks"
+)
+
+// The copy helper: kernelBoot and containerDisk images may have no shell and no cp, so a
+// first init container puts the launcher image's static hangar-copy (cmd/hangar-copy) into an
+// emptyDir, and one init container per image runs it from there.
+const (
+	// CopyHelperImagePath is hangar-copy in the virt-launcher image.
+	CopyHelperImagePath = "/usr/bin/hangar-copy"
+	// CopyHelperDir is where the init containers mount the helper's emptyDir.
+	CopyHelperDir = "/var/run/hangar/bin"
+	// CopyHelperContainer is the init container that installs the helper.
+	CopyHelperContainer = "install-copy-helper"
+	// KernelBootContainer is the init container that copies the kernelBoot image's files.
+	KernelBootContainer = "kernel-boot"
+	// ContainerDiskContainerPrefix starts the name of a containerDisk's init container.
+	ContainerDiskContainerPrefix = "container-disk-"
+)
+
+// Pod volumes of the launcher's own; persistentVolumeClaim volumes are named as the
+// instance's volumes are (as in KubeVirt), so an instance volume may not take these names.
+const (
+	CopyHelperVolume    = "hangar-copy-helper"
+	KernelBootVolume    = "hangar-kernel-boot"
+	ContainerDiskVolume = "hangar-container-disks"
+)
+
+// copyUser is the user the copying init containers run as: KubeVirt's qemu user, whose
+// containerDisk images are made readable to (KubeVirt documents chown 107:107).
+const copyUser int64 = 107
+
+// guestFiles is what the instance's storage and kernel adds to the launcher pod.
+type guestFiles struct {
+	initContainers []corev1.Container
+	volumes        []corev1.Volume
+	mounts         []corev1.VolumeMount // of the compute container
+	pullSecrets    []corev1.LocalObjectReference
+}
+
+// buildGuestFiles makes the init containers, volumes and compute mounts that bring the
+// kernelBoot image's files, the containerDisks and the persistentVolumeClaims to the launcher.
+func buildGuestFiles(vmi *v1.VirtualMachineInstance, launcherImage string, guaranteed bool) (guestFiles, error) {
+	var g guestFiles
+	reserved := map[string]bool{SocketVolume: true, CopyHelperVolume: true, KernelBootVolume: true, ContainerDiskVolume: true}
+	var copies []corev1.Container
+	containerDisks := false
+	addSecret := func(name string) {
+		if name == "" {
+			return
+		}
+		for _, s := range g.pullSecrets {
+			if s.Name == name {
+				return
+			}
+		}
+		g.pullSecrets = append(g.pullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
+		kb := fw.KernelBoot.Container
+		if kb.Image == "" {
+			return g, fmt.Errorf("instance %s/%s: kernelBoot container has no image", vmi.Namespace, vmi.Name)
+		}
+		var files []string
+		for _, p := range []string{kb.KernelPath, kb.InitrdPath} {
+			if p != "" {
+				files = append(files, p)
+			}
+		}
+		if len(files) == 0 {
+			return g, fmt.Errorf("instance %s/%s: kernelBoot container has neither kernelPath nor initrdPath", vmi.Namespace, vmi.Name)
+		}
+		copies = append(copies, copyContainer(KernelBootContainer, kb.Image, kb.ImagePullPolicy, KernelBootVolume, KernelBootMountPath, KernelBootMountPath, files, guaranteed))
+		g.volumes = append(g.volumes, emptyDir(KernelBootVolume))
+		g.mounts = append(g.mounts, corev1.VolumeMount{Name: KernelBootVolume, MountPath: KernelBootMountPath, ReadOnly: true})
+		addSecret(kb.ImagePullSecret)
+	}
+
+	for i, vol := range vmi.Spec.Volumes {
+		switch {
+		case vol.ContainerDisk != nil:
+			cd := vol.ContainerDisk
+			if cd.Image == "" {
+				return g, fmt.Errorf("instance %s/%s: containerDisk %s has no image", vmi.Namespace, vmi.Name, vol.Name)
+			}
+			src := "/disk" // KubeVirt's layout: the one file under /disk
+			if cd.Path != "" {
+				src = cd.Path
+			}
+			name := ContainerDiskContainerPrefix + vol.Name
+			if len(name) > 63 { // a container name is a DNS label
+				name = fmt.Sprintf("%s%d", ContainerDiskContainerPrefix, i)
+			}
+			dest := path.Join(ContainerDiskMountPath, path.Clean("/"+vol.Name))
+			copies = append(copies, copyContainer(name, cd.Image, cd.ImagePullPolicy, ContainerDiskVolume, ContainerDiskMountPath, dest, []string{src}, guaranteed))
+			addSecret(cd.ImagePullSecret)
+			containerDisks = true
+		case vol.PersistentVolumeClaim != nil:
+			if reserved[vol.Name] {
+				return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
+			}
+			// Filesystem claims only: a block claim needs volumeDevices at /dev/<volume>, and
+			// only the claim's volumeMode says which it is.
+			g.volumes = append(g.volumes, corev1.Volume{
+				Name:         vol.Name,
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource.DeepCopy()},
+			})
+			g.mounts = append(g.mounts, corev1.VolumeMount{
+				Name:      vol.Name,
+				MountPath: path.Join(PVCMountDir, vol.Name),
+				ReadOnly:  vol.PersistentVolumeClaim.ReadOnly,
+			})
+		}
+	}
+	if containerDisks {
+		g.volumes = append(g.volumes, emptyDir(ContainerDiskVolume))
+		g.mounts = append(g.mounts, corev1.VolumeMount{Name: ContainerDiskVolume, MountPath: ContainerDiskMountPath, ReadOnly: true})
+	}
+
+	if len(copies) > 0 {
+		install := corev1.Container{
+			Name:            CopyHelperContainer,
+			Image:           launcherImage,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:         []string{CopyHelperImagePath, "-install", CopyHelperDir},
+			Resources:       copyResources(guaranteed),
+			SecurityContext: copySecurityContext(),
+			VolumeMounts:    []corev1.VolumeMount{{Name: CopyHelperVolume, MountPath: CopyHelperDir}},
+		}
+		g.initContainers = append([]corev1.Container{install}, copies...)
+		g.volumes = append([]corev1.Volume{emptyDir(CopyHelperVolume)}, g.volumes...)
+	}
+	return g, nil
+}
+
+// copyContainer is an init container that runs image with the copy helper and copies the
+// image's files to dest, below the emptyDir volume mounted at mountPath.
+func copyContainer(name, image string, pull corev1.PullPolicy, volume, mountPath, dest string, files []string, guaranteed bool) corev1.Container {
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	return corev1.Container{
+		Name:            name,
+		Image:           image,
+		ImagePullPolicy: pull,
+		Command:         append([]string{path.Join(CopyHelperDir, "hangar-copy"), dest}, files...),
+		Resources:       copyResources(guaranteed),
+		SecurityContext: copySecurityContext(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: CopyHelperVolume, MountPath: CopyHelperDir, ReadOnly: true},
+			{Name: volume, MountPath: mountPath},
+		},
+	}
+}
+
+// copySecurityContext: the copies need no privilege at all.
+func copySecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		RunAsUser:                ptr.To(copyUser),
+		RunAsGroup:               ptr.To(copyUser),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// copyResources keeps the copies small. A guaranteed compute container keeps the pod in the
+// Guaranteed QoS class only if every init container's limits equal its requests too.
+func copyResources(guaranteed bool) corev1.ResourceRequirements {
+	if guaranteed {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("40Mi")}
+		return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("40Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("40Mi")},
+	}
+}
+
+// isGuaranteed reports whether r sets limits equal to requests for CPU and memory.
+func isGuaranteed(r corev1.ResourceRequirements) bool {
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, ok1 := r.Requests[n]
+		lim, ok2 := r.Limits[n]
+		if !ok1 || !ok2 || req.Cmp(lim) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}

@@ -1,0 +1,236 @@
+package launcherpod
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/config"
+)
+
+// initContainer is the part of an init container these tests pin down.
+type initContainer struct {
+	name    string
+	image   string
+	pull    corev1.PullPolicy
+	command []string
+	mounts  []corev1.VolumeMount
+}
+
+const helper = CopyHelperDir + "/hangar-copy"
+
+var (
+	installHelper = initContainer{
+		name: CopyHelperContainer, image: "reg/launcher:v1", pull: corev1.PullIfNotPresent,
+		command: []string{"/usr/bin/hangar-copy", "-install", "/var/run/hangar/bin"},
+		mounts:  []corev1.VolumeMount{{Name: CopyHelperVolume, MountPath: "/var/run/hangar/bin"}},
+	}
+	helperMount = corev1.VolumeMount{Name: CopyHelperVolume, MountPath: "/var/run/hangar/bin", ReadOnly: true}
+	socketMount = corev1.VolumeMount{Name: SocketVolume, MountPath: SocketMountPath}
+)
+
+func kernelBoot(c *v1.KernelBootContainer) func(*v1.VirtualMachineInstance) {
+	return func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{Container: c}}
+	}
+}
+
+func withVolumes(vols ...v1.Volume) func(*v1.VirtualMachineInstance) {
+	return func(vmi *v1.VirtualMachineInstance) { vmi.Spec.Volumes = vols }
+}
+
+func pvc(name, claim string, readOnly bool) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly},
+	}}}
+}
+
+func containerDisk(name string, src v1.ContainerDiskSource) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{ContainerDisk: &src}}
+}
+
+func TestBuildGuestFiles(t *testing.T) {
+	tests := []struct {
+		name        string
+		vmi         func(*v1.VirtualMachineInstance)
+		wantInit    []initContainer
+		wantVolumes map[string]corev1.VolumeSource // besides the socket directory
+		wantMounts  []corev1.VolumeMount           // of the compute container, besides the sockets
+		wantSecrets []string
+		wantErr     string
+	}{
+		{
+			name: "no kernelBoot, containerDisk or claim: no init containers, no volumes",
+		},
+		{
+			name: "kernelBoot: helper, then the image copies kernel and initrd to the kernel-boot directory",
+			vmi: kernelBoot(&v1.KernelBootContainer{
+				Image: "reg/kernel:v1", KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initramfs.cpio.gz",
+				ImagePullPolicy: corev1.PullAlways, ImagePullSecret: "regcred",
+			}),
+			wantInit: []initContainer{installHelper, {
+				name: KernelBootContainer, image: "reg/kernel:v1", pull: corev1.PullAlways,
+				command: []string{helper, "/var/run/hangar/kernel-boot", "/boot/vmlinux", "/boot/initramfs.cpio.gz"},
+				mounts:  []corev1.VolumeMount{helperMount, {Name: KernelBootVolume, MountPath: "/var/run/hangar/kernel-boot"}},
+			}},
+			wantVolumes: map[string]corev1.VolumeSource{
+				CopyHelperVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+				KernelBootVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			},
+			wantMounts:  []corev1.VolumeMount{{Name: KernelBootVolume, MountPath: "/var/run/hangar/kernel-boot", ReadOnly: true}},
+			wantSecrets: []string{"regcred"},
+		},
+		{
+			name: "kernelBoot without initrd copies the kernel only, pulling IfNotPresent",
+			vmi:  kernelBoot(&v1.KernelBootContainer{Image: "reg/kernel:v1", KernelPath: "/vmlinuz"}),
+			wantInit: []initContainer{installHelper, {
+				name: KernelBootContainer, image: "reg/kernel:v1", pull: corev1.PullIfNotPresent,
+				command: []string{helper, "/var/run/hangar/kernel-boot", "/vmlinuz"},
+				mounts:  []corev1.VolumeMount{helperMount, {Name: KernelBootVolume, MountPath: "/var/run/hangar/kernel-boot"}},
+			}},
+			wantVolumes: map[string]corev1.VolumeSource{
+				CopyHelperVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+				KernelBootVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			},
+			wantMounts: []corev1.VolumeMount{{Name: KernelBootVolume, MountPath: "/var/run/hangar/kernel-boot", ReadOnly: true}},
+		},
+		{
+			name: "containerDisks: /disk, or the given path, under the volume's directory; one shared emptyDir",
+			vmi: withVolumes(
+				containerDisk("rootdisk", v1.ContainerDiskSource{Image: "reg/debian:12", ImagePullSecret: "regcred"}),
+				containerDisk("data", v1.ContainerDiskSource{Image: "reg/data:1", Path: "/images/data.qcow2", ImagePullPolicy: corev1.PullNever, ImagePullSecret: "regcred"}),
+			),
+			wantInit: []initContainer{installHelper, {
+				name: "container-disk-rootdisk", image: "reg/debian:12", pull: corev1.PullIfNotPresent,
+				command: []string{helper, "/var/run/hangar/container-disks/rootdisk", "/disk"},
+				mounts:  []corev1.VolumeMount{helperMount, {Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks"}},
+			}, {
+				name: "container-disk-data", image: "reg/data:1", pull: corev1.PullNever,
+				command: []string{helper, "/var/run/hangar/container-disks/data", "/images/data.qcow2"},
+				mounts:  []corev1.VolumeMount{helperMount, {Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks"}},
+			}},
+			wantVolumes: map[string]corev1.VolumeSource{
+				CopyHelperVolume:    {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+				ContainerDiskVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			},
+			wantMounts:  []corev1.VolumeMount{{Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks", ReadOnly: true}},
+			wantSecrets: []string{"regcred"},
+		},
+		{
+			name: "a containerDisk name too long for a container name falls back to its index",
+			vmi:  withVolumes(containerDisk("a-volume-name-that-is-much-too-long-for-a-container-name-0123456789", v1.ContainerDiskSource{Image: "reg/d:1"})),
+			wantInit: []initContainer{installHelper, {
+				name: "container-disk-0", image: "reg/d:1", pull: corev1.PullIfNotPresent,
+				command: []string{helper, "/var/run/hangar/container-disks/a-volume-name-that-is-much-too-long-for-a-container-name-0123456789", "/disk"},
+				mounts:  []corev1.VolumeMount{helperMount, {Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks"}},
+			}},
+			wantVolumes: map[string]corev1.VolumeSource{
+				CopyHelperVolume:    {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+				ContainerDiskVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			},
+			wantMounts: []corev1.VolumeMount{{Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks", ReadOnly: true}},
+		},
+		{
+			name: "filesystem claims are mounted in the volume's vmi-disks directory, read-only when asked; no init containers",
+			vmi:  withVolumes(pvc("rootdisk", "claim-a", false), pvc("iso", "claim-b", true)),
+			wantVolumes: map[string]corev1.VolumeSource{
+				"rootdisk": {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-a"}},
+				"iso":      {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-b", ReadOnly: true}},
+			},
+			wantMounts: []corev1.VolumeMount{
+				{Name: "rootdisk", MountPath: "/var/run/kubevirt-private/vmi-disks/rootdisk"},
+				{Name: "iso", MountPath: "/var/run/kubevirt-private/vmi-disks/iso", ReadOnly: true},
+			},
+		},
+		{
+			name:    "a claim may not take the name of a launcher volume",
+			vmi:     withVolumes(pvc(SocketVolume, "claim-a", false)),
+			wantErr: "reserved",
+		},
+		{
+			name:    "kernelBoot needs an image",
+			vmi:     kernelBoot(&v1.KernelBootContainer{KernelPath: "/vmlinuz"}),
+			wantErr: "no image",
+		},
+		{
+			name:    "kernelBoot needs a file to copy",
+			vmi:     kernelBoot(&v1.KernelBootContainer{Image: "reg/kernel:v1"}),
+			wantErr: "neither kernelPath nor initrdPath",
+		},
+		{
+			name:    "a containerDisk needs an image",
+			vmi:     withVolumes(containerDisk("rootdisk", v1.ContainerDiskSource{})),
+			wantErr: "no image",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Defaults()
+			cfg.LauncherImage = "reg/launcher:v1"
+			pod, err := Build(testVMI(tt.vmi), &cfg)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			spec := pod.Spec
+
+			var gotInit []initContainer
+			for _, c := range spec.InitContainers {
+				gotInit = append(gotInit, initContainer{name: c.Name, image: c.Image, pull: c.ImagePullPolicy, command: c.Command, mounts: c.VolumeMounts})
+				sc := c.SecurityContext
+				require.NotNil(t, sc, c.Name)
+				assert.False(t, *sc.Privileged, c.Name)
+				assert.False(t, *sc.AllowPrivilegeEscalation, c.Name)
+				assert.True(t, *sc.RunAsNonRoot, c.Name)
+				assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop, c.Name)
+				assert.Empty(t, sc.Capabilities.Add, c.Name)
+				assertList(t, corev1.ResourceList{corev1.ResourceCPU: q("10m"), corev1.ResourceMemory: q("40Mi")}, c.Resources.Requests, c.Name+" requests")
+			}
+			assert.Equal(t, tt.wantInit, gotInit)
+
+			require.NotEmpty(t, spec.Volumes)
+			assert.Equal(t, SocketVolume, spec.Volumes[0].Name)
+			gotVolumes := map[string]corev1.VolumeSource{}
+			for _, v := range spec.Volumes[1:] {
+				gotVolumes[v.Name] = v.VolumeSource
+			}
+			if tt.wantVolumes == nil {
+				tt.wantVolumes = map[string]corev1.VolumeSource{}
+			}
+			assert.Equal(t, tt.wantVolumes, gotVolumes)
+
+			c := spec.Containers[0]
+			assert.Equal(t, append([]corev1.VolumeMount{socketMount}, tt.wantMounts...), c.VolumeMounts)
+			assert.False(t, *c.SecurityContext.Privileged)
+			assert.Nil(t, c.SecurityContext.Capabilities)
+			assert.False(t, spec.HostNetwork)
+
+			var secrets []string
+			for _, s := range spec.ImagePullSecrets {
+				secrets = append(secrets, s.Name)
+			}
+			assert.Equal(t, tt.wantSecrets, secrets)
+		})
+	}
+}
+
+// A compute container with limits equal to its requests keeps the pod Guaranteed only if the
+// init containers' limits equal their requests as well.
+func TestCopyResourcesKeepGuaranteedQoS(t *testing.T) {
+	cfg := config.Defaults()
+	pod, err := Build(testVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
+		vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
+		kernelBoot(&v1.KernelBootContainer{Image: "reg/kernel:v1", KernelPath: "/vmlinuz"})(vmi)
+	}), &cfg)
+	require.NoError(t, err)
+	require.True(t, isGuaranteed(pod.Spec.Containers[0].Resources))
+	require.Len(t, pod.Spec.InitContainers, 2)
+	for _, c := range pod.Spec.InitContainers {
+		assert.True(t, isGuaranteed(c.Resources), c.Name)
+	}
+}
