@@ -24,6 +24,11 @@ build_static() {
 	CGO_ENABLED=0 go -C "${dir}" build -o "${IMAGE_BIN_DIR}/${name}" "${pkg}"
 }
 
+# The kernelBoot guest of the demo VM and the end-to-end tests (hack/guest/build-kernelboot.sh).
+DEMO_GUEST_IMAGE=hangar.local/kernelboot-guest:dev
+# The node images keep the tag dev; a changed handler image restarts the DaemonSet.
+HANDLER_IMAGE_CHANGED=false
+
 # Images are tagged with their content's hash, so a changed binary rolls its pods and an
 # unchanged one leaves them alone. IMAGE_TAGS maps the overlay's image to the built one.
 declare -A IMAGE_TAGS
@@ -45,6 +50,19 @@ build_images() {
 	build_binary_image virt-api
 	build_binary_image etcd
 	build_binary_image virt-controller
+	# The node images (launcher and handler, cgo against Debian's libvirt) and the demo guest.
+	"${REPO_ROOT}/hack/install-node-deps.sh"
+	local before
+	before="$(image_digest hangar.local/virt-handler:dev)"
+	"${REPO_ROOT}/hack/build-node-images.sh" dev
+	[[ "$(image_digest hangar.local/virt-handler:dev)" == "${before}" ]] || HANDLER_IMAGE_CHANGED=true
+	"${REPO_ROOT}/hack/guest/build-kernelboot.sh"
+	"${REPO_ROOT}/hack/cluster/image.sh" "${DEMO_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/kernelboot-rootfs"
+}
+
+# image_digest prints the digest containerd holds for an image, or nothing.
+image_digest() {
+	ctr --address "${CONTAINERD_SOCKET}" --namespace k8s.io images ls "name==$1" 2>/dev/null | awk 'NR > 1 { print $3 }'
 }
 
 # rendered_manifests prints the local overlay with the images just built.
@@ -63,14 +81,27 @@ make_certificates() {
 	new_ca hangar-ca "hangar-ca"
 	new_cert virt-api hangar-ca "/CN=virt-api.hangar.svc" serverAuth \
 		"DNS:virt-api.hangar.svc,DNS:virt-api.hangar.svc.cluster.local,DNS:virt-api.hangar,DNS:virt-api"
+	# virt-api reaches handlers by pod IP and checks the name virt-handler; handlers admit the
+	# client certificate named virt-api.
+	new_cert virt-handler hangar-ca "/CN=virt-handler" serverAuth "DNS:virt-handler"
+	new_cert virt-api-handler-client hangar-ca "/CN=virt-api" clientAuth
+}
+
+# apply_tls_secret NAME CERT: a Secret with tls.crt, tls.key and the CA as ca.crt.
+apply_tls_secret() {
+	local name="$1" cert="$2"
+	kubectl_admin -n hangar create secret generic "${name}" --type=kubernetes.io/tls \
+		--from-file=tls.crt="${PKI_DIR}/${cert}.crt" --from-file=tls.key="${PKI_DIR}/${cert}.key" \
+		--from-file=ca.crt="${PKI_DIR}/hangar-ca.crt" \
+		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 }
 
 # apply_prerequisites creates what the manifests refer to but do not contain.
 apply_prerequisites() {
 	kubectl_admin apply -f "${REPO_ROOT}/artifacts/base/namespace.yaml" >/dev/null
-	kubectl_admin -n hangar create secret tls virt-api-tls \
-		--cert="${PKI_DIR}/virt-api.crt" --key="${PKI_DIR}/virt-api.key" \
-		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+	apply_tls_secret virt-api-tls virt-api
+	apply_tls_secret virt-handler-tls virt-handler
+	apply_tls_secret virt-api-handler-client virt-api-handler-client
 
 	local volume="${HANGAR_DIR}/volumes/etcd-0"
 	mkdir -p "${volume}"
@@ -118,6 +149,10 @@ wait_ready() {
 	kubectl_admin -n hangar rollout status statefulset/hangar-etcd --timeout=180s >/dev/null
 	kubectl_admin -n hangar rollout status deployment/virt-api --timeout=180s >/dev/null
 	kubectl_admin -n hangar rollout status deployment/virt-controller --timeout=180s >/dev/null
+	if [[ ${HANDLER_IMAGE_CHANGED} == true ]]; then
+		kubectl_admin -n hangar rollout restart daemonset/virt-handler >/dev/null
+	fi
+	kubectl_admin -n hangar rollout status daemonset/virt-handler --timeout=180s >/dev/null
 	kubectl_admin wait --for=condition=Available --timeout=120s \
 		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io apiservice/v1.subresources.kubevirt.io >/dev/null
 }
