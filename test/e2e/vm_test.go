@@ -1,0 +1,243 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gwebsocket "github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientwebsocket "k8s.io/client-go/transport/websocket"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+)
+
+// guestImage is the kernelBoot test guest hack/deploy.sh imports (hack/guest/build-kernelboot.sh).
+const guestImage = "hangar.local/kernelboot-guest:dev"
+
+// banner is what the test guest prints on its serial console when it has booted.
+const banner = "HANGAR-GUEST-READY"
+
+func guestSpec() v1.VirtualMachineInstanceSpec {
+	return v1.VirtualMachineInstanceSpec{
+		Domain: v1.DomainSpec{
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
+			Firmware: &v1.Firmware{KernelBoot: &v1.KernelBoot{
+				KernelArgs: "console=ttyS0 quiet no_timer_check",
+				Container: &v1.KernelBootContainer{Image: guestImage, ImagePullPolicy: corev1.PullNever,
+					KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initramfs.cpio.gz"},
+			}},
+		},
+		TerminationGracePeriodSeconds: ptr.To[int64](5),
+	}
+}
+
+// openStream opens an instance's console or VNC through kube-apiserver, as virtctl does.
+func openStream(t *testing.T, ns, name, stream string) *gwebsocket.Conn {
+	t.Helper()
+	rt, holder, err := clientwebsocket.RoundTripperFor(config)
+	require.NoError(t, err)
+	var conn *gwebsocket.Conn
+	require.Eventually(t, func() bool {
+		req, _ := http.NewRequest(http.MethodGet,
+			config.Host+"/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+name+"/"+stream, nil)
+		conn, err = clientwebsocket.Negotiate(rt, holder, req, "plain.kubevirt.io")
+		return err == nil
+	}, 60*time.Second, 200*time.Millisecond, "open %s: %v", stream, err)
+	return conn
+}
+
+// stream collects what an instance's console or VNC sends, for the test to look at.
+type stream struct {
+	conn *gwebsocket.Conn
+	mu   sync.Mutex
+	seen strings.Builder
+}
+
+// attach opens a stream and reads it in the background until it closes.
+func attach(t *testing.T, ns, name, which string) *stream {
+	t.Helper()
+	s := &stream{conn: openStream(t, ns, name, which)}
+	t.Cleanup(func() { s.conn.Close() })
+	go func() {
+		for {
+			_, data, err := s.conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.seen.Write(data)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *stream) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen.String()
+}
+
+// waitFor waits until want has come.
+func (s *stream) waitFor(t *testing.T, want string, timeout time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool { return strings.Contains(s.output(), want) },
+		timeout, 50*time.Millisecond, "waiting for %q; saw %q", want, s.output())
+}
+
+// typeUntil types a command until its answer shows: a starting shell may drop the first.
+func (s *stream) typeUntil(t *testing.T, command, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.output(), want) {
+		require.True(t, time.Now().Before(deadline), "no %q after typing %q; saw %q", want, command, s.output())
+		require.NoError(t, s.conn.WriteMessage(gwebsocket.BinaryMessage, []byte(command+"\r")))
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && !strings.Contains(s.output(), want); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func waitVMI(t *testing.T, ns, name string, timeout time.Duration, ok func(*v1.VirtualMachineInstance) bool) *v1.VirtualMachineInstance {
+	t.Helper()
+	var vmi *v1.VirtualMachineInstance
+	require.Eventually(t, func() bool {
+		got, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		vmi = got
+		return ok(got)
+	}, timeout, 250*time.Millisecond, "instance %s/%s: %+v", ns, name, vmi)
+	return vmi
+}
+
+// TestVMIBoots boots a guest (TCG) on the local cluster: Running with an address, a console
+// that shows the banner and answers a command, a VNC display, and deletion that stops QEMU and
+// the pod within the grace period.
+func TestVMIBoots(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-boot")
+	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
+	_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "guest"}, Spec: guestSpec()}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	console := attach(t, ns, "guest", "console") // waits for Running, then the guest boots
+	vmi := waitVMI(t, ns, "guest", 60*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return v.Status.Phase == v1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+	})
+	console.typeUntil(t, "echo e2e-$((40+2))", "e2e-42")
+
+	vnc := attach(t, ns, "guest", "vnc")
+	vnc.waitFor(t, "RFB 003.008", 10*time.Second)
+
+	start := time.Now()
+	require.NoError(t, vmis.Delete(ctx, "guest", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := vmis.Get(ctx, "guest", metav1.GetOptions{})
+		return apierrors.IsNotFound(err) && len(launcherPods(t, ns, vmi.UID)) == 0
+	}, 60*time.Second, 250*time.Millisecond, "the instance and its launcher pod go")
+	t.Logf("deleted in %v (grace period 5 s)", time.Since(start))
+	out, _ := exec.Command("pgrep", "-f", "guest="+ns+"_guest").CombinedOutput()
+	assert.Empty(t, strings.TrimSpace(string(out)), "QEMU is gone")
+}
+
+// TestKilledQEMUFailsTheInstance kills the guest's QEMU on the node: the instance fails.
+func TestKilledQEMUFailsTheInstance(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-crash")
+	_, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "victim"}, Spec: guestSpec()}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitVMI(t, ns, "victim", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	out, err := exec.Command("pkill", "-9", "-f", "guest="+ns+"_victim").CombinedOutput()
+	require.NoError(t, err, "kill QEMU: %s", out)
+	vmi := waitVMI(t, ns, "victim", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Failed })
+	assert.NotEmpty(t, vmi.Status.Reason)
+}
+
+// TestVMLifecycleWithActions drives a VM as a user does with virtctl: start, the banner on the
+// console, restart (a new instance, the banner again), stop; STATUS follows in kubectl get.
+func TestVMLifecycleWithActions(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-actions")
+	_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "vm"},
+		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyHalted),
+			Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: guestSpec()}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	status := func() string {
+		out, err := kubectl(t, "-n", ns, "get", "vm", "vm", "-o", "jsonpath={.status.printableStatus}")
+		require.NoError(t, err, out)
+		return out
+	}
+	require.Eventually(t, func() bool { return status() == "Stopped" }, 30*time.Second, 250*time.Millisecond)
+
+	out, err := virtctl(t, "-n", ns, "start", "vm")
+	require.NoError(t, err, out)
+	console := attach(t, ns, "vm", "console")
+	console.waitFor(t, banner, 60*time.Second)
+	first := waitVMI(t, ns, "vm", 30*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	require.Eventually(t, func() bool { return status() == "Running" }, 30*time.Second, 250*time.Millisecond)
+
+	out, err = virtctl(t, "-n", ns, "restart", "vm")
+	require.NoError(t, err, out)
+	second := waitVMI(t, ns, "vm", 90*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return v.UID != first.UID && v.Status.Phase == v1.Running
+	})
+	assert.NotEqual(t, first.UID, second.UID, "a restart makes a new instance")
+	attach(t, ns, "vm", "console").typeUntil(t, "echo again-$((1+1))", "again-2")
+
+	out, err = virtctl(t, "-n", ns, "stop", "vm")
+	require.NoError(t, err, out)
+	require.Eventually(t, func() bool { return status() == "Stopped" }, 90*time.Second, 250*time.Millisecond)
+}
+
+// virtctl runs the project's virtctl against the cluster.
+func virtctl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"run", "../../cmd/virtctl", "--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// TestHandlerRestartKeepsGuests restarts virt-handler under a running guest: the guest goes
+// on undisturbed and its console works through the new handler.
+func TestHandlerRestartKeepsGuests(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-handler")
+	_, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "steady"}, Spec: guestSpec()}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	before := waitVMI(t, ns, "steady", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	attach(t, ns, "steady", "console").typeUntil(t, "echo before-$((2*3))", "before-6")
+	pods := launcherPods(t, ns, before.UID)
+	require.Len(t, pods, 1)
+
+	handler := "app.kubernetes.io/name=virt-handler"
+	require.NoError(t, kube.CoreV1().Pods("hangar").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: handler}))
+	waitReady(t, handler, 1)
+
+	after, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "steady", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.Running, after.Status.Phase)
+	assert.Equal(t, before.UID, after.UID)
+	again := launcherPods(t, ns, before.UID)
+	require.Len(t, again, 1)
+	assert.Equal(t, pods[0].UID, again[0].UID, "the launcher pod is the same")
+	assert.Zero(t, again[0].Status.ContainerStatuses[0].RestartCount)
+	attach(t, ns, "steady", "console").typeUntil(t, "echo after-$((3*3))", "after-9")
+}
