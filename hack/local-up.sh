@@ -9,13 +9,19 @@ start=${SECONDS}
 hack/cluster/up.sh
 hack/deploy.sh
 go build -o _output/bin/virtctl ./cmd/virtctl
+
+# The demo VM: a small guest booted from a kernel (TCG here; KVM on real hosts).
+kubectl="_output/bin/kubectl --kubeconfig _cluster/kubeconfig"
+${kubectl} apply -f artifacts/examples/demo-vm.yaml >/dev/null
+echo "[demo] waiting for the demo VM to run ..." >&2
+${kubectl} wait vm/demo --for=jsonpath='{.status.printableStatus}'=Running --timeout=180s >/dev/null
 cat <<MSG
 
-Hangar is up ($((SECONDS - start))s). Use it with:
+Hangar is up ($((SECONDS - start))s), with the demo VM running. Use it with:
 
   export KUBECONFIG=${ROOT}/_cluster/kubeconfig PATH=${ROOT}/_output/bin:\$PATH
-  kubectl get vms -A
-  virtctl version
+  kubectl get vms
+  virtctl console demo        # a root shell on the guest's serial console; Ctrl+] leaves
 
 Stop everything and restore the host with: hack/cluster/down.sh
 MSG
