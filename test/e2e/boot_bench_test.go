@@ -1,0 +1,110 @@
+//go:build e2e && bench
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+)
+
+// TestBootFigures prints how long a VMI takes from creation to its banner on the serial
+// console, over several boots one after the other, then with many VMIs created at once, and
+// the host memory each guest costs. hack/bench-boot.sh runs it next to bare QEMU booting the
+// same kernel and initramfs. A benchmark: it fails only on errors.
+func TestBootFigures(t *testing.T) {
+	boots, burst := benchEnv("BENCH_BOOTS", 10), benchEnv("BENCH_BURST", 20)
+	ns := namespace(t, "bench-boot")
+	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
+	ctx := context.Background()
+
+	var times []time.Duration
+	for i := 0; i < boots; i++ {
+		name := fmt.Sprintf("seq-%d", i)
+		start := time.Now()
+		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: guestSpec()}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		attach(t, ns, name, "console").waitFor(t, banner, 120*time.Second)
+		times = append(times, time.Since(start))
+		require.NoError(t, vmis.Delete(ctx, name, metav1.DeleteOptions{}))
+	}
+	median, p95 := quantiles(times)
+	fmt.Printf("\nHangar VMI create -> banner: n=%d median=%.2fs p95=%.2fs\n", boots, median.Seconds(), p95.Seconds())
+
+	// Let the sequential guests go before the burst, so memory is measured on burst alone.
+	require.Eventually(t, func() bool {
+		list, err := vmis.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0
+	}, 120*time.Second, time.Second)
+	memBefore := usedMemory(t)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < burst; i++ {
+		name := fmt.Sprintf("burst-%d", i)
+		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: guestSpec()}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			attach(t, ns, name, "console").waitFor(t, banner, 600*time.Second)
+		}()
+	}
+	wg.Wait()
+	all := time.Since(start)
+	perGuest := (usedMemory(t) - memBefore) / int64(burst)
+	rss := qemuRSS(t) / int64(burst)
+	fmt.Printf("%d VMIs created at once: all printed the banner after %.1fs\n", burst, all.Seconds())
+	fmt.Printf("host memory per guest: %d MiB (node used-memory delta), QEMU RSS %d MiB\n\n", perGuest>>20, rss>>20)
+}
+
+func benchEnv(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func quantiles(d []time.Duration) (median, p95 time.Duration) {
+	sorted := append([]time.Duration(nil), d...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	idx := (len(sorted)*95+99)/100 - 1
+	return sorted[len(sorted)/2], sorted[idx]
+}
+
+// usedMemory is the host's memory in use (MemTotal - MemAvailable), in bytes.
+func usedMemory(t *testing.T) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/meminfo")
+	require.NoError(t, err)
+	fields := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.Fields(line)
+		if len(parts) >= 2 {
+			v, _ := strconv.ParseInt(parts[1], 10, 64)
+			fields[strings.TrimSuffix(parts[0], ":")] = v * 1024
+		}
+	}
+	return fields["MemTotal"] - fields["MemAvailable"]
+}
+
+// qemuRSS sums the resident memory of the benchmark's QEMU processes.
+func qemuRSS(t *testing.T) int64 {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", "ps -eo rss=,args= | grep '[q]emu-system.*guest=bench-boot_' | awk '{s+=$1} END {print s+0}'").Output()
+	require.NoError(t, err)
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	require.NoError(t, err)
+	return kib * 1024
+}
