@@ -36,11 +36,7 @@ var errEscaped = errors.New("escape sequence")
 
 // console runs a console session until the user escapes or no connection can be made.
 func (c *cliContext) console(ctx context.Context, name string, timeout time.Duration) error {
-	cfg, err := c.restConfig()
-	if err != nil {
-		return err
-	}
-	ns, err := c.namespace()
+	cfg, ns, err := c.target()
 	if err != nil {
 		return err
 	}

@@ -42,13 +42,19 @@ func (c *cliContext) namespace() (string, error) {
 	return ns, err
 }
 
-// clients returns the kubevirt.io clientset, the actions client and the namespace.
-func (c *cliContext) clients() (versioned.Interface, *actions, string, error) {
+// target is the cluster and the namespace a command works in.
+func (c *cliContext) target() (*rest.Config, string, error) {
 	cfg, err := c.restConfig()
 	if err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	ns, err := c.namespace()
+	return cfg, ns, err
+}
+
+// clients returns the kubevirt.io clientset, the actions client and the namespace.
+func (c *cliContext) clients() (versioned.Interface, *actions, string, error) {
+	cfg, ns, err := c.target()
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -64,11 +70,7 @@ func (c *cliContext) clients() (versioned.Interface, *actions, string, error) {
 }
 
 func (c *cliContext) kube() (kubernetes.Interface, string, error) {
-	cfg, err := c.restConfig()
-	if err != nil {
-		return nil, "", err
-	}
-	ns, err := c.namespace()
+	cfg, ns, err := c.target()
 	if err != nil {
 		return nil, "", err
 	}

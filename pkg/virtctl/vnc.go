@@ -36,11 +36,7 @@ func newVNCCommand(c *cliContext) *cobra.Command {
 }
 
 func (c *cliContext) vnc(ctx context.Context, name, address string, port int, proxyOnly bool) error {
-	cfg, err := c.restConfig()
-	if err != nil {
-		return err
-	}
-	ns, err := c.namespace()
+	cfg, ns, err := c.target()
 	if err != nil {
 		return err
 	}
