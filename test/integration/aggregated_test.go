@@ -174,4 +174,36 @@ func TestThroughKubeAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, v1.RunStrategyAlways, *vm.Spec.RunStrategy)
 	})
+
+	t.Run("RBAC on consoles: view cannot open one, edit can", func(t *testing.T) {
+		ns := "console-rbac"
+		createNamespace(t, c.Kube, ns)
+		bindRole(t, c.Kube, ns, "watcher", "view")
+		bindRole(t, c.Kube, ns, "operator", "edit")
+		_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("guest"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		console := "/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/guest/console"
+		var code int
+		hangarAs(t, c, "watcher").Discovery().RESTClient().Get().AbsPath(console).Do(ctx).StatusCode(&code)
+		assert.Equal(t, http.StatusForbidden, code, "view must not open consoles")
+		hangarAs(t, c, "operator").Discovery().RESTClient().Get().AbsPath(console).Do(ctx).StatusCode(&code)
+		assert.Equal(t, http.StatusBadRequest, code, "edit may: the refusal is only that the guest does not run")
+
+		// A role that grants get on the console (KubeVirt's) but not create does not open it.
+		_, err = c.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "console-get-only"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"subresources.kubevirt.io"},
+				Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "reader-console-get-only"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "console-get-only"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "reader"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		bindRole(t, c.Kube, ns, "reader", "view")
+		hangarAs(t, c, "reader").Discovery().RESTClient().Get().AbsPath(console).Do(ctx).StatusCode(&code)
+		assert.Equal(t, http.StatusForbidden, code, "get alone does not open a console: create is required too")
+	})
 }
