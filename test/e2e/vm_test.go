@@ -61,17 +61,19 @@ func openStream(t *testing.T, ns, name, stream string) *gwebsocket.Conn {
 
 // stream collects what an instance's console or VNC sends, for the test to look at.
 type stream struct {
-	conn *gwebsocket.Conn
-	mu   sync.Mutex
-	seen strings.Builder
+	conn   *gwebsocket.Conn
+	mu     sync.Mutex
+	seen   strings.Builder
+	closed chan struct{}
 }
 
 // attach opens a stream and reads it in the background until it closes.
 func attach(t *testing.T, ns, name, which string) *stream {
 	t.Helper()
-	s := &stream{conn: openStream(t, ns, name, which)}
+	s := &stream{conn: openStream(t, ns, name, which), closed: make(chan struct{})}
 	t.Cleanup(func() { s.conn.Close() })
 	go func() {
+		defer close(s.closed)
 		for {
 			_, data, err := s.conn.ReadMessage()
 			if err != nil {
@@ -196,11 +198,31 @@ func TestVMLifecycleWithActions(t *testing.T) {
 
 	out, err = virtctl(t, "-n", ns, "restart", "vm")
 	require.NoError(t, err, out)
-	second := waitVMI(t, ns, "vm", 90*time.Second, func(v *v1.VirtualMachineInstance) bool {
+	// Attach as soon as the new instance exists: the console opens when it runs, before the
+	// guest has booted, so the banner shows again.
+	require.Eventually(t, func() bool {
+		v, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "vm", metav1.GetOptions{})
+		return err == nil && v.UID != first.UID
+	}, 90*time.Second, 100*time.Millisecond, "a restart makes a new instance")
+	attach(t, ns, "vm", "console").waitFor(t, banner, 90*time.Second)
+	waitVMI(t, ns, "vm", 30*time.Second, func(v *v1.VirtualMachineInstance) bool {
 		return v.UID != first.UID && v.Status.Phase == v1.Running
 	})
-	assert.NotEqual(t, first.UID, second.UID, "a restart makes a new instance")
-	attach(t, ns, "vm", "console").typeUntil(t, "echo again-$((1+1))", "again-2")
+	require.Eventually(t, func() bool { return status() == "Running" }, 30*time.Second, 250*time.Millisecond)
+
+	// Two clients: the newest takes the console over and the first is closed, as virtctl
+	// console documents. A dropped connection does not keep the console: the next client gets it.
+	first2 := attach(t, ns, "vm", "console")
+	first2.typeUntil(t, "echo one-$((0+1))", "one-1")
+	second2 := attach(t, ns, "vm", "console")
+	second2.typeUntil(t, "echo two-$((1+1))", "two-2")
+	select {
+	case <-first2.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first console client was not closed when a second one connected")
+	}
+	require.NoError(t, second2.conn.UnderlyingConn().Close()) // dropped, no close frame
+	attach(t, ns, "vm", "console").typeUntil(t, "echo three-$((1+2))", "three-3")
 
 	out, err = virtctl(t, "-n", ns, "stop", "vm")
 	require.NoError(t, err, out)
