@@ -93,6 +93,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	authz := c.GenericConfig.Authorization.Authorizer
 	console := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "console")
 	vnc := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "vnc")
+	screenshot := virtualmachineinstance.NewScreenshotREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz)
 
 	resources := map[string]rest.Storage{
 		"virtualmachines":                          vms.VirtualMachine,
@@ -129,6 +130,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}, []subresourceStream{
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "console", doc: "the serial console, as a websocket (subprotocol plain.kubevirt.io)", rest: console},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc", doc: "the VNC display, as a websocket (subprotocol plain.kubevirt.io)", rest: vnc},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc/screenshot", doc: "one frame of the VNC display, as a PNG", rest: screenshot},
 	})
 	return &Server{GenericAPIServer: genericServer}, nil
 }

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"io"
 	"net/http"
+	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -80,7 +81,7 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 		st := st
 		ws.Route(ws.GET("/namespaces/{namespace}/"+st.resource+"/{name}/"+st.subresource).
 			To(func(req *restful.Request, resp *restful.Response) { serveStream(req, resp, st.rest) }).
-			Operation("connectSubresourcesNamespaced"+st.kind+capitalize(st.subresource)).
+			Operation("connectSubresourcesNamespaced"+st.kind+operationName(st.subresource)).
 			Doc(st.doc).
 			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
 			Param(ws.PathParameter("name", "name of the "+st.resource[:len(st.resource)-1])).
@@ -175,6 +176,15 @@ func newGroupWebService(group metav1.APIGroup) *restful.WebService {
 			resp.ResponseWriter, req.Request, http.StatusOK, &group, false)
 	}).Operation("getSubresourcesAPIGroup").Doc("the group's discovery document"))
 	return ws
+}
+
+// operationName turns a subresource path (vnc/screenshot) into part of an operation ID.
+func operationName(subresource string) string {
+	var out string
+	for _, part := range strings.Split(subresource, "/") {
+		out += capitalize(part)
+	}
+	return out
 }
 
 func capitalize(s string) string {

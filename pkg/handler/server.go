@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/vnc"
 )
 
 // Websocket keepalive: a ping every pingPeriod; a peer silent for pongWait is gone.
@@ -49,6 +51,7 @@ func (s *Server) Handler() http.Handler {
 	base := pathPrefix + "{namespace}/virtualmachineinstances/{name}/"
 	mux.HandleFunc("GET "+base+"console", s.stream(api.ConsoleSocketName))
 	mux.HandleFunc("GET "+base+"vnc", s.stream(api.VNCSocketName))
+	mux.HandleFunc("GET "+base+"vnc/screenshot", s.screenshot)
 	for verb, call := range map[string]func(*api.Client, context.Context) (api.State, error){
 		"pause":      (*api.Client).Pause,
 		"unpause":    (*api.Client).Unpause,
@@ -90,6 +93,29 @@ func (s *Server) instanceDir(w http.ResponseWriter, r *http.Request) (string, bo
 		return "", false
 	}
 	return filepath.Join(s.SocketDir, string(vmi.UID)), true
+}
+
+// screenshot answers with one frame of the instance's display as a PNG.
+func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) {
+	dir, ok := s.instanceDir(w, r)
+	if !ok {
+		return
+	}
+	conn, err := net.DialTimeout("unix", filepath.Join(dir, api.VNCSocketName), 5*time.Second)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("dial %s: %v", api.VNCSocketName, err), http.StatusNotFound)
+		return
+	}
+	defer conn.Close()
+	img, err := vnc.Screenshot(conn, 10*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	if err := png.Encode(w, img); err != nil {
+		klog.V(2).InfoS("screenshot not sent", "err", err)
+	}
 }
 
 func (s *Server) command(call func(*api.Client, context.Context) (api.State, error)) http.HandlerFunc {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -29,9 +30,33 @@ func newVNCCommand(c *cliContext) *cobra.Command {
 			return c.vnc(cmd.Context(), args[0], address, port, proxyOnly)
 		},
 	}
+	cmd.AddCommand(newScreenshotCommand(c))
 	cmd.Flags().BoolVar(&proxyOnly, "proxy-only", false, "only serve the local port, print it as JSON")
 	cmd.Flags().IntVar(&port, "port", 0, "local port (0 picks a free one)")
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "local address to listen on")
+	return cmd
+}
+
+func newScreenshotCommand(c *cliContext) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "screenshot VMI --file FILE.png",
+		Short: "Save one frame of the VNC display as a PNG",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, acts, ns, err := c.clients()
+			if err != nil {
+				return err
+			}
+			png, err := acts.client.Get().AbsPath("/apis", subresourcesGV.String(), "namespaces", ns,
+				"virtualmachineinstances", args[0], "vnc", "screenshot").DoRaw(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("screenshot of %s: %w", args[0], err)
+			}
+			return os.WriteFile(file, png, 0o644)
+		},
+	}
+	cmd.Flags().StringVar(&file, "file", "screenshot.png", "where to write the PNG")
 	return cmd
 }
 

@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"image/png"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -145,6 +147,12 @@ func TestVMIBoots(t *testing.T) {
 
 	vnc := attach(t, ns, "guest", "vnc")
 	vnc.waitFor(t, "RFB 003.008", 10*time.Second)
+	shot, err := hangar.Discovery().RESTClient().Get().
+		AbsPath("/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/guest/vnc/screenshot").DoRaw(ctx)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(shot))
+	require.NoError(t, err, "vnc/screenshot answers a PNG")
+	assert.Positive(t, img.Bounds().Dx())
 
 	start := time.Now()
 	require.NoError(t, vmis.Delete(ctx, "guest", metav1.DeleteOptions{}))

@@ -31,8 +31,12 @@ type StreamREST struct {
 	vmis       rest.Getter
 	nodes      Nodes
 	authorizer authorizer.Authorizer
-	// stream is the subresource and the node agent's call: console or vnc.
+	// stream is the subresource RBAC sees: console or vnc.
 	stream string
+	// call is the node agent's call: the stream, or vnc/screenshot.
+	call string
+	// upgrade says the call is a websocket; a screenshot is a plain GET.
+	upgrade bool
 }
 
 var (
@@ -42,7 +46,13 @@ var (
 
 // NewStreamREST returns the endpoint of one stream (console or vnc).
 func NewStreamREST(vmis rest.Getter, nodes Nodes, authz authorizer.Authorizer, stream string) *StreamREST {
-	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: stream}
+	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: stream, call: stream, upgrade: true}
+}
+
+// NewScreenshotREST returns the endpoint of vnc/screenshot: one frame of the display as a
+// PNG, with the same authorization as the VNC stream.
+func NewScreenshotREST(vmis rest.Getter, nodes Nodes, authz authorizer.Authorizer) *StreamREST {
+	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: "vnc", call: "vnc/screenshot"}
 }
 
 // New returns the type documented as the response: a Status, sent only on errors.
@@ -78,11 +88,11 @@ func (r *StreamREST) Connect(ctx context.Context, name string, _ runtime.Object,
 	if r.nodes == nil {
 		return nil, nodeError(name, errNoNodes)
 	}
-	location, err := r.nodes.InstanceURL(ctx, vmi.Status.NodeName, vmi.Namespace, vmi.Name, r.stream)
+	location, err := r.nodes.InstanceURL(ctx, vmi.Status.NodeName, vmi.Namespace, vmi.Name, r.call)
 	if err != nil {
 		return nil, nodeError(name, err)
 	}
-	handler := proxy.NewUpgradeAwareHandler(location, r.nodes.Transport(), false, true, proxy.NewErrorResponder(responder))
+	handler := proxy.NewUpgradeAwareHandler(location, r.nodes.Transport(), false, r.upgrade, proxy.NewErrorResponder(responder))
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		stripCredentials(req.Header)
 		handler.ServeHTTP(w, req)
