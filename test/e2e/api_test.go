@@ -115,6 +115,11 @@ func TestGarbageCollection(t *testing.T) {
 		_, err := vmis.Get(ctx, "cascaded", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, 90*time.Second, 500*time.Millisecond, "deleting a VM deletes its VMI")
+	// The collector orphans the dependents before it lets the VM go.
+	require.Eventually(t, func() bool {
+		_, err := vms.Get(ctx, "orphaned", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 90*time.Second, 500*time.Millisecond, "the orphaning delete completes")
 	vmi, err := vmis.Get(ctx, "orphaned", metav1.GetOptions{})
 	require.NoError(t, err, "--cascade=orphan keeps the VMI")
 	assert.Empty(t, vmi.OwnerReferences)
