@@ -106,6 +106,10 @@ func TestGarbageCollection(t *testing.T) {
 		_, err = vmis.Create(ctx, vmi, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
+	// The garbage collector learns of new dependents through its informers; an orphaning
+	// delete it handles before it has seen them leaves them owned (Kubernetes' GC is
+	// eventually consistent for every kind). Give it time to see the new instances.
+	time.Sleep(5 * time.Second)
 	out, err := kubectl(t, "-n", ns, "delete", "vm", "cascaded")
 	require.NoError(t, err, out)
 	out, err = kubectl(t, "-n", ns, "delete", "vm", "orphaned", "--cascade=orphan")
