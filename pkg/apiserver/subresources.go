@@ -1,13 +1,11 @@
 package apiserver
 
 import (
-	"io"
 	"net/http"
 	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,8 +55,10 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	var parentOrder []string
 	for _, a := range actions {
 		a := a
+		// The same endpoint as the kubevirt.io subresource: one body reader, one answer.
+		connecter := action.New(a.act)
 		route := ws.PUT("/namespaces/{namespace}/"+a.resource+"/{name}/"+a.subresource).
-			To(func(req *restful.Request, resp *restful.Response) { serveAction(req, resp, a.act) }).
+			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) }).
 			Operation("replaceSubresourcesNamespaced"+a.kind+capitalize(a.subresource)).
 			Doc(a.doc).
 			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
@@ -80,7 +80,7 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	for _, st := range streams {
 		st := st
 		ws.Route(ws.GET("/namespaces/{namespace}/"+st.resource+"/{name}/"+st.subresource).
-			To(func(req *restful.Request, resp *restful.Response) { serveStream(req, resp, st.rest) }).
+			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, st.rest) }).
 			Operation("connectSubresourcesNamespaced"+st.kind+operationName(st.subresource)).
 			Doc(st.doc).
 			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
@@ -122,25 +122,9 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 		Version: gv.Version, Resources: resources, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
 }
 
-// serveAction runs an action for a go-restful request with the namespace in the context,
-// as the generic handlers put it there.
-func serveAction(req *restful.Request, resp *restful.Response, act action.Func) {
-	ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
-	body, err := io.ReadAll(io.LimitReader(req.Request.Body, 64<<10))
-	if err != nil {
-		writeError(apierrors.NewBadRequest(err.Error()), resp, req)
-		return
-	}
-	if err := act(ctx, req.PathParameter("name"), body); err != nil {
-		writeError(err, resp, req)
-		return
-	}
-	resp.WriteHeader(http.StatusAccepted)
-}
-
-// serveStream opens a stream for a go-restful request, as the generic handlers do for the
-// kubevirt.io subresource.
-func serveStream(req *restful.Request, resp *restful.Response, connecter rest.Connecter) {
+// serveConnecter serves a go-restful request with a connecter (an action or a stream), with
+// the namespace in the context, as the generic handlers do for the kubevirt.io subresources.
+func serveConnecter(req *restful.Request, resp *restful.Response, connecter rest.Connecter) {
 	ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
 	responder := &restfulResponder{req: req, resp: resp}
 	handler, err := connecter.Connect(ctx, req.PathParameter("name"), nil, responder)
