@@ -97,7 +97,7 @@ func TestGarbageCollection(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-gc")
 	vms, vmis := hangar.KubevirtV1().VirtualMachines(ns), hangar.KubevirtV1().VirtualMachineInstances(ns)
-	for _, name := range []string{"cascaded", "orphaned"} {
+	ownedVMI := func(name string) {
 		owner, err := vms.Create(ctx, vm(name), metav1.CreateOptions{})
 		require.NoError(t, err)
 		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name,
@@ -106,19 +106,23 @@ func TestGarbageCollection(t *testing.T) {
 		_, err = vmis.Create(ctx, vmi, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	// The garbage collector learns of new dependents through its informers; an orphaning
-	// delete it handles before it has seen them leaves them owned (Kubernetes' GC is
-	// eventually consistent for every kind). Give it time to see the new instances.
-	time.Sleep(5 * time.Second)
+
+	ownedVMI("cascaded")
 	out, err := kubectl(t, "-n", ns, "delete", "vm", "cascaded")
 	require.NoError(t, err, out)
-	out, err = kubectl(t, "-n", ns, "delete", "vm", "orphaned", "--cascade=orphan")
-	require.NoError(t, err, out)
-
+	// The garbage collector discovers aggregated resources on its periodic resync (30 s), so
+	// on a fresh cluster this also waits for it to start watching VMs and VMIs.
 	require.Eventually(t, func() bool {
 		_, err := vmis.Get(ctx, "cascaded", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, 90*time.Second, 500*time.Millisecond, "deleting a VM deletes its VMI")
+
+	// The collector now watches both kinds; an orphaning delete it handled before its
+	// informer delivered the new VMI would leave the VMI owned, as for any kind.
+	ownedVMI("orphaned")
+	time.Sleep(2 * time.Second)
+	out, err = kubectl(t, "-n", ns, "delete", "vm", "orphaned", "--cascade=orphan")
+	require.NoError(t, err, out)
 	// The collector orphans the dependents before it lets the VM go.
 	require.Eventually(t, func() bool {
 		_, err := vms.Get(ctx, "orphaned", metav1.GetOptions{})
