@@ -56,7 +56,7 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	for _, a := range actions {
 		a := a
 		// The same endpoint as the kubevirt.io subresource: one body reader, one answer.
-		connecter := action.New(a.act)
+		connecter := action.NewBodiless(a.act)
 		route := ws.PUT("/namespaces/{namespace}/"+a.resource+"/{name}/"+a.subresource).
 			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) }).
 			Operation("replaceSubresourcesNamespaced"+a.kind+capitalize(a.subresource)).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -20,15 +21,17 @@ import (
 type actionPath struct {
 	name string
 	url  func(ns, resource, name, action string) string
+	// acceptedBody is what a successful action answers with.
+	acceptedBody string
 }
 
 var actionPaths = []actionPath{
 	{"kubevirt.io", func(ns, resource, name, action string) string {
 		return fmt.Sprintf("/apis/kubevirt.io/v1/namespaces/%s/%s/%s/%s", ns, resource, name, action)
-	}},
+	}, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":202}`},
 	{"subresources.kubevirt.io", func(ns, resource, name, action string) string {
 		return fmt.Sprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/%s/%s/%s", ns, resource, name, action)
-	}},
+	}, ""}, // KubeVirt answers 202 with no body
 }
 
 // put sends an action as KubeVirt's clients do and returns the status code and body.
@@ -87,7 +90,11 @@ func TestVirtualMachineActions(t *testing.T) {
 			// Halted: start switches the strategy on; a second start finds it Always.
 			code, body := put(t, path, ns, "h-vm", "start", "")
 			require.Equal(t, http.StatusAccepted, code, body)
-			assert.Empty(t, body, "KubeVirt answers 202 with no body")
+			if path.acceptedBody == "" {
+				assert.Empty(t, body)
+			} else {
+				assert.JSONEq(t, path.acceptedBody, body)
+			}
 			assert.Equal(t, v1.RunStrategyAlways, *getVM(t, ns, "h-vm").Spec.RunStrategy)
 			code, body = put(t, path, ns, "h-vm", "start", "")
 			assert.Equal(t, http.StatusConflict, code)
@@ -160,6 +167,62 @@ func TestConcurrentActions(t *testing.T) {
 	}
 	assert.Equal(t, map[int]int{http.StatusAccepted: 1, http.StatusConflict: clients - 1}, count)
 	assert.Len(t, getVM(t, ns, "contended").Status.StateChangeRequests, 1)
+}
+
+// TestTypedActions drives the actions through the generated clientset's typed methods. A dry
+// run goes in the options body, as KubeVirt defines it; one asked for in the query
+// (UpdateOptions) is refused rather than ignored.
+func TestTypedActions(t *testing.T) {
+	ctx := context.Background()
+	ns := "actions-typed"
+	vms := api.Client.KubevirtV1().VirtualMachines(ns)
+	_, err := vms.Create(ctx, newVM("typed", v1.RunStrategyHalted), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	dryRun := []string{metav1.DryRunAll}
+	status, err := vms.Start(ctx, "typed", &v1.StartOptions{DryRun: dryRun}, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(http.StatusAccepted), status.Code)
+	assert.Equal(t, v1.RunStrategyHalted, *getVM(t, ns, "typed").Spec.RunStrategy, "a dry run changes nothing")
+	_, err = vms.Start(ctx, "typed", &v1.StartOptions{}, metav1.UpdateOptions{DryRun: dryRun})
+	require.True(t, apierrors.IsBadRequest(err), "%v", err)
+	assert.Equal(t, v1.RunStrategyHalted, *getVM(t, ns, "typed").Spec.RunStrategy, "a dry run in the query is refused")
+	for _, path := range actionPaths {
+		var code int
+		api.Client.Discovery().RESTClient().Put().AbsPath(path.url(ns, "virtualmachines", "typed", "start")).
+			Param("dryRun", metav1.DryRunAll).Do(ctx).StatusCode(&code)
+		assert.Equal(t, http.StatusBadRequest, code, path.name)
+	}
+
+	status, err = vms.Start(ctx, "typed", &v1.StartOptions{}, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, metav1.StatusSuccess, status.Status)
+	assert.Equal(t, v1.RunStrategyAlways, *getVM(t, ns, "typed").Spec.RunStrategy)
+
+	_, err = vms.Start(ctx, "typed", &v1.StartOptions{}, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	_, err = vms.Restart(ctx, "typed", &v1.RestartOptions{}, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsConflict(err), "restart needs an instance: %v", err)
+
+	runningInstance(t, ns, "typed")
+	_, err = vms.Restart(ctx, "typed", &v1.RestartOptions{}, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []v1.StateChangeRequestAction{v1.StopRequest, v1.StartRequest}, requestActions(getVM(t, ns, "typed")))
+	_, err = vms.Stop(ctx, "typed", &v1.StopOptions{}, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.RunStrategyHalted, *getVM(t, ns, "typed").Spec.RunStrategy)
+
+	// Pause needs a node agent; without one (as here) the instance's state is still checked
+	// first, and a dry run never reaches the node.
+	vmis := api.Client.KubevirtV1().VirtualMachineInstances(ns)
+	_, err = vmis.Unpause(ctx, "typed", &v1.UnpauseOptions{}, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	_, err = vmis.Pause(ctx, "typed", &v1.PauseOptions{DryRun: dryRun}, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = vmis.SoftReboot(ctx, "typed", &v1.SoftRebootOptions{DryRun: dryRun}, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = vmis.Pause(ctx, "missing", &v1.PauseOptions{}, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
 }
 
 // TestActionsAcceptPOST checks the kubevirt.io subresources take POST as well as PUT.

@@ -61,6 +61,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements":                           schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions":                                 schema_pkg_apis_kubevirt_v1_RestartOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng":                                            schema_pkg_apis_kubevirt_v1_Rng(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.SoftRebootOptions":                              schema_pkg_apis_kubevirt_v1_SoftRebootOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StartOptions":                                   schema_pkg_apis_kubevirt_v1_StartOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StopOptions":                                    schema_pkg_apis_kubevirt_v1_StopOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.UnpauseOptions":                                 schema_pkg_apis_kubevirt_v1_UnpauseOptions(ref),
@@ -1470,6 +1471,53 @@ func schema_pkg_apis_kubevirt_v1_Rng(ref common.ReferenceCallback) common.OpenAP
 			SchemaProps: spec.SchemaProps{
 				Description: "Rng is a virtio random number generator.",
 				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_SoftRebootOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SoftRebootOptions are the options of the softreboot action of a VirtualMachineInstance. KubeVirt's clients send no body; Hangar accepts a dry run as for pause.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
 			},
 		},
 	}

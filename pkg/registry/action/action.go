@@ -1,6 +1,8 @@
 // Package action holds what the imperative subresources (start, stop, restart, pause, ...)
-// share: a Connecter that takes KubeVirt's raw option bodies on PUT or POST, and answers 202
-// Accepted with no body on success, as KubeVirt does.
+// share: a Connecter that takes KubeVirt's raw option bodies on PUT or POST and answers 202
+// Accepted on success: with a Status on the kubevirt.io subresources, so that the generated
+// typed clients have something to decode, and with no body under subresources.kubevirt.io,
+// exactly as KubeVirt does.
 package action
 
 import (
@@ -27,6 +29,8 @@ type Func func(ctx context.Context, name string, body []byte) error
 // REST serves one action as a subresource: PUT (KubeVirt's verb) and POST.
 type REST struct {
 	act Func
+	// bodiless answers success with no body, as KubeVirt's own endpoints do.
+	bodiless bool
 }
 
 var (
@@ -34,10 +38,13 @@ var (
 	_ rest.GroupVersionKindProvider = &REST{}
 )
 
-// New returns the REST endpoint of an action.
+// New returns the REST endpoint of an action; success is a Status with code 202.
 func New(act Func) *REST { return &REST{act: act} }
 
-// New returns the type documented as the response: a Status, sent only on errors.
+// NewBodiless returns the endpoint as KubeVirt serves it: success is 202 with no body.
+func NewBodiless(act Func) *REST { return &REST{act: act, bodiless: true} }
+
+// New returns the type documented as the response: a Status.
 func (r *REST) New() runtime.Object { return &metav1.Status{} }
 
 // Destroy does nothing: actions own no storage.
@@ -67,11 +74,21 @@ func (r *REST) Connect(ctx context.Context, name string, _ runtime.Object, respo
 			responder.Error(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxBodyBytes)))
 			return
 		}
+		if _, ok := req.URL.Query()["dryRun"]; ok {
+			// The generic handler refuses it on the kubevirt.io paths before we get here; the
+			// subresources group refuses it too rather than act for real.
+			responder.Error(apierrors.NewBadRequest("dryRun is not supported in the query; set dryRun in the request body"))
+			return
+		}
 		if err := r.act(ctx, name, body); err != nil {
 			responder.Error(err)
 			return
 		}
-		w.WriteHeader(http.StatusAccepted)
+		if r.bodiless {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		responder.Object(http.StatusAccepted, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusAccepted})
 	}), nil
 }
 

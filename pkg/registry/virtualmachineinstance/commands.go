@@ -54,8 +54,12 @@ func (c *Commands) Unpause(ctx context.Context, name string, body []byte) error 
 }
 
 // SoftReboot serves virtualmachineinstances/softreboot: an ACPI reboot request to the guest.
-func (c *Commands) SoftReboot(ctx context.Context, name string, _ []byte) error {
-	return c.run(ctx, name, "softreboot", false, func(vmi *kubevirt.VirtualMachineInstance) error {
+func (c *Commands) SoftReboot(ctx context.Context, name string, body []byte) error {
+	opts := v1.SoftRebootOptions{}
+	if err := action.DecodeOptions(body, &opts); err != nil {
+		return err
+	}
+	return c.run(ctx, name, "softreboot", action.IsDryRun(opts.DryRun), func(vmi *kubevirt.VirtualMachineInstance) error {
 		if vmi.Status.Phase != kubevirt.Running {
 			return conflict(name, "VM is not running")
 		}

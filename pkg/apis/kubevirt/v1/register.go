@@ -45,8 +45,18 @@ func KnownTypes() []runtime.Object {
 	}
 }
 
+// ActionOptionTypes lists the bodies of the imperative actions. They exist only in v1: the
+// server reads them as raw bodies, the generated clients encode them.
+func ActionOptionTypes() []runtime.Object {
+	return []runtime.Object{
+		&StartOptions{}, &StopOptions{}, &RestartOptions{},
+		&PauseOptions{}, &UnpauseOptions{}, &SoftRebootOptions{},
+	}
+}
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, KnownTypes()...)
+	scheme.AddKnownTypes(SchemeGroupVersion, ActionOptionTypes()...)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return AddFieldLabelConversions(scheme, SchemeGroupVersion)
 }

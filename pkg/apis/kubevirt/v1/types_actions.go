@@ -4,8 +4,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The bodies of the imperative actions (PUT .../start, stop, restart, pause, unpause), as
-// KubeVirt's clients send them. Every field is optional and an empty body is allowed.
+// The bodies of the imperative actions (PUT .../start, stop, restart, pause, unpause,
+// softreboot), as KubeVirt's clients send them. Every field is optional and an empty body is
+// allowed. They are registered kinds so that the generated typed clients can send them.
 
 // StartRequestDataPausedKey in a Start request's data asks for the instance to start paused.
 const (
@@ -72,6 +73,18 @@ type PauseOptions struct {
 
 // UnpauseOptions are the options of the unpause action of a VirtualMachineInstance.
 type UnpauseOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SoftRebootOptions are the options of the softreboot action of a VirtualMachineInstance.
+// KubeVirt's clients send no body; Hangar accepts a dry run as for pause.
+type SoftRebootOptions struct {
 	metav1.TypeMeta `json:",inline"`
 	// DryRun, when All, checks the request without changing anything.
 	// +optional

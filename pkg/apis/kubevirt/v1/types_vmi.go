@@ -8,6 +8,9 @@ import (
 )
 
 // +genclient
+// +genclient:method=Pause,verb=update,subresource=pause,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PauseOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
+// +genclient:method=Unpause,verb=update,subresource=unpause,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.UnpauseOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
+// +genclient:method=SoftReboot,verb=update,subresource=softreboot,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.SoftRebootOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // VirtualMachineInstance is a running virtual machine: one guest in one launcher pod.

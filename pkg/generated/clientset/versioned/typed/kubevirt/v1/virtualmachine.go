@@ -51,6 +51,10 @@ type VirtualMachineInterface interface {
 	Apply(ctx context.Context, virtualMachine *applyconfigurationkubevirtv1.VirtualMachineApplyConfiguration, opts metav1.ApplyOptions) (result *kubevirtv1.VirtualMachine, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, virtualMachine *applyconfigurationkubevirtv1.VirtualMachineApplyConfiguration, opts metav1.ApplyOptions) (result *kubevirtv1.VirtualMachine, err error)
+	Start(ctx context.Context, virtualMachineName string, startOptions *kubevirtv1.StartOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+	Stop(ctx context.Context, virtualMachineName string, stopOptions *kubevirtv1.StopOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+	Restart(ctx context.Context, virtualMachineName string, restartOptions *kubevirtv1.RestartOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+
 	VirtualMachineExpansion
 }
 
@@ -71,4 +75,49 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 			func() *kubevirtv1.VirtualMachineList { return &kubevirtv1.VirtualMachineList{} },
 		),
 	}
+}
+
+// Start takes the top resource name and the representation of a startOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, startOptions *kubevirtv1.StartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachines").
+		Name(virtualMachineName).
+		SubResource("start").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(startOptions).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Stop takes the top resource name and the representation of a stopOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, stopOptions *kubevirtv1.StopOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachines").
+		Name(virtualMachineName).
+		SubResource("stop").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(stopOptions).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Restart takes the top resource name and the representation of a restartOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachines) Restart(ctx context.Context, virtualMachineName string, restartOptions *kubevirtv1.RestartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachines").
+		Name(virtualMachineName).
+		SubResource("restart").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(restartOptions).
+		Do(ctx).
+		Into(result)
+	return
 }

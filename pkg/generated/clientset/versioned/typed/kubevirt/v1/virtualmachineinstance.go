@@ -51,6 +51,10 @@ type VirtualMachineInstanceInterface interface {
 	Apply(ctx context.Context, virtualMachineInstance *applyconfigurationkubevirtv1.VirtualMachineInstanceApplyConfiguration, opts metav1.ApplyOptions) (result *kubevirtv1.VirtualMachineInstance, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, virtualMachineInstance *applyconfigurationkubevirtv1.VirtualMachineInstanceApplyConfiguration, opts metav1.ApplyOptions) (result *kubevirtv1.VirtualMachineInstance, err error)
+	Pause(ctx context.Context, virtualMachineInstanceName string, pauseOptions *kubevirtv1.PauseOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+	Unpause(ctx context.Context, virtualMachineInstanceName string, unpauseOptions *kubevirtv1.UnpauseOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+	SoftReboot(ctx context.Context, virtualMachineInstanceName string, softRebootOptions *kubevirtv1.SoftRebootOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+
 	VirtualMachineInstanceExpansion
 }
 
@@ -71,4 +75,49 @@ func newVirtualMachineInstances(c *KubevirtV1Client, namespace string) *virtualM
 			func() *kubevirtv1.VirtualMachineInstanceList { return &kubevirtv1.VirtualMachineInstanceList{} },
 		),
 	}
+}
+
+// Pause takes the top resource name and the representation of a pauseOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachineInstances) Pause(ctx context.Context, virtualMachineInstanceName string, pauseOptions *kubevirtv1.PauseOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachineinstances").
+		Name(virtualMachineInstanceName).
+		SubResource("pause").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(pauseOptions).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Unpause takes the top resource name and the representation of a unpauseOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachineInstances) Unpause(ctx context.Context, virtualMachineInstanceName string, unpauseOptions *kubevirtv1.UnpauseOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachineinstances").
+		Name(virtualMachineInstanceName).
+		SubResource("unpause").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(unpauseOptions).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// SoftReboot takes the top resource name and the representation of a softRebootOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachineInstances) SoftReboot(ctx context.Context, virtualMachineInstanceName string, softRebootOptions *kubevirtv1.SoftRebootOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachineinstances").
+		Name(virtualMachineInstanceName).
+		SubResource("softreboot").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(softRebootOptions).
+		Do(ctx).
+		Into(result)
+	return
 }

@@ -19,10 +19,14 @@ limitations under the License.
 package fake
 
 import (
+	context "context"
+
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	kubevirtv1 "github.com/hangarvm/hangar/pkg/generated/applyconfiguration/kubevirt/v1"
 	typedkubevirtv1 "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/typed/kubevirt/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeVirtualMachines implements VirtualMachineInterface
@@ -48,4 +52,40 @@ func newFakeVirtualMachines(fake *FakeKubevirtV1, namespace string) typedkubevir
 		),
 		fake,
 	}
+}
+
+// Start takes the representation of a startOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachines) Start(ctx context.Context, virtualMachineName string, startOptions *v1.StartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "start", c.Namespace(), startOptions, opts), &v1.StartOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
+}
+
+// Stop takes the representation of a stopOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachines) Stop(ctx context.Context, virtualMachineName string, stopOptions *v1.StopOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "stop", c.Namespace(), stopOptions, opts), &v1.StopOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
+}
+
+// Restart takes the representation of a restartOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachines) Restart(ctx context.Context, virtualMachineName string, restartOptions *v1.RestartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "restart", c.Namespace(), restartOptions, opts), &v1.RestartOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
 }

@@ -19,10 +19,14 @@ limitations under the License.
 package fake
 
 import (
+	context "context"
+
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	kubevirtv1 "github.com/hangarvm/hangar/pkg/generated/applyconfiguration/kubevirt/v1"
 	typedkubevirtv1 "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/typed/kubevirt/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeVirtualMachineInstances implements VirtualMachineInstanceInterface
@@ -50,4 +54,40 @@ func newFakeVirtualMachineInstances(fake *FakeKubevirtV1, namespace string) type
 		),
 		fake,
 	}
+}
+
+// Pause takes the representation of a pauseOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachineInstances) Pause(ctx context.Context, virtualMachineInstanceName string, pauseOptions *v1.PauseOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "pause", c.Namespace(), pauseOptions, opts), &v1.PauseOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
+}
+
+// Unpause takes the representation of a unpauseOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachineInstances) Unpause(ctx context.Context, virtualMachineInstanceName string, unpauseOptions *v1.UnpauseOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "unpause", c.Namespace(), unpauseOptions, opts), &v1.UnpauseOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
+}
+
+// SoftReboot takes the representation of a softRebootOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachineInstances) SoftReboot(ctx context.Context, virtualMachineInstanceName string, softRebootOptions *v1.SoftRebootOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "softreboot", c.Namespace(), softRebootOptions, opts), &v1.SoftRebootOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
 }
