@@ -82,7 +82,12 @@ func TestLeaderElection(t *testing.T) {
 	t.Logf("killed %s with %d of %d instances started", leader.name, len(l.Items), n)
 	spare := run("c") // the Deployment's replacement
 
-	waitFor(t, wait, "the follower to take over", func() (bool, error) {
+	// Whichever candidate acquires the expired Lease first leads: usually the follower, but
+	// the replacement may win the race. The other one is then the spare.
+	waitFor(t, wait, "a candidate to take over", func() (bool, error) {
+		if spare.leads(t) {
+			follower, spare = spare, follower
+		}
 		return follower.leads(t), nil
 	})
 	t.Logf("%s took over %.1fs after the leader was killed (lease duration 4s)", follower.name, time.Since(killed).Seconds())
