@@ -223,6 +223,10 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 			return fmt.Errorf("network: %w", err)
 		}
 		opts.Taps, ifaces = taps, reported
+		opts.MACs = map[string]string{}
+		for _, i := range reported {
+			opts.MACs[i.Name] = i.MAC
+		}
 	}
 	dom, err := domain.Convert(vmi, opts)
 	if err != nil {

@@ -149,6 +149,16 @@ func TestConvert(t *testing.T) {
 			}),
 			want: []string{`<interface type="ethernet"><mac address="de:ad:00:00:be:af"></mac><boot order="2"></boot><target dev="tap0" managed="no"></target><model type="e1000"></model></interface>`},
 		},
+		{
+			name: "bridge binding: the MAC the network setup chose",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Networks = []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}}
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default",
+					InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}}}
+			}),
+			opts: func(o *Options) { o.MACs = map[string]string{"default": "0a:58:0a:d9:00:05"} },
+			want: []string{`<mac address="0a:58:0a:d9:00:05"></mac>`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,9 @@ type Options struct {
 	BlockVolumes map[string]bool
 	// Taps is, per interface name, the tap device the network setup made for it.
 	Taps map[string]string
+	// MACs is, per interface name, the guest MAC the network setup chose (the bridge binding
+	// hands over the pod interface's); MACAddress for the others.
+	MACs map[string]string
 }
 
 // Image is a disk image file and its format (qcow2 or raw).
@@ -234,6 +237,9 @@ func setInterfaces(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Op
 			Target: &libvirtxml.DomainInterfaceTarget{Dev: tap, Managed: "no"},
 			MAC:    &libvirtxml.DomainInterfaceMAC{Address: MACAddress(vmi, iface)},
 			Model:  &libvirtxml.DomainInterfaceModel{Type: model},
+		}
+		if mac := opts.MACs[iface.Name]; mac != "" {
+			di.MAC.Address = mac
 		}
 		if iface.BootOrder != nil {
 			di.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
