@@ -132,10 +132,15 @@ func TestValidateVirtualMachineInstanceSpec(t *testing.T) {
 		{"two bindings", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.Interfaces[0].Bridge = &kubevirt.InterfaceBridge{}
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.devices.interfaces[0]"}}},
-		{"ports on a bridge", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		{"bridge with informational ports is valid", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.Interfaces[0].Masquerade = nil
 			s.Domain.Devices.Interfaces[0].Bridge = &kubevirt.InterfaceBridge{}
-		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.devices.interfaces[0].ports"}}},
+		}, nil},
+		{"bad port on a bridge", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces[0].Masquerade = nil
+			s.Domain.Devices.Interfaces[0].Bridge = &kubevirt.InterfaceBridge{}
+			s.Domain.Devices.Interfaces[0].Ports[0].Port = 0
+		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.devices.interfaces[0].ports[0].port"}}},
 		{"port out of range and unknown protocol", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.Interfaces[0].Ports[0] = kubevirt.Port{Port: 70000, Protocol: "SCTP"}
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.devices.interfaces[0].ports[0].port"},

@@ -318,9 +318,8 @@ func validateInterfaces(ifaces []kubevirt.Interface, networks []kubevirt.Network
 		if iface.Bridge != nil && iface.Masquerade != nil {
 			*allErrs = append(*allErrs, field.Invalid(idx, iface.Name, "only one of bridge and masquerade may be set"))
 		}
-		if len(iface.Ports) > 0 && iface.Masquerade == nil {
-			*allErrs = append(*allErrs, field.Invalid(idx.Child("ports"), len(iface.Ports), "ports are forwarded only by the masquerade binding"))
-		}
+		// Ports are checked on every binding, as KubeVirt does; with bridge they only inform
+		// (the guest has the pod's address and receives every port).
 		for j, p := range iface.Ports {
 			pPath := idx.Child("ports").Index(j)
 			for _, msg := range utilvalidation.IsValidPortNum(int(p.Port)) {
