@@ -86,7 +86,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.UseEmulation = true
 	cfg.LauncherImage = "hangar.local/virt-launcher:dev"
-	pod, err := launcherpod.Build(vmi, &cfg)
+	pod, err := launcherpod.Build(vmi, nil, &cfg)
 	require.NoError(t, err)
 	// What virt-controller does not do yet: the kernelBoot image's files, the TUN device.
 	// The instance lives in an in-process virt-api the cluster's garbage collector cannot see;

@@ -2,7 +2,7 @@
 // virt-launcher container, sized for the guest plus the virtualization overhead, scheduled
 // where the instance asks, with the socket directory virt-handler talks to it through, and
 // with the guest's files: kernelBoot and containerDisk images copied in by init containers,
-// persistentVolumeClaims mounted (volumes.go).
+// persistentVolumeClaims mounted or, for block claims, given as devices (volumes.go).
 package launcherpod
 
 import (
@@ -139,14 +139,15 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 	return r, nil
 }
 
-// Build returns the launcher pod of vmi under the configuration cfg.
-func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.Pod, error) {
+// Build returns the launcher pod of vmi under the configuration cfg; modes holds the
+// volumeMode of each claim the instance names (see ClaimNames).
+func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.ClusterConfig) (*corev1.Pod, error) {
 	res, err := Resources(vmi, cfg)
 	if err != nil {
 		return nil, err
 	}
 
-	files, err := buildGuestFiles(vmi, cfg.LauncherImage, isGuaranteed(res))
+	files, err := buildGuestFiles(vmi, modes, cfg.LauncherImage, isGuaranteed(res))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +219,8 @@ func Build(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (*corev1.P
 					Privileged:               ptr.To(false),
 					AllowPrivilegeEscalation: ptr.To(false),
 				},
-				VolumeMounts: append([]corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}}, files.mounts...),
+				VolumeMounts:  append([]corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}}, files.mounts...),
+				VolumeDevices: files.devices,
 			}},
 			Volumes: append([]corev1.Volume{{
 				Name: SocketVolume,

@@ -144,7 +144,7 @@ func TestBuild(t *testing.T) {
 		vmi.Labels[v1.AppLabel] = "spoofed"
 	})
 
-	pod, err := Build(vmi, &cfg)
+	pod, err := Build(vmi, nil, &cfg)
 	require.NoError(t, err)
 
 	assert.Equal(t, "virt-launcher-vm1-", pod.GenerateName)
@@ -202,7 +202,7 @@ func TestBuildDefaults(t *testing.T) {
 	cfg := config.Defaults()
 	pod, err := Build(testVMI(func(vmi *v1.VirtualMachineInstance) {
 		vmi.Name = "a-very-long-name-0123456789012345678901234567890123456789012345678901234567890123"
-	}), &cfg)
+	}), nil, &cfg)
 	require.NoError(t, err)
 	assert.Equal(t, DefaultGracePeriodSeconds+GracePeriodMargin, *pod.Spec.TerminationGracePeriodSeconds)
 	assert.Len(t, pod.Spec.Hostname, 63, "a hostname is a DNS label")

@@ -3,6 +3,7 @@ package launcherpod
 import (
 	"fmt"
 	"path"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,7 +24,38 @@ const (
 	// PVCMountDir holds one directory per filesystem persistentVolumeClaim volume, with the
 	// guest's image at <PVCMountDir>/<volume>/disk.img, as in KubeVirt.
 	PVCMountDir = "/var/run/kubevirt-private/vmi-disks"
+	// BlockDeviceDir holds the device of each block persistentVolumeClaim volume as
+	// <BlockDeviceDir>/<volume>, KubeVirt's devicePath.
+	BlockDeviceDir = "/dev"
 )
+
+// VolumeModes are the volumeModes of the claims an instance's persistentVolumeClaim volumes
+// name, by claim name. The mode decides between a mount and a device, and a pod cannot change
+// after it is created: the caller reads the claims first.
+type VolumeModes map[string]corev1.PersistentVolumeMode
+
+// ClaimNames are the claims the instance's persistentVolumeClaim volumes name, each once.
+func ClaimNames(vmi *v1.VirtualMachineInstance) []string {
+	var names []string
+	for _, vol := range vmi.Spec.Volumes {
+		if vol.PersistentVolumeClaim == nil {
+			continue
+		}
+		if n := vol.PersistentVolumeClaim.ClaimName; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// containerDevEntries are what the runtime and the kubelet put in a container's /dev
+// themselves (the devices plugin's kvm and net/tun among them): a block volume's devicePath
+// must not shadow them.
+var containerDevEntries = map[string]bool{
+	"console": true, "core": true, "fd": true, "full": true, "kvm": true, "mqueue": true, "net": true,
+	"null": true, "ptmx": true, "pts": true, "random": true, "shm": true, "stderr": true, "stdin": true,
+	"stdout": true, "termination-log": true, "tty": true, "urandom": true, "zero": true,
+}
 
 // The copy helper: kernelBoot and containerDisk images may have no shell and no cp, so a
 // first init container puts the launcher image's static hangar-copy (cmd/hangar-copy) into an
@@ -57,13 +89,15 @@ const copyUser int64 = 107
 type guestFiles struct {
 	initContainers []corev1.Container
 	volumes        []corev1.Volume
-	mounts         []corev1.VolumeMount // of the compute container
+	mounts         []corev1.VolumeMount  // of the compute container
+	devices        []corev1.VolumeDevice // of the compute container
 	pullSecrets    []corev1.LocalObjectReference
 }
 
 // buildGuestFiles makes the init containers, volumes and compute mounts that bring the
-// kernelBoot image's files, the containerDisks and the persistentVolumeClaims to the launcher.
-func buildGuestFiles(vmi *v1.VirtualMachineInstance, launcherImage string, guaranteed bool) (guestFiles, error) {
+// kernelBoot image's files, the containerDisks and the persistentVolumeClaims to the launcher;
+// modes must hold the volumeMode of every claim the instance names.
+func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcherImage string, guaranteed bool) (guestFiles, error) {
 	var g guestFiles
 	reserved := map[string]bool{SocketVolume: true, CopyHelperVolume: true, KernelBootVolume: true, ContainerDiskVolume: true}
 	var copies []corev1.Container
@@ -123,17 +157,30 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, launcherImage string, guara
 			if reserved[vol.Name] {
 				return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
 			}
-			// Filesystem claims only: a block claim needs volumeDevices at /dev/<volume>, and
-			// only the claim's volumeMode says which it is.
+			claim := vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource
+			mode, ok := modes[claim.ClaimName]
+			if !ok {
+				return g, fmt.Errorf("instance %s/%s: volume %s: the volumeMode of claim %s is unknown", vmi.Namespace, vmi.Name, vol.Name, claim.ClaimName)
+			}
 			g.volumes = append(g.volumes, corev1.Volume{
 				Name:         vol.Name,
-				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource.DeepCopy()},
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: claim.DeepCopy()},
 			})
-			g.mounts = append(g.mounts, corev1.VolumeMount{
-				Name:      vol.Name,
-				MountPath: path.Join(PVCMountDir, vol.Name),
-				ReadOnly:  vol.PersistentVolumeClaim.ReadOnly,
-			})
+			switch mode {
+			case corev1.PersistentVolumeBlock:
+				if containerDevEntries[vol.Name] {
+					return g, fmt.Errorf("instance %s/%s: block volume %s would shadow %s/%s in the launcher", vmi.Namespace, vmi.Name, vol.Name, BlockDeviceDir, vol.Name)
+				}
+				g.devices = append(g.devices, corev1.VolumeDevice{Name: vol.Name, DevicePath: path.Join(BlockDeviceDir, vol.Name)})
+			case corev1.PersistentVolumeFilesystem, "": // the API server defaults an unset mode to Filesystem
+				g.mounts = append(g.mounts, corev1.VolumeMount{
+					Name:      vol.Name,
+					MountPath: path.Join(PVCMountDir, vol.Name),
+					ReadOnly:  claim.ReadOnly,
+				})
+			default:
+				return g, fmt.Errorf("instance %s/%s: volume %s: claim %s has volumeMode %q", vmi.Namespace, vmi.Name, vol.Name, claim.ClaimName, mode)
+			}
 		}
 	}
 	if containerDisks {

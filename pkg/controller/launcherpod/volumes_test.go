@@ -56,9 +56,11 @@ func TestBuildGuestFiles(t *testing.T) {
 	tests := []struct {
 		name        string
 		vmi         func(*v1.VirtualMachineInstance)
+		modes       VolumeModes
 		wantInit    []initContainer
 		wantVolumes map[string]corev1.VolumeSource // besides the socket directory
 		wantMounts  []corev1.VolumeMount           // of the compute container, besides the sockets
+		wantDevices []corev1.VolumeDevice          // of the compute container
 		wantSecrets []string
 		wantErr     string
 	}{
@@ -134,8 +136,9 @@ func TestBuildGuestFiles(t *testing.T) {
 			wantMounts: []corev1.VolumeMount{{Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks", ReadOnly: true}},
 		},
 		{
-			name: "filesystem claims are mounted in the volume's vmi-disks directory, read-only when asked; no init containers",
-			vmi:  withVolumes(pvc("rootdisk", "claim-a", false), pvc("iso", "claim-b", true)),
+			name:  "filesystem claims are mounted in the volume's vmi-disks directory, read-only when asked; no init containers",
+			vmi:   withVolumes(pvc("rootdisk", "claim-a", false), pvc("iso", "claim-b", true)),
+			modes: VolumeModes{"claim-a": corev1.PersistentVolumeFilesystem, "claim-b": corev1.PersistentVolumeFilesystem},
 			wantVolumes: map[string]corev1.VolumeSource{
 				"rootdisk": {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-a"}},
 				"iso":      {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-b", ReadOnly: true}},
@@ -146,8 +149,46 @@ func TestBuildGuestFiles(t *testing.T) {
 			},
 		},
 		{
+			name:  "block claims are devices at /dev/<volume>, not mounts; filesystem claims beside them stay mounts",
+			vmi:   withVolumes(pvc("rootdisk", "claim-a", false), pvc("data", "claim-b", false), pvc("ro", "claim-c", true)),
+			modes: VolumeModes{"claim-a": corev1.PersistentVolumeFilesystem, "claim-b": corev1.PersistentVolumeBlock, "claim-c": corev1.PersistentVolumeBlock},
+			wantVolumes: map[string]corev1.VolumeSource{
+				"rootdisk": {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-a"}},
+				"data":     {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-b"}},
+				"ro":       {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-c", ReadOnly: true}},
+			},
+			wantMounts:  []corev1.VolumeMount{{Name: "rootdisk", MountPath: "/var/run/kubevirt-private/vmi-disks/rootdisk"}},
+			wantDevices: []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/data"}, {Name: "ro", DevicePath: "/dev/ro"}},
+		},
+		{
+			name:        "a claim without a volumeMode is a filesystem (the API server's default)",
+			vmi:         withVolumes(pvc("rootdisk", "claim-a", false)),
+			modes:       VolumeModes{"claim-a": ""},
+			wantVolumes: map[string]corev1.VolumeSource{"rootdisk": {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-a"}}},
+			wantMounts:  []corev1.VolumeMount{{Name: "rootdisk", MountPath: "/var/run/kubevirt-private/vmi-disks/rootdisk"}},
+		},
+		{
+			name:    "a claim whose mode the caller did not read is an error, not a guess",
+			vmi:     withVolumes(pvc("rootdisk", "claim-a", false), pvc("data", "claim-b", false)),
+			modes:   VolumeModes{"claim-a": corev1.PersistentVolumeFilesystem},
+			wantErr: "the volumeMode of claim claim-b is unknown",
+		},
+		{
+			name:    "an unknown volumeMode is an error",
+			vmi:     withVolumes(pvc("data", "claim-b", false)),
+			modes:   VolumeModes{"claim-b": "Tape"},
+			wantErr: `volumeMode "Tape"`,
+		},
+		{
+			name:    "a block volume may not shadow a device the launcher needs",
+			vmi:     withVolumes(pvc("kvm", "claim-b", false)),
+			modes:   VolumeModes{"claim-b": corev1.PersistentVolumeBlock},
+			wantErr: "would shadow /dev/kvm",
+		},
+		{
 			name:    "a claim may not take the name of a launcher volume",
 			vmi:     withVolumes(pvc(SocketVolume, "claim-a", false)),
+			modes:   VolumeModes{"claim-a": corev1.PersistentVolumeFilesystem},
 			wantErr: "reserved",
 		},
 		{
@@ -170,7 +211,7 @@ func TestBuildGuestFiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Defaults()
 			cfg.LauncherImage = "reg/launcher:v1"
-			pod, err := Build(testVMI(tt.vmi), &cfg)
+			pod, err := Build(testVMI(tt.vmi), tt.modes, &cfg)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -205,6 +246,7 @@ func TestBuildGuestFiles(t *testing.T) {
 
 			c := spec.Containers[0]
 			assert.Equal(t, append([]corev1.VolumeMount{socketMount}, tt.wantMounts...), c.VolumeMounts)
+			assert.Equal(t, tt.wantDevices, c.VolumeDevices)
 			assert.False(t, *c.SecurityContext.Privileged)
 			assert.Nil(t, c.SecurityContext.Capabilities)
 			assert.False(t, spec.HostNetwork)
@@ -226,11 +268,18 @@ func TestCopyResourcesKeepGuaranteedQoS(t *testing.T) {
 		vmi.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
 		vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
 		kernelBoot(&v1.KernelBootContainer{Image: "reg/kernel:v1", KernelPath: "/vmlinuz"})(vmi)
-	}), &cfg)
+	}), nil, &cfg)
 	require.NoError(t, err)
 	require.True(t, isGuaranteed(pod.Spec.Containers[0].Resources))
 	require.Len(t, pod.Spec.InitContainers, 2)
 	for _, c := range pod.Spec.InitContainers {
 		assert.True(t, isGuaranteed(c.Resources), c.Name)
 	}
+}
+
+func TestClaimNames(t *testing.T) {
+	vmi := testVMI(withVolumes(pvc("a", "claim-1", false), containerDisk("root", v1.ContainerDiskSource{Image: "i"}),
+		pvc("b", "claim-2", false), pvc("c", "claim-1", true)))
+	assert.Equal(t, []string{"claim-1", "claim-2"}, ClaimNames(vmi))
+	assert.Empty(t, ClaimNames(testVMI(nil)))
 }

@@ -82,16 +82,20 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.Set{v1.AppLabel: v1.LauncherAppLabelValue}.String()
 		}))
+	// Claims in every namespace: an instance's launcher pod mounts or maps each claim by its
+	// volumeMode.
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync, informers.WithTransform(stripManagedFields))
 	vmInformer := kvFactory.Kubevirt().V1().VirtualMachines()
 	vmiInformer := kvFactory.Kubevirt().V1().VirtualMachineInstances()
 	rsInformer := kvFactory.Kubevirt().V1().VirtualMachineInstanceReplicaSets()
 	podInformer := podFactory.Core().V1().Pods()
+	pvcInformer := kubeFactory.Core().V1().PersistentVolumeClaims()
 
 	vmController, err := vm.New(kubevirt, vmInformer, vmiInformer, recorder)
 	if err != nil {
 		return err
 	}
-	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, cfg, recorder)
+	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, cfg, recorder)
 	if err != nil {
 		return err
 	}
@@ -102,8 +106,10 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
+	kubeFactory.Start(ctx.Done())
 	defer kvFactory.Shutdown()
 	defer podFactory.Shutdown()
+	defer kubeFactory.Shutdown()
 
 	errs := make(chan error, 3)
 	go func() { errs <- vmController.Run(ctx, o.VMWorkers) }()

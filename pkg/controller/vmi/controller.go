@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -23,6 +24,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/config"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/controller/expectations"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions/kubevirt/v1"
@@ -32,13 +34,19 @@ import (
 // podsByOwnerIndex indexes launcher pods by the namespace/name of the instance that controls them.
 const podsByOwnerIndex = "vmi"
 
+// vmisByClaimIndex indexes instances by the namespace/name of each claim they name, so a claim
+// that appears wakes the instances waiting for it.
+const vmisByClaimIndex = "vmi-claims"
+
 // Controller is the VirtualMachineInstance controller.
 type Controller struct {
 	kubevirt versioned.Interface
 	kube     kubernetes.Interface
 
 	vmiLister  kvlisters.VirtualMachineInstanceLister
+	vmiIndexer cache.Indexer
 	podIndexer cache.Indexer
+	pvcLister  corelisters.PersistentVolumeClaimLister
 	synced     []cache.InformerSynced
 
 	config       *config.Store
@@ -53,15 +61,20 @@ type Controller struct {
 }
 
 // New wires the controller to its informers. podInformer should be restricted to launcher
-// pods (label kubevirt.io=virt-launcher); other pods are ignored anyway.
+// pods (label kubevirt.io=virt-launcher); other pods are ignored anyway. pvcInformer tells
+// the volumeMode of the claims instances name.
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kvinformers.VirtualMachineInstanceInformer,
-	podInformer coreinformers.PodInformer, cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
+	podInformer coreinformers.PodInformer, pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		kubevirt:     kubevirt,
-		kube:         kube,
-		vmiLister:    vmiInformer.Lister(),
-		podIndexer:   podInformer.Informer().GetIndexer(),
-		synced:       []cache.InformerSynced{vmiInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+		kubevirt:   kubevirt,
+		kube:       kube,
+		vmiLister:  vmiInformer.Lister(),
+		vmiIndexer: vmiInformer.Informer().GetIndexer(),
+		podIndexer: podInformer.Informer().GetIndexer(),
+		pvcLister:  pvcInformer.Lister(),
+		synced: []cache.InformerSynced{vmiInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+			pvcInformer.Informer().HasSynced},
 		config:       cfg,
 		recorder:     recorder,
 		queue:        controllerutil.NewQueue("virt-controller-vmi"),
@@ -70,6 +83,9 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByOwnerIndex: indexByOwner}); err != nil {
 		return nil, fmt.Errorf("index launcher pods: %w", err)
+	}
+	if err := vmiInformer.Informer().AddIndexers(cache.Indexers{vmisByClaimIndex: indexByClaim}); err != nil {
+		return nil, fmt.Errorf("index instances by claim: %w", err)
 	}
 	if _, err := vmiInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
@@ -96,10 +112,44 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	}); err != nil {
 		return nil, err
 	}
+	// Only a claim that appears matters: an instance waits for its claims before it gets a pod,
+	// and a claim's volumeMode never changes.
+	if _, err := pvcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueClaimants,
+	}); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
 func (c *Controller) enqueue(obj any) { controllerutil.Enqueue(c.queue, obj) }
+
+// enqueueClaimants enqueues the instances that name a claim.
+func (c *Controller) enqueueClaimants(obj any) {
+	o, ok := controllerutil.Object(obj)
+	if !ok {
+		return
+	}
+	vmis, err := c.vmiIndexer.ByIndex(vmisByClaimIndex, o.GetNamespace()+"/"+o.GetName())
+	if err != nil {
+		return
+	}
+	for _, vmi := range vmis {
+		c.enqueue(vmi)
+	}
+}
+
+func indexByClaim(obj any) ([]string, error) {
+	vmi, ok := obj.(*v1.VirtualMachineInstance)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, name := range launcherpod.ClaimNames(vmi) {
+		keys = append(keys, vmi.Namespace+"/"+name)
+	}
+	return keys, nil
+}
 
 func (c *Controller) enqueueOwner(obj any) {
 	if ref, ns, ok := launcherOwner(obj); ok {

@@ -38,7 +38,7 @@ type fixture struct {
 
 // newFixture seeds the clientsets and the informer caches with the same objects, as the
 // informers would after a sync, and never starts the informers: each test drives sync itself.
-func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.Pod) *fixture {
+func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.Pod, claims ...*corev1.PersistentVolumeClaim) *fixture {
 	t.Helper()
 	var kvObjs, kubeObjs []runtime.Object
 	for _, o := range vmis {
@@ -47,15 +47,22 @@ func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.
 	for _, o := range pods {
 		kubeObjs = append(kubeObjs, o)
 	}
+	for _, o := range claims {
+		kubeObjs = append(kubeObjs, o)
+	}
 	f := &fixture{t: t, kv: kvfake.NewSimpleClientset(kvObjs...), kube: k8sfake.NewSimpleClientset(kubeObjs...), recorder: record.NewFakeRecorder(100)}
 	testutil.GenerateNames(f.kube)
 	kvf := kvinformers.NewSharedInformerFactory(f.kv, 0)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	vmiInformer, podInformer := kvf.Kubevirt().V1().VirtualMachineInstances(), kf.Core().V1().Pods()
+	pvcInformer := kf.Core().V1().PersistentVolumeClaims()
 	cfg := config.Defaults()
 	cfg.UseEmulation = true
-	c, err := New(f.kv, f.kube, vmiInformer, podInformer, config.NewStore(cfg), f.recorder)
+	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, config.NewStore(cfg), f.recorder)
 	require.NoError(t, err)
+	for _, o := range claims {
+		require.NoError(t, pvcInformer.Informer().GetIndexer().Add(o))
+	}
 	for _, o := range vmis {
 		require.NoError(t, vmiInformer.Informer().GetIndexer().Add(o))
 	}
@@ -114,6 +121,34 @@ func newPod(name string, ownerUID types.UID, mutate ...func(*corev1.Pod)) *corev
 	return pod
 }
 
+func newClaim(name string, mode *corev1.PersistentVolumeMode) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeMode: mode}}
+}
+
+// withClaims gives the instance one persistentVolumeClaim volume per claim, named vol-<claim>.
+func withClaims(claims ...string) func(*v1.VirtualMachineInstance) {
+	return func(vmi *v1.VirtualMachineInstance) {
+		for _, c := range claims {
+			vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: "vol-" + c, VolumeSource: v1.VolumeSource{
+				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}},
+			}})
+		}
+	}
+}
+
+func createdPod(t *testing.T, f *fixture) corev1.Pod {
+	t.Helper()
+	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	return pods.Items[0]
+}
+
+func condition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	return findCondition(vmi.Status, t)
+}
+
 func bound(node string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
 
 func podPhase(phase corev1.PodPhase) func(*corev1.Pod) {
@@ -135,6 +170,7 @@ func TestSync(t *testing.T) {
 		name        string
 		vmi         *v1.VirtualMachineInstance
 		pods        []*corev1.Pod
+		claims      []*corev1.PersistentVolumeClaim
 		reactor     func(*k8sfake.Clientset)
 		wantErr     bool
 		wantPhase   v1.VirtualMachineInstancePhase
@@ -161,6 +197,58 @@ func TestSync(t *testing.T) {
 				ready := vmi.Status.Conditions[0]
 				assert.Equal(t, v1.VirtualMachineInstanceReady, ready.Type)
 				assert.Equal(t, corev1.ConditionFalse, ready.Status)
+			},
+		},
+		{
+			name: "a block claim is a device of the compute container at /dev/<volume>, a filesystem claim a mount",
+			vmi:  newVMI(v1.VmPhaseUnset, withClaims("blk", "fs", "unset")),
+			claims: []*corev1.PersistentVolumeClaim{newClaim("blk", ptr.To(corev1.PersistentVolumeBlock)),
+				newClaim("fs", ptr.To(corev1.PersistentVolumeFilesystem)), newClaim("unset", nil)},
+			wantPhase: v1.Scheduling, wantCreates: 1,
+			wantEvents: []string{"Normal SuccessfulCreate Created virtual machine pod virt-launcher-vm1-"},
+			check: func(t *testing.T, f *fixture, vmi *v1.VirtualMachineInstance) {
+				c := createdPod(t, f).Spec.Containers[0]
+				assert.Equal(t, []corev1.VolumeDevice{{Name: "vol-blk", DevicePath: "/dev/vol-blk"}}, c.VolumeDevices)
+				var mounts []string
+				for _, m := range c.VolumeMounts {
+					mounts = append(mounts, m.MountPath)
+				}
+				assert.Equal(t, []string{launcherpod.SocketMountPath, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
+			},
+		},
+		{
+			name:      "a missing claim keeps the instance Pending without a pod, unschedulable and not synchronized, as KubeVirt reports it",
+			vmi:       newVMI(v1.VmPhaseUnset, withClaims("here", "missing")),
+			claims:    []*corev1.PersistentVolumeClaim{newClaim("here", ptr.To(corev1.PersistentVolumeBlock))},
+			wantPhase: v1.Pending, wantPhases: []v1.VirtualMachineInstancePhase{v1.Pending},
+			wantEvents: []string{"Normal FailedPvcNotFound PVC ns/missing does not exist, waiting for it to appear"},
+			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {
+				for _, ct := range []v1.VirtualMachineInstanceConditionType{PodScheduledCondition, v1.VirtualMachineInstanceSynchronized} {
+					cond := condition(vmi, ct)
+					require.NotNil(t, cond, ct)
+					assert.Equal(t, corev1.ConditionFalse, cond.Status, ct)
+					assert.Equal(t, "PVC ns/missing does not exist, waiting for it to appear", cond.Message, ct)
+				}
+				assert.Equal(t, corev1.PodReasonUnschedulable, condition(vmi, PodScheduledCondition).Reason)
+				assert.Equal(t, FailedPvcNotFoundReason, condition(vmi, v1.VirtualMachineInstanceSynchronized).Reason)
+			},
+		},
+		{
+			name: "a claim that appeared: the pod is created and the waiting conditions go",
+			vmi: newVMI(v1.Pending, withClaims("late"), func(v *v1.VirtualMachineInstance) {
+				msg := "PVC ns/late does not exist, waiting for it to appear"
+				v.Status.Conditions = []v1.VirtualMachineInstanceCondition{
+					{Type: PodScheduledCondition, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg},
+					{Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: FailedPvcNotFoundReason, Message: msg},
+				}
+			}),
+			claims:    []*corev1.PersistentVolumeClaim{newClaim("late", ptr.To(corev1.PersistentVolumeBlock))},
+			wantPhase: v1.Scheduling, wantCreates: 1,
+			wantEvents: []string{"Normal SuccessfulCreate Created virtual machine pod virt-launcher-vm1-"},
+			check: func(t *testing.T, f *fixture, vmi *v1.VirtualMachineInstance) {
+				assert.Nil(t, condition(vmi, PodScheduledCondition))
+				assert.Nil(t, condition(vmi, v1.VirtualMachineInstanceSynchronized))
+				assert.Equal(t, "/dev/vol-late", createdPod(t, f).Spec.Containers[0].VolumeDevices[0].DevicePath)
 			},
 		},
 		{
@@ -308,7 +396,7 @@ func TestSync(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, []*v1.VirtualMachineInstance{tt.vmi}, tt.pods)
+			f := newFixture(t, []*v1.VirtualMachineInstance{tt.vmi}, tt.pods, tt.claims...)
 			if tt.reactor != nil {
 				tt.reactor(f.kube)
 			}
@@ -379,4 +467,32 @@ func TestOrphanedPods(t *testing.T) {
 	deletes := testutil.Filter(f.kube.Actions(), "delete", "pods", "")
 	require.Len(t, deletes, 1)
 	assert.Equal(t, "p1", deletes[0].(k8stesting.DeleteActionImpl).Name)
+}
+
+// TestWaitingForClaim: an instance waiting for a claim reports once, not on every sync, and the
+// claim's arrival in the informer brings the instance back to the queue.
+func TestWaitingForClaim(t *testing.T) {
+	f := newFixture(t, []*v1.VirtualMachineInstance{newVMI(v1.VmPhaseUnset, withClaims("late"))}, nil)
+	ctx := context.Background()
+	require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+	require.Len(t, f.events(), 1)
+
+	// What the informer shows after our status write; the event is not repeated.
+	vmi := f.vmi("vm1")
+	require.NoError(t, f.c.vmiIndexer.Update(vmi))
+	f.c.staleVersions.Forget("ns/vm1")
+	require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+	assert.Empty(t, f.events())
+	assert.Empty(t, testutil.Filter(f.kube.Actions(), "create", "pods", ""))
+
+	for f.c.queue.Len() > 0 {
+		key, _ := f.c.queue.Get()
+		f.c.queue.Done(key)
+	}
+	f.c.enqueueClaimants(newClaim("other", nil))
+	assert.Zero(t, f.c.queue.Len(), "a claim no instance names wakes none")
+	f.c.enqueueClaimants(newClaim("late", nil))
+	require.Equal(t, 1, f.c.queue.Len())
+	key, _ := f.c.queue.Get()
+	assert.Equal(t, "ns/vm1", key)
 }

@@ -28,9 +28,10 @@ const (
 const PodScheduledCondition = v1.VirtualMachineInstanceConditionType(corev1.PodScheduled)
 
 // nextStatus is the status the instance should have given its launcher pod (nil: none in the
-// cache) and whether a pod creation is still to be observed. It never leaves a final phase and
-// never enters Running or later: those are the node agent's.
-func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending bool, now metav1.Time) v1.VirtualMachineInstanceStatus {
+// cache), whether a pod creation is still to be observed and, for an instance without a pod,
+// why it cannot have one yet (waiting). It never leaves a final phase and never enters Running
+// or later: those are the node agent's.
+func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending bool, waiting string, now metav1.Time) v1.VirtualMachineInstanceStatus {
 	s := *vmi.Status.DeepCopy()
 	// Step through the controller's phases until none applies, so an instance whose pod is
 	// already bound (after a controller restart, say) goes straight to Scheduled.
@@ -51,7 +52,22 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 		return s
 	}
 
-	if pod != nil {
+	if c := findCondition(s, v1.VirtualMachineInstanceSynchronized); c != nil && c.Reason == FailedPvcNotFoundReason && waiting == "" {
+		removeCondition(&s, v1.VirtualMachineInstanceSynchronized)
+	}
+	switch {
+	case pod == nil && waiting != "":
+		// As KubeVirt reports a missing claim: not synchronized, and unschedulable (the
+		// condition an unschedulable pod gives too).
+		setCondition(&s, v1.VirtualMachineInstanceCondition{
+			Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: FailedPvcNotFoundReason, Message: waiting,
+		}, now)
+		setCondition(&s, v1.VirtualMachineInstanceCondition{
+			Type: PodScheduledCondition, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: waiting,
+		}, now)
+	case pod == nil && s.Phase == v1.Pending:
+		removeCondition(&s, PodScheduledCondition)
+	case pod != nil:
 		if pod.Spec.NodeName != "" {
 			if s.ActivePods == nil {
 				s.ActivePods = map[types.UID]string{}
@@ -148,6 +164,15 @@ func setCondition(s *v1.VirtualMachineInstanceStatus, cond v1.VirtualMachineInst
 	}
 	cond.LastTransitionTime = now
 	s.Conditions = append(s.Conditions, cond)
+}
+
+func findCondition(s v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func removeCondition(s *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) {

@@ -31,6 +31,8 @@ const (
 	FailedCreatePodReason     = "FailedCreate"
 	SuccessfulDeletePodReason = "SuccessfulDelete"
 	FailedDeletePodReason     = "FailedDelete"
+	// FailedPvcNotFoundReason: a claim the instance names does not exist (yet); KubeVirt's.
+	FailedPvcNotFoundReason = "FailedPvcNotFound"
 )
 
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -78,15 +80,29 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	pod := activePod(own)
 	var syncErr error
+	waiting := "" // why an instance that needs a pod cannot have one yet
 	creationPending := !c.expectations.Satisfied(string(vmi.UID))
 	if pod == nil && !creationPending && needsPod(vmi.Status.Phase) {
-		// The pod just created counts as seen: the instance moves on to Scheduling in the
-		// same status write, and the transition through Pending is still recorded.
-		pod, syncErr = c.createPod(ctx, vmi)
-		creationPending = syncErr == nil
+		modes, missing, err := c.volumeModes(vmi)
+		switch {
+		case err != nil:
+			return err
+		case missing != "":
+			// As KubeVirt: the instance stays Pending until the claim appears (its informer
+			// brings us back), rather than getting a pod that could not be built right.
+			waiting = fmt.Sprintf("PVC %s/%s does not exist, waiting for it to appear", vmi.Namespace, missing)
+			if cond := findCondition(vmi.Status, PodScheduledCondition); cond == nil || cond.Message != waiting {
+				c.recorder.Event(vmi, corev1.EventTypeNormal, FailedPvcNotFoundReason, waiting)
+			}
+		default:
+			// The pod just created counts as seen: the instance moves on to Scheduling in the
+			// same status write, and the transition through Pending is still recorded.
+			pod, syncErr = c.createPod(ctx, vmi, modes)
+			creationPending = syncErr == nil
+		}
 	}
 
-	status := nextStatus(vmi, pod, creationPending, metav1.Now())
+	status := nextStatus(vmi, pod, creationPending, waiting, metav1.Now())
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status
@@ -101,8 +117,25 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return syncErr
 }
 
-func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pod, err := launcherpod.Build(vmi, c.config.Get())
+// volumeModes reads the volumeMode of every claim the instance names, or the first claim
+// that does not exist.
+func (c *Controller) volumeModes(vmi *v1.VirtualMachineInstance) (launcherpod.VolumeModes, string, error) {
+	modes := launcherpod.VolumeModes{}
+	for _, name := range launcherpod.ClaimNames(vmi) {
+		claim, err := c.pvcLister.PersistentVolumeClaims(vmi.Namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil, name, nil
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("read claim %s/%s: %w", vmi.Namespace, name, err)
+		}
+		modes[name] = ptr.Deref(claim.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
+	}
+	return modes, "", nil
+}
+
+func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance, modes launcherpod.VolumeModes) (*corev1.Pod, error) {
+	pod, err := launcherpod.Build(vmi, modes, c.config.Get())
 	if err != nil {
 		c.recorder.Eventf(vmi, corev1.EventTypeWarning, FailedCreatePodReason, "Error creating pod: %v", err)
 		metrics.LauncherPodsCreated.WithLabelValues("error").Inc()
