@@ -44,7 +44,10 @@ func prepareVolumes(ctx context.Context, vmi *v1.VirtualMachineInstance, cfg *Co
 				return fmt.Errorf("cloudInitNoCloud %s: %w", vol.Name, err)
 			}
 		case vol.PersistentVolumeClaim != nil:
-			if fi, err := os.Stat(l.PVCBlock(vol.Name)); err == nil && fi.Mode()&os.ModeDevice != 0 {
+			// The pod says which it is: virt-controller maps a block claim at its device path
+			// and mounts a filesystem claim. Character devices (a container's /dev/null,
+			// /dev/kvm) are no claim.
+			if isBlockDevice(l.PVCBlock(vol.Name)) {
 				opts.BlockVolumes[vol.Name] = true
 			} else if _, err := os.Stat(l.PVCFile(vol.Name)); err != nil {
 				return fmt.Errorf("persistentVolumeClaim %s: neither block device %s nor image %s", vol.Name, l.PVCBlock(vol.Name), l.PVCFile(vol.Name))
@@ -52,6 +55,11 @@ func prepareVolumes(ctx context.Context, vmi *v1.VirtualMachineInstance, cfg *Co
 		}
 	}
 	return nil
+}
+
+func isBlockDevice(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0
 }
 
 // findContainerDiskImage finds the disk image in a containerDisk's files: the given path, or
