@@ -27,9 +27,12 @@ readonly PACKAGES=(linux-image-amd64 busybox-static xz-utils cpio gzip kmod qemu
 # Modules the guest loads at boot, by purpose; dependencies are added at
 # build time. "net" brings up eth0 (virtio-net as KubeVirt's default model,
 # e1000 as the common alternative); "block" mounts a root disk for the
-# containerDisk mode (virtio-blk, virtio-scsi or SATA disks with ext4).
+# containerDisk mode (virtio-blk, virtio-scsi or SATA disks with ext4); "acpi"
+# turns the ACPI power button into an input event (button) on
+# /dev/input/eventN (evdev), which busybox acpid reads.
 readonly NET_MODULES=(virtio_pci virtio_net e1000)
 readonly BLOCK_MODULES=(virtio_pci virtio_blk virtio_scsi ahci sd_mod crc32c_generic ext4)
+readonly ACPI_MODULES=(button evdev)
 
 SCRIPT_START=$(date +%s.%N)
 
@@ -134,7 +137,7 @@ build_initramfs() {
   local release=$1 staging
   staging=$(mktemp -d "$KERNELBOOT_DIR/initramfs.XXXXXX")
 
-  mkdir -p "$staging"/{bin,sbin,usr/bin,usr/sbin,etc/udhcpc,proc,sys,dev,run,tmp,root,newroot}
+  mkdir -p "$staging"/{bin,sbin,usr/bin,usr/sbin,etc/udhcpc,etc/acpi/PWRF,lib/hangar,proc,sys,dev,run,tmp,root,newroot}
   chmod 1777 "$staging/tmp"
   cp /bin/busybox "$staging/bin/busybox"
   # Links for every applet, made here rather than at boot: one less step on
@@ -147,6 +150,9 @@ build_initramfs() {
 
   install -m 0755 "$GUEST_DIR/initramfs/init" "$staging/init"
   install -m 0755 "$GUEST_DIR/initramfs/hangar.script" "$staging/etc/udhcpc/hangar.script"
+  install -m 0644 "$GUEST_DIR/initramfs/announce.sh" "$staging/lib/hangar/announce.sh"
+  # busybox acpid's action for the power button (KEY_POWER → PWRF/00000080).
+  install -m 0755 "$GUEST_DIR/initramfs/powerbutton" "$staging/etc/acpi/PWRF/00000080"
   install -m 0644 "$GUEST_DIR/initramfs/inittab" "$staging/etc/inittab"
   install -m 0644 "$GUEST_DIR/initramfs/profile" "$staging/etc/profile"
   echo 'root:x:0:0:root:/root:/bin/sh' > "$staging/etc/passwd"
@@ -156,6 +162,7 @@ build_initramfs() {
 
   install_module_set "$release" "$staging" net "${NET_MODULES[@]}"
   install_module_set "$release" "$staging" block "${BLOCK_MODULES[@]}"
+  install_module_set "$release" "$staging" acpi "${ACPI_MODULES[@]}"
 
   # Sorted names and root ownership keep the archive the same from one build
   # to the next.
