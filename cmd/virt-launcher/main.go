@@ -54,10 +54,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "virt-launcher: namespace, name and uid are required")
 		os.Exit(2)
 	}
-	masquerade := &network.Masquerade{SetupPod: setupNetwork}
-	cfg.Network = masquerade
+	podNetwork := &network.PodNetwork{SetupPod: setupNetwork}
+	cfg.Network = podNetwork
 	err := run(cfg, libvirtRoot)
-	masquerade.Close()
+	podNetwork.Close()
 	if err != nil {
 		klog.ErrorS(err, "virt-launcher")
 		klog.Flush()

@@ -310,7 +310,7 @@ func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineIns
 	return nil
 }
 
-// setupNetwork runs the privileged part of the masquerade binding in the launcher's network
+// setupNetwork runs the privileged part of the bindings in the launcher's network
 // namespace, found through the pid of the process behind the launcher's socket.
 func (c *Controller) setupNetwork(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
 	plans, err := network.Plans(vmi)

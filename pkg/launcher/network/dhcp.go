@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// A DHCPv4 server for exactly one client: the guest behind a masquerade bridge. It answers
+// A DHCPv4 server for exactly one client: the guest behind a bridge in the pod. It answers
 // DISCOVER with an OFFER and REQUEST with an ACK (or a NAK for another address), for the
 // guest's MAC only.
 
@@ -145,8 +145,10 @@ func (l Lease) reply(m dhcpMessage, server netip.Addr) []byte {
 	if answer != dhcpNak {
 		mask := net.CIDRMask(l.IP.Bits(), 32)
 		opt(optSubnetMask, mask)
-		r := l.Router.As4()
-		opt(optRouter, r[:])
+		if l.Router.Is4() { // a pod route through the link alone has no next hop to hand over
+			r := l.Router.As4()
+			opt(optRouter, r[:])
+		}
 		var dns []byte
 		for _, d := range l.DNS {
 			if d.Is4() {

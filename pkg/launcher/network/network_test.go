@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,38 +34,94 @@ func testVMI(mutate ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInsta
 }
 
 func TestPlans(t *testing.T) {
-	plans, err := Plans(testVMI())
-	require.NoError(t, err)
-	require.Len(t, plans, 1)
-	p := plans[0]
-	assert.Equal(t, "default", p.Interface)
-	assert.Equal(t, "hangar-br0", p.Bridge)
-	assert.Equal(t, "hangar-tap0", p.Tap)
-	assert.Equal(t, netip.MustParsePrefix("10.0.2.1/24"), p.Gateway)
-	assert.Equal(t, netip.MustParsePrefix("10.0.2.2/24"), p.Guest)
-	assert.Equal(t, "guest", p.Hostname)
-	assert.Nil(t, p.Ports)
-
-	plans, err = Plans(testVMI(func(v *v1.VirtualMachineInstance) {
-		v.Spec.Hostname = "host"
-		v.Spec.Networks = []v1.Network{{Name: "net", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: "192.168.7.0/29"}}}}
-		v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net", Ports: []v1.Port{{Port: 22}, {Port: 53, Protocol: "UDP"}}}}
-	}))
-	require.NoError(t, err)
-	assert.Equal(t, netip.MustParsePrefix("192.168.7.2/29"), plans[0].Guest)
-	assert.Equal(t, "host", plans[0].Hostname)
-
-	_, err = Plans(testVMI(func(v *v1.VirtualMachineInstance) {
-		v.Spec.Networks = []v1.Network{{Name: "net", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}}
-		v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}}}
-	}))
-	assert.ErrorContains(t, err, "only the masquerade binding")
-
-	_, err = Plans(testVMI(func(v *v1.VirtualMachineInstance) {
-		v.Spec.Networks = []v1.Network{{Name: "net", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: "10.0.0.0/31"}}}}
-		v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net"}}
-	}))
-	assert.ErrorContains(t, err, "at least 4 addresses")
+	podNet := func(cidr string) []v1.Network {
+		return []v1.Network{{Name: "net", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: cidr}}}}
+	}
+	bridge := v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}
+	tests := []struct {
+		name string
+		vmi  *v1.VirtualMachineInstance
+		want Plan
+		err  string
+	}{
+		{
+			name: "default: masquerade on 10.0.2.0/24",
+			vmi:  testVMI(),
+			want: Plan{Interface: "default", Binding: BindingMasquerade, Bridge: "hangar-br0", Tap: "hangar-tap0",
+				MAC: "52:54:00:", Gateway: netip.MustParsePrefix("10.0.2.1/24"), Guest: netip.MustParsePrefix("10.0.2.2/24"), Hostname: "guest"},
+		},
+		{
+			name: "masquerade with a network, ports and a hostname",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Hostname = "host"
+				v.Spec.Networks = podNet("192.168.7.0/29")
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net", Ports: []v1.Port{{Port: 22}, {Port: 53, Protocol: "UDP"}}}}
+			}),
+			want: Plan{Interface: "net", Binding: BindingMasquerade, Bridge: "hangar-br0", Tap: "hangar-tap0",
+				MAC: "52:54:00:", Gateway: netip.MustParsePrefix("192.168.7.1/29"), Guest: netip.MustParsePrefix("192.168.7.2/29"),
+				Ports: []v1.Port{{Port: 22, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}, Hostname: "host"},
+		},
+		{
+			name: "bridge: the MAC is the pod interface's, found in the pod; ports only inform",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Networks = podNet("")
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net", InterfaceBindingMethod: bridge, Ports: []v1.Port{{Port: 80}}}}
+			}),
+			want: Plan{Interface: "net", Binding: BindingBridge, Bridge: "hangar-br0", Tap: "hangar-tap0",
+				Gateway: netip.MustParsePrefix("169.254.75.10/32"), Hostname: "guest"},
+		},
+		{
+			name: "bridge with the spec's MAC",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Networks = podNet("")
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net", InterfaceBindingMethod: bridge, MacAddress: "DE:AD:00:00:BE:EF"}}
+			}),
+			want: Plan{Interface: "net", Binding: BindingBridge, Bridge: "hangar-br0", Tap: "hangar-tap0",
+				MAC: "de:ad:00:00:be:ef", Gateway: netip.MustParsePrefix("169.254.75.10/32"), Hostname: "guest"},
+		},
+		{
+			name: "too small a VM network",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Networks = podNet("10.0.0.0/31")
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net"}}
+			}),
+			err: "at least 4 addresses",
+		},
+		{
+			name: "interface without network",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Networks = podNet("")
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "other", InterfaceBindingMethod: bridge}}
+			}),
+			err: "no network of that name",
+		},
+		{
+			name: "two pod interfaces",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Networks = append(podNet(""), v1.Network{Name: "second", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}})
+				v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "net", InterfaceBindingMethod: bridge}, {Name: "second", InterfaceBindingMethod: bridge}}
+			}),
+			err: "only one interface",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plans, err := Plans(tt.vmi)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, plans, 1)
+			got := plans[0]
+			// A derived MAC depends on the UID: only its prefix is fixed.
+			if strings.HasSuffix(tt.want.MAC, ":") {
+				assert.True(t, strings.HasPrefix(got.MAC, tt.want.MAC), got.MAC)
+				got.MAC = tt.want.MAC
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
 func TestNFTables(t *testing.T) {
@@ -133,6 +190,13 @@ func TestDHCPReplies(t *testing.T) {
 	nak := parse(lease.reply(parse(clientMessage(dhcpRequest, mac, netip.MustParseAddr("10.0.2.9"))), server))
 	assert.Equal(t, []byte{dhcpNak}, nak.options[optMessageType])
 	assert.Nil(t, nak.options[optRouter])
+
+	// A pod route through the link alone has no next hop: no router option then.
+	direct := lease
+	direct.Router = netip.Addr{}
+	noRouter := parse(direct.reply(parse(clientMessage(dhcpDiscover, mac, netip.Addr{})), server))
+	assert.Equal(t, []byte{dhcpOffer}, noRouter.options[optMessageType])
+	assert.Nil(t, noRouter.options[optRouter])
 
 	other, _ := net.ParseMAC("52:54:00:00:00:01")
 	assert.Nil(t, lease.reply(parse(clientMessage(dhcpDiscover, other, netip.Addr{})), server), "only the guest's MAC")

@@ -1,13 +1,19 @@
-// Package network connects a guest to its launcher pod's network with KubeVirt's masquerade
-// binding: inside the pod's network namespace a bridge (the guest's gateway) and a tap for
-// QEMU, a DHCP server giving the guest its private address, and nftables rules that NAT the
-// guest's egress to the pod's address and forward the declared ports (all, when none are
-// declared) from the pod's address to the guest.
+// Package network connects a guest to its launcher pod's network with one of KubeVirt's
+// bindings, both built from a bridge and a tap for QEMU inside the pod's network namespace
+// and a DHCP server in the launcher:
+//
+//   - masquerade: the bridge is the guest's gateway on a private network, and nftables rules
+//     NAT the guest's egress to the pod's address and forward the declared ports (all, when
+//     none are declared) from the pod's address to the guest.
+//   - bridge: the pod's interface is a port of the bridge and gives the guest its IPv4
+//     address, gateway and MAC; the guest is reached at the pod's address directly. (IPv6 is
+//     not handed over: the pod keeps its IPv6 addresses.)
 //
 // The privileged part (SetupPod: links, addresses, sysctls, nftables) needs CAP_NET_ADMIN in
 // the pod's network namespace, which a launcher container does not have; virt-handler runs
 // it from the host (nsenter into the launcher's namespace), or a launcher with the
-// capability runs it itself. The DHCP server needs no privilege and runs in the launcher.
+// capability runs it itself. The DHCP server needs no privilege and runs in the launcher,
+// which reads what it serves with InspectPod.
 package network
 
 import (
@@ -22,25 +28,36 @@ import (
 // DefaultVMNetworkCIDR is the guest's private network when the pod network names none.
 const DefaultVMNetworkCIDR = "10.0.2.0/24"
 
-// Plan is what the masquerade binding makes of one instance's pod-network interface.
+// Binding is how an interface reaches the pod network.
+type Binding string
+
+const (
+	BindingMasquerade Binding = "masquerade"
+	BindingBridge     Binding = "bridge"
+)
+
+// Plan is what a binding makes of one instance's pod-network interface.
 type Plan struct {
 	// Interface is the spec's interface name.
 	Interface string
+	Binding   Binding
 	// Bridge and Tap are the link names in the pod's namespace.
 	Bridge, Tap string
-	// MAC is the guest interface's MAC address.
+	// MAC is the guest interface's MAC address. Empty for a bridge binding without a
+	// macAddress in the spec: the guest then takes the pod interface's, known only in the pod.
 	MAC string
-	// Gateway is the bridge's address, the guest's default route and DNS forwarder target.
+	// Gateway is the bridge's address: for masquerade the guest's default route, for bridge
+	// a link-local address the DHCP server answers from.
 	Gateway netip.Prefix
-	// Guest is the guest's address.
+	// Guest is the guest's address (masquerade; bridge hands the pod's over).
 	Guest netip.Prefix
-	// Ports to forward; nil forwards every TCP and UDP port.
+	// Ports to forward (masquerade); nil forwards every TCP and UDP port.
 	Ports []v1.Port
 	// Hostname is handed to the guest by DHCP.
 	Hostname string
 }
 
-// Plans is the plan of every masquerade interface of vmi, in spec order.
+// Plans is the plan of every interface of vmi, in spec order.
 func Plans(vmi *v1.VirtualMachineInstance) ([]Plan, error) {
 	networks := map[string]v1.Network{}
 	for _, n := range vmi.Spec.Networks {
@@ -55,34 +72,41 @@ func Plans(vmi *v1.VirtualMachineInstance) ([]Plan, error) {
 		if n.Pod == nil {
 			return nil, fmt.Errorf("interface %s: only the pod network is supported", iface.Name)
 		}
-		if iface.Masquerade == nil {
-			return nil, fmt.Errorf("interface %s: only the masquerade binding is supported", iface.Name)
-		}
 		if len(plans) > 0 {
 			return nil, fmt.Errorf("interface %s: only one interface can use the pod network", iface.Name)
-		}
-		cidr := n.Pod.VMNetworkCIDR
-		if cidr == "" {
-			cidr = DefaultVMNetworkCIDR
-		}
-		gw, guest, err := addresses(cidr)
-		if err != nil {
-			return nil, fmt.Errorf("interface %s: vmNetworkCIDR: %w", iface.Name, err)
 		}
 		hostname := vmi.Spec.Hostname
 		if hostname == "" {
 			hostname = vmi.Name
 		}
-		plans = append(plans, Plan{
+		p := Plan{
 			Interface: iface.Name,
 			Bridge:    fmt.Sprintf("hangar-br%d", i),
 			Tap:       fmt.Sprintf("hangar-tap%d", i),
-			MAC:       domain.MACAddress(vmi, iface),
-			Gateway:   gw,
-			Guest:     guest,
-			Ports:     iface.Ports,
 			Hostname:  hostname,
-		})
+		}
+		switch {
+		case iface.Masquerade != nil:
+			cidr := n.Pod.VMNetworkCIDR
+			if cidr == "" {
+				cidr = DefaultVMNetworkCIDR
+			}
+			gw, guest, err := addresses(cidr)
+			if err != nil {
+				return nil, fmt.Errorf("interface %s: vmNetworkCIDR: %w", iface.Name, err)
+			}
+			p.Binding, p.MAC, p.Gateway, p.Guest, p.Ports = BindingMasquerade, domain.MACAddress(vmi, iface), gw, guest, iface.Ports
+		case iface.Bridge != nil:
+			// KubeVirt's fixed link-local server address, one per interface index; a /32
+			// routes nothing, so the pod's namespace keeps no route of the pod network.
+			p.Binding, p.Gateway = BindingBridge, netip.PrefixFrom(netip.AddrFrom4([4]byte{169, 254, 75, byte(10 + i)}), 32)
+			if iface.MacAddress != "" {
+				p.MAC = domain.MACAddress(vmi, iface)
+			}
+		default:
+			return nil, fmt.Errorf("interface %s: only the masquerade and bridge bindings are supported", iface.Name)
+		}
+		plans = append(plans, p)
 	}
 	return plans, nil
 }

@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
 )
 
-// Pod is the pod's side of the network: the interface the default route leaves through and
-// its IPv4 address.
+// Pod is the pod's side of the network: the interface the default route leaves through, its
+// IPv4 address and the route's next hop.
 type Pod struct {
 	Interface string
 	IP        netip.Addr
+	// Prefix is IP with its network's length.
+	Prefix  netip.Prefix
+	Gateway netip.Addr
 }
 
 // runner runs ip, nft and sh in a network namespace (nsenter) or in the caller's.
@@ -40,81 +44,175 @@ func (r runner) run(ctx context.Context, stdin string, name string, args ...stri
 
 // LookupPod finds the pod's interface and address in netns ("" for the caller's).
 func LookupPod(ctx context.Context, netns string) (Pod, error) {
-	r := runner{netns}
+	return lookupPod(ctx, runner{netns})
+}
+
+func lookupPod(ctx context.Context, r runner) (Pod, error) {
 	out, err := r.run(ctx, "", "ip", "-j", "-4", "route", "show", "default")
 	if err != nil {
 		return Pod{}, err
 	}
 	var routes []struct {
-		Dev string `json:"dev"`
+		Dev     string `json:"dev"`
+		Gateway string `json:"gateway"`
 	}
 	if err := json.Unmarshal(out, &routes); err != nil || len(routes) == 0 || routes[0].Dev == "" {
 		return Pod{}, fmt.Errorf("no IPv4 default route in the pod (%s)", strings.TrimSpace(string(out)))
 	}
 	dev := routes[0].Dev
+	gw, _ := netip.ParseAddr(routes[0].Gateway) // none for a route through the link alone
 	out, err = r.run(ctx, "", "ip", "-j", "-4", "addr", "show", "dev", dev)
 	if err != nil {
 		return Pod{}, err
 	}
-	var links []struct {
-		AddrInfo []struct {
-			Local string `json:"local"`
-			Scope string `json:"scope"`
-		} `json:"addr_info"`
-	}
+	var links []link
 	if err := json.Unmarshal(out, &links); err != nil {
 		return Pod{}, fmt.Errorf("ip addr show %s: %w", dev, err)
 	}
 	for _, l := range links {
 		for _, a := range l.AddrInfo {
 			if ip, err := netip.ParseAddr(a.Local); err == nil && a.Scope == "global" {
-				return Pod{Interface: dev, IP: ip}, nil
+				return Pod{Interface: dev, IP: ip, Prefix: netip.PrefixFrom(ip, a.PrefixLen), Gateway: gw}, nil
 			}
 		}
 	}
 	return Pod{}, fmt.Errorf("pod interface %s has no global IPv4 address", dev)
 }
 
+// Attachment is what one plan's interface gets in the pod: what the launcher serves by DHCP
+// and reports.
+type Attachment struct {
+	Plan Plan
+	// PodInterface is the pod interface the guest's traffic leaves through.
+	PodInterface string
+	// PodIP is the address the instance is reached at.
+	PodIP netip.Addr
+	// MAC is the guest's MAC.
+	MAC net.HardwareAddr
+	// Lease is the guest's address, gateway and MTU (0: the guest's default).
+	Lease  netip.Prefix
+	Router netip.Addr
+	MTU    int
+}
+
+// attachment is a's values for plan p once the pod side is known.
+func attachment(p Plan, pod Pod, bridged *BridgedPod) (Attachment, error) {
+	a := Attachment{Plan: p, PodInterface: pod.Interface, PodIP: pod.IP, Lease: p.Guest, Router: p.Gateway.Addr()}
+	if bridged != nil {
+		a.PodInterface, a.PodIP, a.Lease, a.Router, a.MTU = bridged.Interface, bridged.IP.Addr(), bridged.IP, bridged.Gateway, bridged.MTU
+		a.MAC = bridged.MAC
+	}
+	if p.MAC != "" {
+		mac, err := net.ParseMAC(p.MAC)
+		if err != nil {
+			return a, fmt.Errorf("interface %s: %w", p.Interface, err)
+		}
+		a.MAC = mac
+	}
+	return a, nil
+}
+
+// InspectPod reads, without changing anything, what SetupPod made of plans in netns ("" for
+// the caller's): the launcher's view when virt-handler did the setup.
+func InspectPod(ctx context.Context, netns string, plans []Plan) ([]Attachment, error) {
+	r := runner{netns}
+	var pod Pod
+	var atts []Attachment
+	for _, p := range plans {
+		var bridged *BridgedPod
+		switch p.Binding {
+		case BindingBridge:
+			b, ok, err := r.readBridgedPod(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("interface %s: bridge %s is not set up", p.Interface, p.Bridge)
+			}
+			bridged = &b
+		default:
+			if !pod.IP.IsValid() {
+				var err error
+				if pod, err = lookupPod(ctx, r); err != nil {
+					return nil, err
+				}
+			}
+		}
+		a, err := attachment(p, pod, bridged)
+		if err != nil {
+			return nil, err
+		}
+		atts = append(atts, a)
+	}
+	return atts, nil
+}
+
 // SetupPod makes the bridge, tap, forwarding and nftables rules of plans in netns ("" for
-// the caller's). Links that exist already are kept, so it can run again (a restarted
-// handler).
-func SetupPod(ctx context.Context, netns string, plans []Plan) (Pod, error) {
-	pod, err := LookupPod(ctx, netns)
+// the caller's). Links that exist already are kept and what the bridge binding took from
+// the pod interface is read back from its bridge, so it can run again (a restarted handler).
+func SetupPod(ctx context.Context, netns string, plans []Plan) ([]Attachment, error) {
+	r := runner{netns}
+	var atts []Attachment
+	for _, p := range plans {
+		if p.Binding == BindingBridge {
+			bridged, err := r.setupBridge(ctx, p)
+			if err != nil {
+				return nil, fmt.Errorf("interface %s: %w", p.Interface, err)
+			}
+			a, err := attachment(p, Pod{}, &bridged)
+			if err != nil {
+				return nil, err
+			}
+			atts = append(atts, a)
+			continue
+		}
+		pod, err := r.setupMasquerade(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("interface %s: %w", p.Interface, err)
+		}
+		a, err := attachment(p, pod, nil)
+		if err != nil {
+			return nil, err
+		}
+		atts = append(atts, a)
+	}
+	return atts, nil
+}
+
+func (r runner) setupMasquerade(ctx context.Context, p Plan) (Pod, error) {
+	pod, err := lookupPod(ctx, r)
 	if err != nil {
 		return pod, err
 	}
-	r := runner{netns}
 	exists := func(link string) bool {
 		_, err := r.run(ctx, "", "ip", "link", "show", "dev", link)
 		return err == nil
 	}
-	for _, p := range plans {
-		if !exists(p.Bridge) {
-			if _, err := r.run(ctx, "", "ip", "link", "add", p.Bridge, "type", "bridge"); err != nil {
-				return pod, err
-			}
-			if _, err := r.run(ctx, "", "ip", "addr", "add", p.Gateway.String(), "dev", p.Bridge); err != nil {
-				return pod, err
-			}
-		}
-		if !exists(p.Tap) {
-			// Owned by root: QEMU (root in the launcher container, without CAP_NET_ADMIN) may
-			// then attach to the persistent tap through /dev/net/tun.
-			if _, err := r.run(ctx, "", "ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", "0", "group", "0"); err != nil {
-				return pod, err
-			}
-			if _, err := r.run(ctx, "", "ip", "link", "set", p.Tap, "master", p.Bridge); err != nil {
-				return pod, err
-			}
-		}
-		for _, l := range []string{p.Tap, p.Bridge} {
-			if _, err := r.run(ctx, "", "ip", "link", "set", l, "up"); err != nil {
-				return pod, err
-			}
-		}
-		if _, err := r.run(ctx, NFTables(p, pod.Interface), "nft", "-f", "-"); err != nil {
+	if !exists(p.Bridge) {
+		if _, err := r.run(ctx, "", "ip", "link", "add", p.Bridge, "type", "bridge"); err != nil {
 			return pod, err
 		}
+		if _, err := r.run(ctx, "", "ip", "addr", "add", p.Gateway.String(), "dev", p.Bridge); err != nil {
+			return pod, err
+		}
+	}
+	if !exists(p.Tap) {
+		// Owned by root: QEMU (root in the launcher container, without CAP_NET_ADMIN) may
+		// then attach to the persistent tap through /dev/net/tun.
+		if _, err := r.run(ctx, "", "ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", "0", "group", "0"); err != nil {
+			return pod, err
+		}
+		if _, err := r.run(ctx, "", "ip", "link", "set", p.Tap, "master", p.Bridge); err != nil {
+			return pod, err
+		}
+	}
+	for _, l := range []string{p.Tap, p.Bridge} {
+		if _, err := r.run(ctx, "", "ip", "link", "set", l, "up"); err != nil {
+			return pod, err
+		}
+	}
+	if _, err := r.run(ctx, NFTables(p, pod.Interface), "nft", "-f", "-"); err != nil {
+		return pod, err
 	}
 	// /proc/sys/net is the namespace's own for a process inside it.
 	if _, err := r.run(ctx, "", "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"); err != nil {

@@ -3,7 +3,6 @@ package network
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
-// Masquerade is the launcher's side of the masquerade binding (launcher.Network).
-type Masquerade struct {
+// PodNetwork is the launcher's side of the bindings (launcher.Network).
+type PodNetwork struct {
 	// SetupPod makes the launcher set up the pod side itself (it needs CAP_NET_ADMIN);
 	// otherwise virt-handler has done it before Sync.
 	SetupPod bool
@@ -28,16 +27,16 @@ type Masquerade struct {
 }
 
 // Setup prepares the interfaces of vmi and starts their DHCP servers.
-func (m *Masquerade) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) (map[string]string, []api.Interface, error) {
+func (m *PodNetwork) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) (map[string]string, []api.Interface, error) {
 	plans, err := Plans(vmi)
 	if err != nil {
 		return nil, nil, err
 	}
-	var pod Pod
+	var atts []Attachment
 	if m.SetupPod {
-		pod, err = SetupPod(ctx, "", plans)
+		atts, err = SetupPod(ctx, "", plans)
 	} else {
-		pod, err = LookupPod(ctx, "")
+		atts, err = InspectPod(ctx, "", plans)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -57,15 +56,11 @@ func (m *Masquerade) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 	m.cancel = cancel
 	taps := map[string]string{}
 	var ifaces []api.Interface
-	for _, p := range plans {
-		mac, err := net.ParseMAC(p.MAC)
-		if err != nil {
-			cancel()
-			return nil, nil, fmt.Errorf("interface %s: %w", p.Interface, err)
-		}
+	for _, a := range atts {
+		p := a.Plan
 		lease := Lease{
-			MAC: mac, IP: p.Guest, Router: p.Gateway.Addr(), DNS: dns, Domain: domain,
-			Hostname: p.Hostname, Duration: 24 * time.Hour,
+			MAC: a.MAC, IP: a.Lease, Router: a.Router, DNS: dns, Domain: domain,
+			Hostname: p.Hostname, MTU: uint16(a.MTU), Duration: 24 * time.Hour,
 		}
 		m.done.Add(1)
 		go func(p Plan) {
@@ -76,15 +71,15 @@ func (m *Masquerade) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 		}(p)
 		taps[p.Interface] = p.Tap
 		ifaces = append(ifaces, api.Interface{
-			Name: p.Interface, MAC: p.MAC, IP: pod.IP.String(), GuestIP: p.Guest.Addr().String(),
-			PodInterfaceName: pod.Interface,
+			Name: p.Interface, MAC: a.MAC.String(), IP: a.PodIP.String(), GuestIP: a.Lease.Addr().String(),
+			PodInterfaceName: a.PodInterface,
 		})
 	}
 	return taps, ifaces, nil
 }
 
 // Close stops the DHCP servers.
-func (m *Masquerade) Close() {
+func (m *PodNetwork) Close() {
 	m.mu.Lock()
 	cancel := m.cancel
 	m.mu.Unlock()

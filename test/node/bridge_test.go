@@ -1,0 +1,177 @@
+//go:build libvirt
+
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/network"
+)
+
+// podLink is what the test reads of a link in a namespace.
+type podLink struct {
+	Address  string `json:"address"`
+	Master   string `json:"master"`
+	Alias    string `json:"ifalias"`
+	AddrInfo []struct {
+		Family string `json:"family"`
+		Local  string `json:"local"`
+	} `json:"addr_info"`
+}
+
+func showLink(t *testing.T, netns, name string) podLink {
+	t.Helper()
+	var l podLink
+	for _, what := range []string{"link", "addr"} { // the alias shows only in link, addresses only in addr
+		out, err := exec.Command("ip", "-n", netns, "-j", what, "show", "dev", name).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		var links []podLink
+		require.NoError(t, json.Unmarshal(out, &links))
+		require.Len(t, links, 1)
+		if what == "link" {
+			l = links[0]
+		} else {
+			l.AddrInfo = links[0].AddrInfo
+		}
+	}
+	return l
+}
+
+func ipv4Of(l podLink) []string {
+	var out []string
+	for _, a := range l.AddrInfo {
+		if a.Family == "inet" {
+			out = append(out, a.Local)
+		}
+	}
+	return out
+}
+
+func bridgeVMI(name string) *v1.VirtualMachineInstance {
+	return kernelBootVMI(name, func(v *v1.VirtualMachineInstance) {
+		v.Spec.Networks = []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}}
+		v.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default",
+			InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}}}
+	})
+}
+
+// TestBridgeBinding does what virt-handler does for a bridge interface (the setup from
+// outside the pod's namespace, twice as a restarted handler would), then runs the launcher
+// in the pod: the guest gets the pod's address by DHCP with the pod interface's MAC, is
+// reached at the pod's address on any port and leaves with it.
+func TestBridgeBinding(t *testing.T) {
+	n := newPodNetwork(t)
+	origMAC := showLink(t, n.pod, "eth0").Address
+	vmi := bridgeVMI("bridge")
+	plans, err := network.Plans(vmi)
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	netns := "/run/netns/" + n.pod
+	first, err := network.SetupPod(ctx, netns, plans)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	a := first[0]
+	assert.Equal(t, "eth0", a.PodInterface)
+	assert.Equal(t, "10.99.0.2", a.PodIP.String())
+	assert.Equal(t, "10.99.0.2/24", a.Lease.String())
+	assert.Equal(t, "10.99.0.1", a.Router.String())
+	assert.Equal(t, origMAC, a.MAC.String(), "the guest takes the pod interface's MAC")
+	assert.Equal(t, 1500, a.MTU)
+
+	eth0 := showLink(t, n.pod, "eth0")
+	assert.Equal(t, "hangar-br0", eth0.Master)
+	assert.Empty(t, ipv4Of(eth0), "the pod's address moves to the guest")
+	assert.NotEqual(t, origMAC, eth0.Address, "the pod interface takes a new MAC")
+	br := showLink(t, n.pod, "hangar-br0")
+	assert.Equal(t, []string{"169.254.75.10"}, ipv4Of(br))
+	assert.Contains(t, br.Alias, "hangar-bridge/v1 if=eth0 ip=10.99.0.2/24 gw=10.99.0.1 mac="+origMAC)
+	assert.Equal(t, "hangar-br0", showLink(t, n.pod, "hangar-tap0").Master)
+
+	// A restarted handler sets up again: the pod interface has nothing left to read, the
+	// record on the bridge answers the same.
+	again, err := network.SetupPod(ctx, netns, plans)
+	require.NoError(t, err)
+	assert.Equal(t, first, again)
+	assert.Equal(t, eth0.Address, showLink(t, n.pod, "eth0").Address)
+	inspected, err := network.InspectPod(ctx, netns, plans)
+	require.NoError(t, err)
+	assert.Equal(t, first, inspected)
+
+	// The rest of the pod network never sees the guest's DHCP (nor the launcher's answers).
+	var dhcpOutside net.PacketConn
+	inNetns(t, n.out, func() {
+		dhcpOutside, err = net.ListenPacket("udp4", "0.0.0.0:67")
+		require.NoError(t, err)
+	})
+	defer dhcpOutside.Close()
+
+	r := startLauncherWith(t, []string{"ip", "netns", "exec", n.pod}, vmi)
+	s := r.sync()
+	require.Len(t, s.Interfaces, 1)
+	assert.Equal(t, "10.99.0.2", s.Interfaces[0].IP)
+	assert.Equal(t, "10.99.0.2", s.Interfaces[0].GuestIP)
+	assert.Equal(t, origMAC, s.Interfaces[0].MAC)
+	assert.Equal(t, "eth0", s.Interfaces[0].PodInterfaceName)
+
+	took := r.waitConsoleLog("HANGAR-GUEST-NET eth0 ip=10.99.0.2/24 router=10.99.0.1", 120*time.Second)
+	t.Logf("sync -> guest DHCP lease: %s", took)
+
+	require.NoError(t, dhcpOutside.SetReadDeadline(time.Now().Add(time.Second)))
+	_, from, err := dhcpOutside.ReadFrom(make([]byte, 1500))
+	assert.Error(t, err, "a DHCP request from %v left the pod", from)
+
+	c := r.console()
+	r.typeLine(c, "cat /sys/class/net/eth0/address")
+	expect(t, c, origMAC, 30*time.Second)
+
+	// Ingress on a port nobody declared: the pod's address is the guest's.
+	r.typeLine(c, "nc -l -p 8080 -e echo hello-bridge &")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var answer string
+		inNetns(t, n.out, func() {
+			conn, err := net.DialTimeout("tcp", "10.99.0.2:8080", 2*time.Second)
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			b, _ := io.ReadAll(conn)
+			answer = string(b)
+		})
+		if answer == "hello-bridge\n" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no answer from the guest at the pod's address (last %q)", answer)
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Egress leaves with the pod's address, no NAT in between.
+	var ln net.Listener
+	inNetns(t, n.out, func() {
+		ln, err = net.Listen("tcp", "10.99.0.1:7001")
+		require.NoError(t, err)
+	})
+	defer ln.Close()
+	r.typeLine(c, "echo hello-out | nc 10.99.0.1 7001")
+	require.NoError(t, ln.(*net.TCPListener).SetDeadline(time.Now().Add(30*time.Second)))
+	conn, err := ln.Accept()
+	require.NoError(t, err)
+	defer conn.Close()
+	assert.Equal(t, "10.99.0.2", conn.RemoteAddr().(*net.TCPAddr).IP.String())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	got, err := io.ReadAll(conn)
+	require.NoError(t, err)
+	assert.Equal(t, "hello-out\n", string(got))
+}
