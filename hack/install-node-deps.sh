@@ -9,12 +9,13 @@
 #     as root; its init scripts are not started);
 #   - genisoimage (isoinfo): reads back the cloud-init ISO in tagged tests;
 #   - iproute2, nftables: masquerade networking and its tests;
-#   - socat: debugging consoles by hand.
+#   - socat: debugging consoles by hand;
+#   - nodejs: runs the browser VNC page's RFB client against QEMU in a node test.
 # Installs only what is missing; apt-get update runs only then.
 set -euo pipefail
 
 readonly PACKAGES=(gcc pkg-config libvirt-dev libvirt-daemon-system libvirt-daemon-driver-qemu
-  libvirt-clients qemu-system-x86 qemu-utils genisoimage iproute2 nftables socat)
+  libvirt-clients qemu-system-x86 qemu-utils genisoimage iproute2 nftables socat nodejs)
 
 installed() { [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]; }
 

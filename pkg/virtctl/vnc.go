@@ -3,20 +3,25 @@ package virtctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
+	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
+
+	"github.com/hangarvm/hangar/pkg/virtctl/vncweb"
 )
 
 func newVNCCommand(c *cliContext) *cobra.Command {
-	var proxyOnly bool
+	var proxyOnly, browser bool
 	var port int
 	var address string
 	cmd := &cobra.Command{
@@ -24,14 +29,20 @@ func newVNCCommand(c *cliContext) *cobra.Command {
 		Short: "Open the VNC display of a virtual machine",
 		Long: "Serve the VNC display of a virtual machine on a local port and start a VNC viewer\n" +
 			"(remote-viewer or vncviewer) on it; with --proxy-only, print the port as JSON and serve\n" +
-			"until interrupted, for a viewer of your choice.",
+			"until interrupted, for a viewer of your choice; with --browser, serve a viewer page\n" +
+			"for a web browser instead and open it (or print its address).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if browser {
+				return c.vncBrowser(cmd.Context(), args[0], address, port)
+			}
 			return c.vnc(cmd.Context(), args[0], address, port, proxyOnly)
 		},
 	}
 	cmd.AddCommand(newScreenshotCommand(c))
 	cmd.Flags().BoolVar(&proxyOnly, "proxy-only", false, "only serve the local port, print it as JSON")
+	cmd.Flags().BoolVar(&browser, "browser", false, "serve a viewer page for a web browser")
+	cmd.MarkFlagsMutuallyExclusive("proxy-only", "browser")
 	cmd.Flags().IntVar(&port, "port", 0, "local port (0 picks a free one)")
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "local address to listen on")
 	return cmd
@@ -105,6 +116,41 @@ func (c *cliContext) vnc(ctx context.Context, name, address string, port int, pr
 	}
 	fmt.Fprintf(c.streams.Out, "No VNC viewer found; point yours at %s:%d (Ctrl+C to stop)\n", address, port)
 	<-ctx.Done()
+	return nil
+}
+
+// vncBrowser serves the browser viewer (vncweb) on a local port until interrupted.
+func (c *cliContext) vncBrowser(ctx context.Context, name, address string, port int) error {
+	cfg, ns, err := c.target()
+	if err != nil {
+		return err
+	}
+	token, err := vncweb.NewToken()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler: vncweb.Handler(token, func(ctx context.Context) (*gwebsocket.Conn, error) {
+			return openStream(ctx, cfg, ns, name, "vnc")
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	page := fmt.Sprintf("http://%s/%s/", l.Addr(), token)
+	fmt.Fprintf(c.streams.Out, "VNC of %s/%s in the browser: %s (Ctrl+C to stop)\n", ns, name, page)
+	if opener, err := exec.LookPath("xdg-open"); err == nil {
+		_ = exec.Command(opener, page).Start()
+	}
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
 	return nil
 }
 

@@ -1,0 +1,217 @@
+// A small RFB (VNC) client for virtctl's browser page: protocol 3.3 to 3.8, no
+// authentication (virt-api has authorized the stream; QEMU's VNC behind it asks for none),
+// raw and copy-rect encodings, desktop resizes, keyboard and pointer. The protocol part
+// knows nothing of the browser: it reads bytes given to receive() and writes through send(),
+// so the same code runs in the node test against a real QEMU.
+"use strict";
+
+(function (root) {
+  const encodingRaw = 0;
+  const encodingCopyRect = 1;
+  const encodingDesktopSize = -223;
+
+  class RFB {
+    // send(Uint8Array) writes to the server. display receives:
+    //   resize(width, height, name), raw(x, y, w, h, rgba Uint8Array),
+    //   copy(srcX, srcY, x, y, w, h), updated() after each framebuffer update, bell().
+    constructor(send, display) {
+      this.send = send;
+      this.display = display;
+      this.chunks = [];
+      this.available = 0;
+      this.wake = null;
+      this.error = null;
+      this.width = 0;
+      this.height = 0;
+      this.name = "";
+      this.done = this.run();
+    }
+
+    // receive hands over bytes from the server.
+    receive(bytes) {
+      if (bytes.length === 0) return;
+      this.chunks.push(bytes);
+      this.available += bytes.length;
+      this.notify();
+    }
+
+    // close ends the session; a pending read fails with err.
+    close(err) {
+      if (!this.error) this.error = err || new Error("connection closed");
+      this.notify();
+    }
+
+    notify() {
+      const wake = this.wake;
+      this.wake = null;
+      if (wake) wake();
+    }
+
+    // read resolves with exactly n bytes.
+    async read(n) {
+      while (this.available < n) {
+        if (this.error) throw this.error;
+        await new Promise((resolve) => { this.wake = resolve; });
+      }
+      const out = new Uint8Array(n);
+      let filled = 0;
+      while (filled < n) {
+        const chunk = this.chunks[0];
+        const take = Math.min(chunk.length, n - filled);
+        out.set(chunk.subarray(0, take), filled);
+        filled += take;
+        if (take === chunk.length) this.chunks.shift();
+        else this.chunks[0] = chunk.subarray(take);
+      }
+      this.available -= n;
+      return out;
+    }
+
+    async u8() { return (await this.read(1))[0]; }
+    async u16() { const b = await this.read(2); return (b[0] << 8) | b[1]; }
+    async u32() { const b = await this.read(4); return new DataView(b.buffer).getUint32(0); }
+    async s32() { const b = await this.read(4); return new DataView(b.buffer).getInt32(0); }
+    async text(n) { return new TextDecoder().decode(await this.read(n)); }
+
+    async run() {
+      await this.handshake();
+      for (;;) {
+        const type = await this.u8();
+        switch (type) {
+          case 0: await this.framebufferUpdate(); break;
+          case 1: { // SetColourMapEntries: unused with a true-colour pixel format
+            await this.read(3);
+            const count = await this.u16();
+            await this.read(count * 6);
+            break;
+          }
+          case 2: if (this.display.bell) this.display.bell(); break;
+          case 3: { // ServerCutText
+            await this.read(3);
+            await this.read(await this.u32());
+            break;
+          }
+          default: throw new Error("unknown server message type " + type);
+        }
+      }
+    }
+
+    async handshake() {
+      const version = await this.text(12);
+      const m = /^RFB (\d{3})\.(\d{3})\n$/.exec(version);
+      if (!m) throw new Error("not an RFB server: " + JSON.stringify(version));
+      const minor = Number(m[1]) > 3 ? 8 : Math.min(Number(m[2]), 8);
+      const use = minor >= 8 ? 8 : minor >= 7 ? 7 : 3;
+      this.send(new TextEncoder().encode("RFB 003.00" + use + "\n"));
+
+      if (use === 3) {
+        const security = await this.u32();
+        if (security === 0) throw new Error("server refused: " + await this.text(await this.u32()));
+        if (security !== 1) throw new Error("the server asks for authentication type " + security);
+      } else {
+        const count = await this.u8();
+        if (count === 0) throw new Error("server refused: " + await this.text(await this.u32()));
+        const types = await this.read(count);
+        if (!types.includes(1)) throw new Error("the server asks for authentication (types " + Array.from(types) + ")");
+        this.send(Uint8Array.of(1));
+      }
+      if (use === 8) {
+        if (await this.u32() !== 0) throw new Error("security handshake failed: " + await this.text(await this.u32()));
+      }
+
+      this.send(Uint8Array.of(1)); // ClientInit: share the display with other viewers
+      this.width = await this.u16();
+      this.height = await this.u16();
+      await this.read(16); // the server's pixel format: we ask for ours below
+      this.name = await this.text(await this.u32());
+      this.display.resize(this.width, this.height, this.name);
+
+      // 32 bits per pixel, little endian, red in the lowest byte: the bytes arrive as R, G,
+      // B, X, which is canvas ImageData's order once X is set to opaque.
+      this.send(Uint8Array.of(0, 0, 0, 0, 32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 0, 8, 16, 0, 0, 0));
+      const encodings = [encodingRaw, encodingCopyRect, encodingDesktopSize];
+      const msg = new DataView(new ArrayBuffer(4 + 4 * encodings.length));
+      msg.setUint8(0, 2);
+      msg.setUint16(2, encodings.length);
+      encodings.forEach((e, i) => msg.setInt32(4 + 4 * i, e));
+      this.send(new Uint8Array(msg.buffer));
+      this.requestUpdate(false);
+    }
+
+    async framebufferUpdate() {
+      await this.read(1);
+      const rects = await this.u16();
+      for (let i = 0; i < rects; i++) {
+        const x = await this.u16(), y = await this.u16(), w = await this.u16(), h = await this.u16();
+        const encoding = await this.s32();
+        if (encoding === encodingRaw) {
+          const pixels = await this.read(w * h * 4);
+          for (let p = 3; p < pixels.length; p += 4) pixels[p] = 255;
+          this.display.raw(x, y, w, h, pixels);
+        } else if (encoding === encodingCopyRect) {
+          const sx = await this.u16(), sy = await this.u16();
+          this.display.copy(sx, sy, x, y, w, h);
+        } else if (encoding === encodingDesktopSize) {
+          this.width = w;
+          this.height = h;
+          this.display.resize(w, h, this.name);
+        } else {
+          throw new Error("the server used encoding " + encoding + ", which was not asked for");
+        }
+      }
+      if (this.display.updated) this.display.updated();
+      this.requestUpdate(true);
+    }
+
+    requestUpdate(incremental) {
+      const msg = new DataView(new ArrayBuffer(10));
+      msg.setUint8(0, 3);
+      msg.setUint8(1, incremental ? 1 : 0);
+      msg.setUint16(6, this.width);
+      msg.setUint16(8, this.height);
+      this.send(new Uint8Array(msg.buffer));
+    }
+
+    keyEvent(keysym, down) {
+      const msg = new DataView(new ArrayBuffer(8));
+      msg.setUint8(0, 4);
+      msg.setUint8(1, down ? 1 : 0);
+      msg.setUint32(4, keysym);
+      this.send(new Uint8Array(msg.buffer));
+    }
+
+    // pointerEvent: buttons is the RFB mask (1 left, 2 middle, 4 right, 8/16 wheel up/down).
+    pointerEvent(x, y, buttons) {
+      const msg = new DataView(new ArrayBuffer(6));
+      msg.setUint8(0, 5);
+      msg.setUint8(1, buttons);
+      msg.setUint16(2, Math.max(0, Math.min(x, this.width - 1)));
+      msg.setUint16(4, Math.max(0, Math.min(y, this.height - 1)));
+      this.send(new Uint8Array(msg.buffer));
+    }
+  }
+
+  // X11 keysyms of the keys whose KeyboardEvent.key is a name rather than a character.
+  const namedKeys = {
+    Backspace: 0xff08, Tab: 0xff09, Enter: 0xff0d, Escape: 0xff1b, Delete: 0xffff,
+    Home: 0xff50, ArrowLeft: 0xff51, ArrowUp: 0xff52, ArrowRight: 0xff53, ArrowDown: 0xff54,
+    PageUp: 0xff55, PageDown: 0xff56, End: 0xff57, Insert: 0xff63,
+    ShiftLeft: 0xffe1, ShiftRight: 0xffe2, ControlLeft: 0xffe3, ControlRight: 0xffe4,
+    MetaLeft: 0xffe7, MetaRight: 0xffe8, AltLeft: 0xffe9, AltRight: 0xffea, CapsLock: 0xffe5,
+  };
+
+  // keysymFor maps a KeyboardEvent ({key, code}) to an X11 keysym, or 0.
+  function keysymFor(event) {
+    if (/^F([1-9]|1[0-2])$/.test(event.key)) return 0xffbe + Number(event.key.slice(1)) - 1;
+    if (namedKeys[event.code] && /^(Shift|Control|Alt|Meta|CapsLock)/.test(event.code)) return namedKeys[event.code];
+    if (namedKeys[event.key]) return namedKeys[event.key];
+    const chars = Array.from(event.key || "");
+    if (chars.length !== 1) return 0;
+    const cp = chars[0].codePointAt(0);
+    // Latin-1 characters are their own keysyms; the rest of Unicode is offset.
+    return cp < 0x100 ? cp : 0x01000000 + cp;
+  }
+
+  if (typeof module !== "undefined" && module.exports) module.exports = { RFB, keysymFor };
+  else Object.assign(root, { RFB, keysymFor });
+})(this);
