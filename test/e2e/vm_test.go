@@ -3,11 +3,16 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"image/png"
+	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +158,7 @@ func TestVMIBoots(t *testing.T) {
 	img, err := png.Decode(bytes.NewReader(shot))
 	require.NoError(t, err, "vnc/screenshot answers a PNG")
 	assert.Positive(t, img.Bounds().Dx())
+	browserVNC(t, ns, "guest")
 
 	start := time.Now()
 	require.NoError(t, vmis.Delete(ctx, "guest", metav1.DeleteOptions{}))
@@ -163,6 +169,45 @@ func TestVMIBoots(t *testing.T) {
 	t.Logf("deleted in %v (grace period 5 s)", time.Since(start))
 	out, _ := exec.Command("pgrep", "-f", "guest="+ns+"_guest").CombinedOutput()
 	assert.Empty(t, strings.TrimSpace(string(out)), "QEMU is gone")
+}
+
+// browserVNC runs `virtctl vnc --browser` and opens its page and websocket as a browser
+// would: the page loads and the websocket carries the guest's VNC greeting.
+func browserVNC(t *testing.T, ns, name string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "virtctl")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/virtctl").CombinedOutput()
+	require.NoError(t, err, string(out))
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "-n", ns, "vnc", name, "--browser")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	page := regexp.MustCompile(`http://\S+/`).FindString(line)
+	require.NotEmpty(t, page, "virtctl prints the page's address: %q", line)
+
+	resp, err := http.Get(page)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "rfb.js")
+
+	u, err := url.Parse(page)
+	require.NoError(t, err)
+	origin := "http://" + u.Host
+	conn, _, err := gwebsocket.DefaultDialer.Dial("ws://"+u.Host+u.Path+"websocket", http.Header{"Origin": {origin}})
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, greeting, err := conn.ReadMessage()
+	require.NoError(t, err)
+	assert.Equal(t, "RFB 003.008\n", string(greeting))
 }
 
 // TestKilledQEMUFailsTheInstance kills the guest's QEMU on the node: the instance fails.
