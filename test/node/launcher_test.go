@@ -346,19 +346,3 @@ func TestLauncherReportsQEMUCrash(t *testing.T) {
 	assert.Equal(t, "QEMUCrashed", s.Reason)
 	r.waitExit(20 * time.Second)
 }
-
-func TestLauncherSIGTERMStopsGuestWithinGrace(t *testing.T) {
-	// The test guest ignores the ACPI power button (no acpid): the launcher must destroy it
-	// when the grace period ends.
-	r := startLauncher(t, kernelBootVMI("sigterm", func(v *v1.VirtualMachineInstance) {
-		v.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
-	}))
-	r.sync()
-	r.waitConsoleLog(banner, 120*time.Second)
-	t0 := time.Now()
-	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	s := r.waitPhase(api.PhaseSucceeded, 30*time.Second)
-	assert.Equal(t, "Stopped", s.Reason)
-	assert.Less(t, time.Since(t0), 10*time.Second)
-	r.waitExit(20 * time.Second)
-}
