@@ -251,7 +251,8 @@ EOF
 
 # start_daemon NAME ARGS... starts a daemon in its own session, logging to
 # logs/NAME.log; the daemon writes its own pid (bash's exec keeps it). The
-# daemon must not inherit fd 9, the cluster lock, or it would hold it forever.
+# daemon inherits no descriptor beyond stdio: fd 9, the cluster lock, or a lock
+# of whoever called up.sh (flock LOCK hack/cluster/up.sh) would be held forever.
 start_daemon() {
 	local name="$1"
 	shift
@@ -263,7 +264,9 @@ start_daemon() {
 	log="${LOG_DIR}/${name}.log"
 	printf '\n===== %s start %s =====\n' "$(date -Is)" "${name}" >>"${log}"
 	# shellcheck disable=SC2016 # $$ and "$@" belong to the inner bash
-	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' bash "$(pid_file "${name}")" \
+	setsid bash -c 'echo $$ >"$1"; shift
+		for fd in /proc/$$/fd/*; do fd=${fd##*/}; if ((fd > 2)); then eval "exec ${fd}>&-"; fi; done
+		exec "$@"' bash "$(pid_file "${name}")" \
 		"${binary}" "$@" </dev/null >>"${log}" 2>&1 9>&- &
 	wait_until 5 "${name} to start" daemon_running "${name}" || {
 		tail -n 20 "${log}" >&2
