@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
@@ -255,14 +256,20 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	if vmi.DeletionTimestamp != nil {
+		// The guest gets the instance's terminationGracePeriodSeconds, as in KubeVirt; a stop
+		// with a shorter grace period rewrites it, and it is sent again. (deletionGracePeriod-
+		// Seconds is always 0: the API has no graceful deletion for instances.)
+		grace := vmi.Spec.TerminationGracePeriodSeconds
 		l.mu.Lock()
-		stopping := l.stopping
-		l.stopping = true
+		send := !l.stopping || !ptr.Equal(l.stopGrace, grace)
 		l.mu.Unlock()
-		if !stopping {
-			if _, err := l.client.Shutdown(ctx, vmi.DeletionGracePeriodSeconds); err != nil {
+		if send {
+			if _, err := l.client.Shutdown(ctx, grace); err != nil {
 				return 0, fmt.Errorf("shut down guest: %w", err)
 			}
+			l.mu.Lock()
+			l.stopping, l.stopGrace = true, grace
+			l.mu.Unlock()
 		}
 	}
 	return 0, c.updateStatus(ctx, vmi, l.State())

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
@@ -31,6 +32,7 @@ type fakeLauncher struct {
 	changed chan struct{}
 	synced  []*v1.VirtualMachineInstance
 	calls   []string
+	graces  []*int64 // of the Shutdown calls
 	srv     *http.Server
 }
 
@@ -50,8 +52,11 @@ func startFakeLauncher(t *testing.T, dir string, initial api.State) *fakeLaunche
 		reply(w)
 	})
 	mux.HandleFunc("POST "+api.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
+		var req api.ShutdownRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
 		f.calls = append(f.calls, "shutdown")
+		f.graces = append(f.graces, req.GracePeriodSeconds)
 		f.mu.Unlock()
 		reply(w)
 	})
@@ -225,6 +230,52 @@ func TestDeletedInstanceShutsGuestDown(t *testing.T) {
 		defer fl.mu.Unlock()
 		return len(fl.calls) == 1 && fl.calls[0] == "shutdown"
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// TestDeletingInstanceShutsGuestDownWithItsGracePeriod: an instance held by its finalizer
+// after a delete has deletionGracePeriodSeconds 0 (no graceful deletion for instances); the
+// guest gets the spec's terminationGracePeriodSeconds instead, again when a stop shortens it.
+func TestDeletingInstanceShutsGuestDownWithItsGracePeriod(t *testing.T) {
+	vmi := scheduledVMI("5")
+	vmi.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45)
+	f := newFixture(t, vmi)
+	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{})
+	f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+
+	steps := []struct {
+		name  string
+		grace int64 // the instance's terminationGracePeriodSeconds
+		want  []int64
+	}{
+		{name: "deleted", grace: 45, want: []int64{45}},
+		{name: "resynced unchanged", grace: 45, want: []int64{45}},
+		{name: "stop shortens the grace period", grace: 0, want: []int64{45, 0}},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			vmis := f.client.KubevirtV1().VirtualMachineInstances("ns")
+			v, err := vmis.Get(context.Background(), "guest", metav1.GetOptions{})
+			require.NoError(t, err)
+			v.DeletionTimestamp = ptr.To(metav1.Now())
+			v.DeletionGracePeriodSeconds = ptr.To[int64](0)
+			v.Spec.TerminationGracePeriodSeconds = ptr.To(step.grace)
+			v.Labels = map[string]string{"step": step.name} // an update event even when unchanged
+			_, err = vmis.Update(context.Background(), v, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			time.Sleep(300 * time.Millisecond) // time for a wrong extra call to show
+			sent := func() []int64 {
+				fl.mu.Lock()
+				defer fl.mu.Unlock()
+				var got []int64
+				for _, g := range fl.graces {
+					got = append(got, ptr.Deref(g, -1)) // -1: none, the launcher's own
+				}
+				return got
+			}
+			assert.Eventually(t, func() bool { return assert.ObjectsAreEqual(step.want, sent()) }, 10*time.Second, 20*time.Millisecond)
+			assert.Equal(t, step.want, sent(), "grace periods sent")
+		})
+	}
 }
 
 func TestNextStatusNeverLeavesFinal(t *testing.T) {

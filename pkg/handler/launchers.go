@@ -22,12 +22,13 @@ type launcher struct {
 	dir    string
 	client *api.Client
 
-	mu       sync.Mutex
-	state    api.State
-	synced   bool // Sync answered, or the launcher was already running (handler restart)
-	stopping bool // Shutdown sent
-	cancel   context.CancelFunc
-	done     chan struct{}
+	mu        sync.Mutex
+	state     api.State
+	synced    bool   // Sync answered, or the launcher was already running (handler restart)
+	stopping  bool   // Shutdown sent
+	stopGrace *int64 // with this grace period
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 func newLauncher(key, dir string) *launcher {
