@@ -92,6 +92,8 @@ const (
 	VirtualMachineStatusUnknown VirtualMachinePrintableStatus = "Unknown"
 	// VirtualMachineStatusUnschedulable means the instance's launcher pod cannot be scheduled.
 	VirtualMachineStatusUnschedulable VirtualMachinePrintableStatus = "ErrorUnschedulable"
+	// VirtualMachineStatusPvcNotFound means a claim the instance names does not exist.
+	VirtualMachineStatusPvcNotFound VirtualMachinePrintableStatus = "ErrorPvcNotFound"
 )
 
 // VirtualMachineStatus is the observed state of a VirtualMachine.

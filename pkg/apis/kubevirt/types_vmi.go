@@ -416,6 +416,9 @@ const (
 	VirtualMachineInstancePaused VirtualMachineInstanceConditionType = "Paused"
 	// VirtualMachineInstanceProvisioning means the instance's resources are being prepared.
 	VirtualMachineInstanceProvisioning VirtualMachineInstanceConditionType = "Provisioning"
+	// VirtualMachineInstanceSynchronized is false, with a reason, while the controller cannot
+	// do what the instance asks (a claim it names is missing, say).
+	VirtualMachineInstanceSynchronized VirtualMachineInstanceConditionType = "Synchronized"
 )
 
 // VirtualMachineInstanceStatus is the observed state of an instance.

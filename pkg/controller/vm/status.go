@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	vmicontroller "github.com/hangarvm/hangar/pkg/controller/vmi"
 )
 
 // GenerationAnnotation on an instance is the VM generation whose template it was created
@@ -147,8 +148,8 @@ func syncConditions(s *v1.VirtualMachineStatus, vmi *v1.VirtualMachineInstance, 
 }
 
 // printableStatus is the first of KubeVirt's statuses that holds, in KubeVirt's order.
-// Migrating, Provisioning, the volume and image-pull statuses need features Hangar does not
-// have yet and are never shown.
+// Migrating, Provisioning, the data volume and image-pull statuses need features Hangar does
+// not have yet and are never shown.
 func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pending) v1.VirtualMachinePrintableStatus {
 	paused := vmi != nil && vmiCondition(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue) != nil
 	strategy := vm.Spec.EffectiveRunStrategy()
@@ -161,6 +162,8 @@ func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pe
 		return v1.VirtualMachineStatusPaused
 	case isRunning(vmi):
 		return v1.VirtualMachineStatusRunning
+	case vmi != nil && isPvcNotFound(vmi):
+		return v1.VirtualMachineStatusPvcNotFound
 	case vmi != nil && isUnschedulable(vmi):
 		return v1.VirtualMachineStatusUnschedulable
 	case vmi == nil && p.start, vmi != nil && isStarting(vmi):
@@ -180,6 +183,12 @@ func isStarting(vmi *v1.VirtualMachineInstance) bool {
 		return true
 	}
 	return false
+}
+
+// isPvcNotFound: the instance controller waits for a claim the instance names.
+func isPvcNotFound(vmi *v1.VirtualMachineInstance) bool {
+	c := vmiCondition(vmi, v1.VirtualMachineInstanceSynchronized, corev1.ConditionFalse)
+	return c != nil && c.Reason == vmicontroller.FailedPvcNotFoundReason
 }
 
 func isUnschedulable(vmi *v1.VirtualMachineInstance) bool {

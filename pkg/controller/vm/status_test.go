@@ -35,6 +35,7 @@ func TestPrintableStatus(t *testing.T) {
 	}
 	paused := withCondition(v1.VirtualMachineInstancePaused, corev1.ConditionTrue, "")
 	unschedulable := withCondition("PodScheduled", corev1.ConditionFalse, corev1.PodReasonUnschedulable)
+	pvcNotFound := withCondition(v1.VirtualMachineInstanceSynchronized, corev1.ConditionFalse, "FailedPvcNotFound")
 	phase := func(p v1.VirtualMachineInstancePhase) func(*v1.VirtualMachineInstance) {
 		return func(vmi *v1.VirtualMachineInstance) { vmi.Status.Phase = p }
 	}
@@ -53,6 +54,7 @@ func TestPrintableStatus(t *testing.T) {
 		{"Paused beats Running", v1.RunStrategyAlways, nil, vmiMut(running, paused), pending{}, v1.VirtualMachineStatusPaused},
 		{"Running", v1.RunStrategyAlways, nil, vmiMut(running), pending{}, v1.VirtualMachineStatusRunning},
 		{"Running beats Unschedulable", v1.RunStrategyAlways, nil, vmiMut(running, unschedulable), pending{}, v1.VirtualMachineStatusRunning},
+		{"ErrorPvcNotFound beats ErrorUnschedulable", v1.RunStrategyAlways, nil, vmiMut(pendingVMI, phase(v1.Pending), pvcNotFound, unschedulable), pending{}, v1.VirtualMachineStatusPvcNotFound},
 		{"ErrorUnschedulable beats Starting", v1.RunStrategyAlways, nil, vmiMut(pendingVMI, phase(v1.Scheduling), unschedulable), pending{}, v1.VirtualMachineStatusUnschedulable},
 		{"Starting: unprocessed", v1.RunStrategyAlways, nil, vmiMut(pendingVMI, phase(v1.VmPhaseUnset)), pending{}, v1.VirtualMachineStatusStarting},
 		{"Starting: Scheduling", v1.RunStrategyAlways, nil, vmiMut(pendingVMI, phase(v1.Scheduling)), pending{}, v1.VirtualMachineStatusStarting},

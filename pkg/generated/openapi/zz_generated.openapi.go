@@ -2896,10 +2896,10 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 					},
 					"printableStatus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PrintableStatus is a human-readable summary of the VM's state.\n\nPossible enum values:\n - `\"CrashLoopBackOff\"` means instances keep failing and the next start waits.\n - `\"ErrorUnschedulable\"` means the instance's launcher pod cannot be scheduled.\n - `\"Migrating\"` means the instance is moving to another node.\n - `\"Paused\"` means the instance is paused.\n - `\"Provisioning\"` means resources the VM needs are being prepared.\n - `\"Running\"` means the instance is running.\n - `\"Starting\"` means an instance was created and is not running yet.\n - `\"Stopped\"` means the VM has no running instance and none is wanted.\n - `\"Stopping\"` means the instance is shutting down.\n - `\"Terminating\"` means the VM is being deleted.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "PrintableStatus is a human-readable summary of the VM's state.\n\nPossible enum values:\n - `\"CrashLoopBackOff\"` means instances keep failing and the next start waits.\n - `\"ErrorPvcNotFound\"` means a claim the instance names does not exist.\n - `\"ErrorUnschedulable\"` means the instance's launcher pod cannot be scheduled.\n - `\"Migrating\"` means the instance is moving to another node.\n - `\"Paused\"` means the instance is paused.\n - `\"Provisioning\"` means resources the VM needs are being prepared.\n - `\"Running\"` means the instance is running.\n - `\"Starting\"` means an instance was created and is not running yet.\n - `\"Stopped\"` means the VM has no running instance and none is wanted.\n - `\"Stopping\"` means the instance is shutting down.\n - `\"Terminating\"` means the VM is being deleted.\n - `\"Unknown\"` means the state cannot be determined.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"CrashLoopBackOff", "ErrorUnschedulable", "Migrating", "Paused", "Provisioning", "Running", "Starting", "Stopped", "Stopping", "Terminating", "Unknown"},
+							Enum:        []interface{}{"CrashLoopBackOff", "ErrorPvcNotFound", "ErrorUnschedulable", "Migrating", "Paused", "Provisioning", "Running", "Starting", "Stopped", "Stopping", "Terminating", "Unknown"},
 						},
 					},
 					"conditions": {
