@@ -14,6 +14,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -334,6 +335,80 @@ func TestController(t *testing.T) {
 		})
 	})
 
+	t.Run("an instance waits for its missing claim, then maps a block claim as a device", func(t *testing.T) {
+		c := c.with(t)
+		c.startController()
+		ns := c.namespace("claims")
+		vm := newVM("disks", v1.RunStrategyAlways)
+		tmpl := &vm.Spec.Template.Spec
+		for _, name := range []string{"fs", "blk"} {
+			tmpl.Domain.Devices.Disks = append(tmpl.Domain.Devices.Disks, v1.Disk{Name: name})
+			tmpl.Volumes = append(tmpl.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-" + name},
+			}}})
+		}
+		claim := func(name string, mode corev1.PersistentVolumeMode) {
+			_, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &mode,
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		claim("claim-fs", corev1.PersistentVolumeFilesystem)
+		_, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, vm, metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		want := "PVC " + ns + "/claim-blk does not exist, waiting for it to appear"
+		waitFor(t, wait, "a Pending instance and the VM's ErrorPvcNotFound", func() (bool, error) {
+			vmi, err := c.vmi(ns, "disks")
+			if err != nil {
+				return false, err
+			}
+			return vmi.Status.Phase == v1.Pending && c.vm(ns, "disks").Status.PrintableStatus == v1.VirtualMachineStatusPvcNotFound, nil
+		})
+		vmi, err := c.vmi(ns, "disks")
+		require.NoError(t, err)
+		var messages []string
+		for _, cond := range vmi.Status.Conditions {
+			if cond.Status == corev1.ConditionFalse && (cond.Type == v1.VirtualMachineInstanceSynchronized || cond.Type == vmicontroller.PodScheduledCondition) {
+				messages = append(messages, cond.Message)
+			}
+		}
+		assert.Equal(t, []string{want, want}, messages)
+		assert.Empty(t, c.launcherPods(ns))
+		var reasons []string
+		for _, e := range c.events(ns, "VirtualMachineInstance", "disks") {
+			reasons = append(reasons, e.Reason+": "+e.Message)
+		}
+		assert.Contains(t, reasons, vmicontroller.FailedPvcNotFoundReason+": "+want)
+
+		claim("claim-blk", corev1.PersistentVolumeBlock)
+		var pod corev1.Pod
+		waitFor(t, wait, "a launcher pod once the claim exists", func() (bool, error) {
+			for _, pods := range c.launcherPods(ns) {
+				pod = pods[0]
+				return true, nil
+			}
+			return false, nil
+		})
+		compute := pod.Spec.Containers[0]
+		assert.Equal(t, []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/blk"}}, compute.VolumeDevices)
+		assert.Contains(t, compute.VolumeMounts, corev1.VolumeMount{Name: "fs", MountPath: launcherpod.PVCMountDir + "/fs"})
+		waitFor(t, wait, "the waiting conditions gone", func() (bool, error) {
+			vmi, err := c.vmi(ns, "disks")
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range vmi.Status.Conditions {
+				if cond.Type == v1.VirtualMachineInstanceSynchronized {
+					return false, nil
+				}
+			}
+			return vmi.Status.Phase == v1.Scheduling, nil
+		})
+	})
+
 	t.Run("RBAC: the ServiceAccount can do what the controllers do, nothing more", func(t *testing.T) {
 		sa := "system:serviceaccount:" + controllerNamespace + ":" + controllerServiceAccount
 		for _, tc := range []struct {
@@ -345,6 +420,8 @@ func TestController(t *testing.T) {
 			{[]string{"update", "pods", "-n", "any"}, "no"},
 			{[]string{"create", "pods", "--subresource=binding", "-n", "any"}, "no"},
 			{[]string{"create", "pods", "--subresource=exec", "-n", "any"}, "no"},
+			{[]string{"watch", "persistentvolumeclaims", "-n", "any"}, "yes"},
+			{[]string{"update", "persistentvolumeclaims", "-n", "any"}, "no"},
 			{[]string{"get", "secrets", "-n", "any"}, "no"},
 			{[]string{"get", "configmaps", "-n", "any"}, "no"},
 			{[]string{"watch", "configmaps", "-n", controllerNamespace}, "yes"},
