@@ -69,10 +69,11 @@ func TestBlockClaim(t *testing.T) {
 	require.NotNil(t, sync)
 	assert.Equal(t, "FailedPvcNotFound", sync.Reason)
 	assert.Empty(t, launcherPods(t, ns, vmi.UID))
-	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=guest,reason=FailedPvcNotFound"})
-	require.NoError(t, err)
-	require.NotEmpty(t, events.Items)
-	assert.Equal(t, want, events.Items[0].Message)
+	// The recorder writes events in the background.
+	require.Eventually(t, func() bool {
+		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=guest,reason=FailedPvcNotFound"})
+		return err == nil && len(events.Items) > 0 && events.Items[0].Message == want
+	}, 10*time.Second, 200*time.Millisecond, "a FailedPvcNotFound event")
 
 	// The claim appears: the instance gets a pod that maps it as a device, and boots.
 	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
