@@ -71,20 +71,32 @@ func TestBridgeBinding(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	accepted := make(chan net.Conn, 1)
+	type received struct {
+		from, data string
+	}
+	got := make(chan received, 1)
 	go func() {
-		if c, err := ln.Accept(); err == nil {
-			accepted <- c
+		// busybox nc exits when the other side closes: read, close, and take every
+		// connection a retyped command makes.
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b, _ := io.ReadAll(c)
+			c.Close()
+			select {
+			case got <- received{from: c.RemoteAddr().(*net.TCPAddr).IP.String(), data: string(b)}:
+			default:
+			}
 		}
 	}()
 	console.typeUntil(t, fmt.Sprintf("echo hello-node | nc %s %d; echo sent-$((5+5))", router[1], port), "sent-10")
 	select {
-	case c := <-accepted:
-		defer c.Close()
-		assert.Equal(t, podIP, c.RemoteAddr().(*net.TCPAddr).IP.String(), "the guest leaves with the pod's address")
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		b, _ := io.ReadAll(c)
-		assert.Equal(t, "hello-node\n", string(b))
+	case r := <-got:
+		assert.Equal(t, podIP, r.from, "the guest leaves with the pod's address")
+		assert.Equal(t, "hello-node\n", r.data)
 	case <-time.After(30 * time.Second):
 		t.Fatal("no connection from the guest to the node")
 	}
