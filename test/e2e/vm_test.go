@@ -10,11 +10,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clientwebsocket "k8s.io/client-go/transport/websocket"
 	"k8s.io/utils/ptr"
 
@@ -208,6 +212,55 @@ func browserVNC(t *testing.T, ns, name string) {
 	_, greeting, err := conn.ReadMessage()
 	require.NoError(t, err)
 	assert.Equal(t, "RFB 003.008\n", string(greeting))
+}
+
+// TestKilledLauncherRestartsTheVM kills a running VM's launcher: its container goes, QEMU
+// with it, and nothing is left on the node to report how the guest ended, as after a node
+// restart. The instance fails from its ended pod and the VM (Always) starts a new one.
+func TestKilledLauncherRestartsTheVM(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-launcher-crash")
+	spec := guestSpec()
+	_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "phoenix"},
+		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways),
+			Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	first := waitVMI(t, ns, "phoenix", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+
+	pids := launcherProcesses(t, first.UID)
+	require.NotEmpty(t, pids, "the launcher of %s runs on this node", first.UID)
+	for _, pid := range pids {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	start := time.Now()
+	waitVMI(t, ns, "phoenix", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return v.UID != first.UID && v.Status.Phase == v1.Running
+	})
+	t.Logf("a new instance runs %v after the launcher was killed", time.Since(start).Round(time.Second))
+	waitForStatus(t, ns, "phoenix", v1.VirtualMachineStatusRunning)
+}
+
+// launcherProcesses are the virt-launcher processes of an instance on this node (found by
+// the instance UID in their environment).
+func launcherProcesses(t *testing.T, uid types.UID) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if strings.TrimSpace(string(comm)) == "virt-launcher" && bytes.Contains(env, []byte("HANGAR_VMI_UID="+string(uid)+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // TestKilledQEMUFailsTheInstance kills the guest's QEMU on the node: the instance fails.

@@ -155,6 +155,15 @@ func podPhase(phase corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = phase }
 }
 
+// notReadySince marks a pod not ready since ago.
+func notReadySince(ago time.Duration) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(time.Now().Add(-ago)),
+		})
+	}
+}
+
 func terminating(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }
 
 func phases(s v1.VirtualMachineInstanceStatus) []v1.VirtualMachineInstancePhase {
@@ -328,9 +337,28 @@ func TestSync(t *testing.T) {
 			wantPhase: v1.Failed, wantReason: ReasonPodDeleted, wantNode: "node-a",
 		},
 		{
-			name:      "Running belongs to the node agent: a missing pod changes no phase",
+			name:      "a Running instance whose pod is gone fails",
 			vmi:       newVMI(v1.Running, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
+			wantPhase: v1.Failed, wantReason: ReasonPodDeleted, wantNode: "node-a",
+		},
+		{
+			name:      "Running belongs to the node agent: a pod that just ended waits for its report",
+			vmi:       newVMI(v1.Running, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodFailed), notReadySince(time.Second))},
 			wantPhase: v1.Running, wantNode: "node-a",
+			wantErr: true, // a requeue for when the node agent's time is up
+		},
+		{
+			name:      "a Running instance whose pod failed unreported (its node restarted) fails",
+			vmi:       newVMI(v1.Running, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodFailed), notReadySince(time.Minute))},
+			wantPhase: v1.Failed, wantReason: ReasonPodFailed, wantNode: "node-a",
+		},
+		{
+			name:      "a Running instance whose pod completed unreported succeeds",
+			vmi:       newVMI(v1.Running, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodSucceeded), notReadySince(time.Minute))},
+			wantPhase: v1.Succeeded, wantReason: ReasonPodCompleted, wantNode: "node-a",
 		},
 		{
 			name: "a Running instance is Ready when its launcher is",

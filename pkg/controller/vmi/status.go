@@ -1,6 +1,8 @@
 package vmi
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,7 +17,16 @@ const (
 	ReasonPodDeleted = "PodDeleted"
 	// ReasonPodFailed: the launcher pod terminated.
 	ReasonPodFailed = "PodFailed"
+	// ReasonPodCompleted: the launcher pod of a running instance ended cleanly without the
+	// node agent's report.
+	ReasonPodCompleted = "PodCompleted"
 )
+
+// nodeAgentPatience is how long the ended launcher pod of a Running instance waits for the
+// node agent's report of how the guest ended before the pod's end is taken for the guest's
+// (a pod never outlives its guest and vice versa). Without it an instance whose node
+// restarted, or whose launcher was killed, would stay Running forever.
+const nodeAgentPatience = 10 * time.Second
 
 // Reasons of the Ready condition (KubeVirt's).
 const (
@@ -36,7 +47,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 	// Step through the controller's phases until none applies, so an instance whose pod is
 	// already bound (after a controller restart, say) goes straight to Scheduled.
 	for range 4 {
-		next, reason := nextPhase(s.Phase, pod, creationPending)
+		next, reason := nextPhase(s.Phase, pod, creationPending, now)
 		if next == s.Phase {
 			break
 		}
@@ -99,8 +110,19 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 }
 
 // nextPhase is one step of the controller's part of the lifecycle.
-func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPending bool) (v1.VirtualMachineInstancePhase, string) {
+func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPending bool, now metav1.Time) (v1.VirtualMachineInstancePhase, string) {
 	switch phase {
+	case v1.Running:
+		// How a guest ends is the node agent's to say; these are the ends it cannot report.
+		switch {
+		case pod == nil && !creationPending:
+			return v1.Failed, ReasonPodDeleted
+		case pod == nil || !podTerminated(pod) || awaitingNodeAgent(pod, now) > 0:
+		case pod.Status.Phase == corev1.PodSucceeded:
+			return v1.Succeeded, ReasonPodCompleted
+		default:
+			return v1.Failed, ReasonPodFailed
+		}
 	case v1.VmPhaseUnset:
 		return v1.Pending, ""
 	case v1.Pending:
@@ -121,6 +143,16 @@ func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPe
 		}
 	}
 	return phase, ""
+}
+
+// awaitingNodeAgent is how much longer the node agent has to report on the guest of an
+// ended launcher pod, counted from when the pod stopped being ready.
+func awaitingNodeAgent(pod *corev1.Pod, now metav1.Time) time.Duration {
+	var ended time.Time
+	if c := podCondition(pod, corev1.PodReady); c != nil && c.Status != corev1.ConditionTrue {
+		ended = c.LastTransitionTime.Time
+	}
+	return max(0, nodeAgentPatience-now.Sub(ended))
 }
 
 func podTerminated(pod *corev1.Pod) bool {

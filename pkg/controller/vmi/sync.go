@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -102,7 +103,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 
-	status := nextStatus(vmi, pod, creationPending, waiting, metav1.Now())
+	now := metav1.Now()
+	status := nextStatus(vmi, pod, creationPending, waiting, now)
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status
@@ -113,6 +115,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if old != status.Phase {
 			klog.V(2).InfoS("Instance phase", "vmi", klog.KObj(vmi), "from", old, "to", status.Phase, "reason", status.Reason)
 		}
+	}
+	if syncErr == nil && status.Phase == v1.Running && pod != nil && podTerminated(pod) {
+		// Come back when the node agent's time to report on the ended pod is up.
+		return controllerutil.RequeueAfter(awaitingNodeAgent(pod, now) + time.Second)
 	}
 	return syncErr
 }
