@@ -35,15 +35,17 @@ SUITE=${SUITE:-bookworm}
 readonly VARIANT=minbase
 # systemd-sysv + udev: the init that KubeVirt users' images have, and udev
 # loads the drivers for whatever devices the VM gets. iproute2 lets tests
-# look at the network.
-readonly INCLUDE=systemd-sysv,udev,kmod,iproute2
+# look at the network. dbus lets systemd-logind run, which powers the guest
+# off on the ACPI power button (a graceful stop), as a cloud image does.
+readonly INCLUDE=systemd-sysv,udev,kmod,iproute2,dbus
 readonly PACKAGES=(debootstrap wget e2fsprogs fdisk dosfstools mtools syslinux syslinux-common qemu-utils kmod)
 # Modules copied into the root file system (with their dependencies): the
 # devices a KubeVirt VM gets (virtio, e1000/e1000e, SATA or IDE CD-ROM for the
-# cloud-init seed, SCSI) and the file systems of a seed (iso9660, vfat).
+# cloud-init seed, SCSI), the file systems of a seed (iso9660, vfat), and the
+# ACPI power button as an input device (button, evdev) for systemd-logind.
 readonly ROOTFS_MODULES=(virtio_pci virtio_blk virtio_scsi virtio_net virtio_console virtio_rng
   virtio_balloon e1000 e1000e ahci ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_iso8859_1 nls_utf8
-  ext4 crc32c_generic autofs4)
+  ext4 crc32c_generic autofs4 button evdev)
 readonly BOOT_PART_MIB=32
 readonly ROOT_LABEL=hangar-root
 readonly KERNEL_CMDLINE="root=LABEL=$ROOT_LABEL rw console=tty0 console=ttyS0 quiet no_timer_check"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -203,5 +204,43 @@ func TestLauncherSoftRebootRebootsGuestInPlace(t *testing.T) {
 	s = r.waitPhase(api.PhaseSucceeded, 30*time.Second)
 	assert.Equal(t, "GuestShutdown", s.Reason)
 	assert.Equal(t, 2, strings.Count(r.consoleLog(), powerdownMarker))
+	r.waitExit(20 * time.Second)
+}
+
+// TestContainerDiskHonoursPowerButton: the Debian containerDisk powers off through
+// systemd-logind when the launcher presses the power button on SIGTERM, long before its
+// grace period ends.
+func TestContainerDiskHonoursPowerButton(t *testing.T) {
+	env := testEnv(t)
+	image := filepath.Join(env.root, "_output", "guest", "containerdisk-rootfs")
+	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
+		t.Skipf("no containerDisk (hack/guest/build-containerdisk.sh): %v", err)
+	}
+	diskRoot := t.TempDir()
+	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
+	vmi := kernelBootVMI("debian-acpi", func(v *v1.VirtualMachineInstance) {
+		v.Spec.Domain.Firmware.KernelBoot.KernelArgs = "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check"
+		v.Spec.Domain.Resources.Requests["memory"] = resource.MustParse("256Mi")
+		v.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
+		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{
+			ContainerDisk: &v1.ContainerDiskSource{Image: "hangar.local/debian:test"}}}}
+		v.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
+		v.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+	})
+	r := startLauncher(t, vmi, "--container-disk-root", diskRoot)
+	r.sync()
+	r.waitConsoleLog(banner, 240*time.Second)
+	// The autologin shell: its login went through logind, so logind watches the button.
+	r.waitConsoleLog("root@", 120*time.Second)
+
+	t0 := time.Now()
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	s := r.waitPhase(api.PhaseSucceeded, 65*time.Second)
+	took := time.Since(t0)
+	t.Logf("SIGTERM -> %s/%s: %s", s.Phase, s.Reason, took)
+	assert.Equal(t, "GuestShutdown", s.Reason)
+	assert.Less(t, took, 30*time.Second)
+	assert.Contains(t, r.consoleLog(), "reboot: Power down", "the guest's kernel powered it off")
+	assert.NotContains(t, r.launcherLog(), "destroying")
 	r.waitExit(20 * time.Second)
 }
