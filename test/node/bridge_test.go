@@ -137,25 +137,7 @@ func TestBridgeBinding(t *testing.T) {
 
 	// Ingress on a port nobody declared: the pod's address is the guest's.
 	r.typeLine(c, "nc -l -p 8080 -e echo hello-bridge &")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var answer string
-		inNetns(t, n.out, func() {
-			conn, err := net.DialTimeout("tcp", "10.99.0.2:8080", 2*time.Second)
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			b, _ := io.ReadAll(conn)
-			answer = string(b)
-		})
-		if answer == "hello-bridge\n" {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no answer from the guest at the pod's address (last %q)", answer)
-		time.Sleep(200 * time.Millisecond)
-	}
+	n.waitForGuestAnswer(t, "hello-bridge\n")
 
 	// Egress leaves with the pod's address, no NAT in between.
 	var ln net.Listener

@@ -112,6 +112,13 @@ func TestMasqueradeDHCPEgressAndPortForward(t *testing.T) {
 
 	// Ingress: the pod's address forwards to the guest (every port: none declared).
 	r.typeLine(c, "nc -l -p 8080 -e echo hello-in &")
+	n.waitForGuestAnswer(t, "hello-in\n")
+}
+
+// waitForGuestAnswer connects from outside the pod to the pod's address, port 8080, until
+// the guest's listener there answers want.
+func (n podNetwork) waitForGuestAnswer(t *testing.T, want string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var answer string
@@ -125,10 +132,10 @@ func TestMasqueradeDHCPEgressAndPortForward(t *testing.T) {
 			b, _ := io.ReadAll(conn)
 			answer = string(b)
 		})
-		if answer == "hello-in\n" {
-			break
+		if answer == want {
+			return
 		}
-		require.True(t, time.Now().Before(deadline), "no answer from the guest through the pod address (last %q)", answer)
+		require.True(t, time.Now().Before(deadline), "no answer from the guest at the pod's address (last %q)", answer)
 		time.Sleep(200 * time.Millisecond)
 	}
 }
