@@ -148,6 +148,10 @@ const (
 	socketDirPatience = 5 * time.Minute
 )
 
+// launcherSocketRecheck is how often a starting launcher's socket is looked for: every poll
+// is one stat, and the guest cannot start before it is found, so look often.
+const launcherSocketRecheck = 100 * time.Millisecond
+
 // removeSocketDirIfGone removes dir unless a launcher still answers on its socket, and says
 // whether dir is gone.
 func removeSocketDirIfGone(dir string) bool {
@@ -244,7 +248,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	l := c.launcherFor(key, string(vmi.UID))
 	if !l.socketPresent() {
 		// The launcher pod is still starting (or gone: the controller sees its pod fail).
-		return time.Second, nil
+		return launcherSocketRecheck, nil
 	}
 
 	l.mu.Lock()
