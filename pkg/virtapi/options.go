@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,9 @@ type Options struct {
 	WriteKubeconfig string
 	// Handlers says how to reach the node agents (virt-handler).
 	Handlers nodeclient.Config
+	// ShutdownDelay keeps a terminating virt-api serving (and failing /readyz) while the
+	// Service's endpoints and kube-apiserver's aggregator stop sending it requests.
+	ShutdownDelay time.Duration
 }
 
 // NewOptions returns virt-api's options with their defaults.
@@ -66,6 +70,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --standalone: serve every client as a cluster admin. Never use it where others can reach the port.")
 	fs.StringVar(&o.WriteKubeconfig, "write-kubeconfig", o.WriteKubeconfig,
 		"With --standalone: write a kubeconfig for kubectl to this file.")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay,
+		"After SIGTERM, keep serving this long with /readyz failing, so that no request is routed to a server that has stopped.")
 	h := &o.Handlers
 	fs.StringVar(&h.Namespace, "handler-namespace", h.Namespace, "Namespace of the virt-handler pods.")
 	fs.StringVar(&h.Selector, "handler-selector", h.Selector, "Label selector of the virt-handler pods.")
@@ -115,6 +121,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WriteKubeconfig != "" && !o.Standalone {
 		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, errors.New("--shutdown-delay-duration must not be negative"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags: %w", errors.Join(errs...))

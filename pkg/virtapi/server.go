@@ -56,6 +56,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
+	serverConfig.ShutdownDelayDuration = o.ShutdownDelay
 	if o.Standalone {
 		klog.Warning("STANDALONE MODE: authentication and authorization are OFF; every client of " +
 			serving.BindAddress.String() + " is a cluster admin. For development only.")
