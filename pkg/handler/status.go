@@ -41,10 +41,10 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		if st.Phase == api.PhasePaused {
 			// Ready is left alone while paused: virt-controller writes Ready too (from the
 			// launcher pod's readiness) and would flip it back, each write waking the other.
-			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue, Reason: ReasonPausedByUser, Message: "VMI was paused by user"}, now)
+			s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue, Reason: ReasonPausedByUser, Message: "VMI was paused by user"}, now)
 		} else {
-			removeCondition(&s, v1.VirtualMachineInstancePaused)
-			setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}, now)
+			s.RemoveCondition(v1.VirtualMachineInstancePaused)
+			s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}, now)
 		}
 	case api.PhaseSucceeded, api.PhaseFailed:
 		p := v1.Succeeded
@@ -52,8 +52,8 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 			p = v1.Failed
 		}
 		setPhase(p, st.Reason)
-		removeCondition(&s, v1.VirtualMachineInstancePaused)
-		setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
+		s.RemoveCondition(v1.VirtualMachineInstancePaused)
+		s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
 	}
 	return s
 }
@@ -70,32 +70,4 @@ func interfaces(in []api.Interface) []v1.VirtualMachineInstanceNetworkInterface 
 		out = append(out, vi)
 	}
 	return out
-}
-
-// setCondition sets a condition, keeping its transition time while its status stays.
-func setCondition(s *v1.VirtualMachineInstanceStatus, cond v1.VirtualMachineInstanceCondition, now metav1.Time) {
-	for i := range s.Conditions {
-		if s.Conditions[i].Type != cond.Type {
-			continue
-		}
-		cond.LastTransitionTime = s.Conditions[i].LastTransitionTime
-		if s.Conditions[i].Status != cond.Status || cond.LastTransitionTime.IsZero() {
-			cond.LastTransitionTime = now
-		}
-		cond.LastProbeTime = s.Conditions[i].LastProbeTime
-		s.Conditions[i] = cond
-		return
-	}
-	cond.LastTransitionTime = now
-	s.Conditions = append(s.Conditions, cond)
-}
-
-func removeCondition(s *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) {
-	var out []v1.VirtualMachineInstanceCondition
-	for _, c := range s.Conditions {
-		if c.Type != t {
-			out = append(out, c)
-		}
-	}
-	s.Conditions = out
 }

@@ -146,7 +146,7 @@ func createdPod(t *testing.T, f *fixture) corev1.Pod {
 }
 
 func condition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
-	return findCondition(vmi.Status, t)
+	return vmi.Status.Condition(t)
 }
 
 func bound(node string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = node } }

@@ -59,25 +59,25 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 		}
 	}
 	if isFinal(s.Phase) {
-		setCondition(&s, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
+		s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
 		return s
 	}
 
-	if c := findCondition(s, v1.VirtualMachineInstanceSynchronized); c != nil && c.Reason == FailedPvcNotFoundReason && waiting == "" {
-		removeCondition(&s, v1.VirtualMachineInstanceSynchronized)
+	if c := s.Condition(v1.VirtualMachineInstanceSynchronized); c != nil && c.Reason == FailedPvcNotFoundReason && waiting == "" {
+		s.RemoveCondition(v1.VirtualMachineInstanceSynchronized)
 	}
 	switch {
 	case pod == nil && waiting != "":
 		// As KubeVirt reports a missing claim: not synchronized, and unschedulable (the
 		// condition an unschedulable pod gives too).
-		setCondition(&s, v1.VirtualMachineInstanceCondition{
+		s.SetCondition(v1.VirtualMachineInstanceCondition{
 			Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: FailedPvcNotFoundReason, Message: waiting,
 		}, now)
-		setCondition(&s, v1.VirtualMachineInstanceCondition{
+		s.SetCondition(v1.VirtualMachineInstanceCondition{
 			Type: PodScheduledCondition, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: waiting,
 		}, now)
 	case pod == nil && s.Phase == v1.Pending:
-		removeCondition(&s, PodScheduledCondition)
+		s.RemoveCondition(PodScheduledCondition)
 	case pod != nil:
 		if pod.Spec.NodeName != "" {
 			if s.ActivePods == nil {
@@ -89,11 +89,11 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 			s.QOSClass = &pod.Status.QOSClass
 		}
 		if cond := podCondition(pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
-			setCondition(&s, v1.VirtualMachineInstanceCondition{
+			s.SetCondition(v1.VirtualMachineInstanceCondition{
 				Type: PodScheduledCondition, Status: cond.Status, Reason: cond.Reason, Message: cond.Message,
 			}, now)
 		} else {
-			removeCondition(&s, PodScheduledCondition)
+			s.RemoveCondition(PodScheduledCondition)
 		}
 	}
 
@@ -105,7 +105,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 			ready.Reason = ReasonPodNotReady
 		}
 	}
-	setCondition(&s, ready, now)
+	s.SetCondition(ready, now)
 	return s
 }
 
@@ -178,44 +178,4 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// setCondition sets a condition, keeping its transition time while its status stays.
-func setCondition(s *v1.VirtualMachineInstanceStatus, cond v1.VirtualMachineInstanceCondition, now metav1.Time) {
-	for i := range s.Conditions {
-		if s.Conditions[i].Type != cond.Type {
-			continue
-		}
-		cond.LastTransitionTime = s.Conditions[i].LastTransitionTime
-		if s.Conditions[i].Status != cond.Status || cond.LastTransitionTime.IsZero() {
-			cond.LastTransitionTime = now
-		}
-		cond.LastProbeTime = s.Conditions[i].LastProbeTime
-		s.Conditions[i] = cond
-		return
-	}
-	cond.LastTransitionTime = now
-	s.Conditions = append(s.Conditions, cond)
-}
-
-func findCondition(s v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
-	for i := range s.Conditions {
-		if s.Conditions[i].Type == t {
-			return &s.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func removeCondition(s *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) {
-	out := s.Conditions[:0]
-	for _, c := range s.Conditions {
-		if c.Type != t {
-			out = append(out, c)
-		}
-	}
-	if len(out) == 0 {
-		out = nil
-	}
-	s.Conditions = out
 }

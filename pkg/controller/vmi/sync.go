@@ -92,7 +92,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			// As KubeVirt: the instance stays Pending until the claim appears (its informer
 			// brings us back), rather than getting a pod that could not be built right.
 			waiting = fmt.Sprintf("PVC %s/%s does not exist, waiting for it to appear", vmi.Namespace, missing)
-			if cond := findCondition(vmi.Status, PodScheduledCondition); cond == nil || cond.Message != waiting {
+			if cond := vmi.Status.Condition(PodScheduledCondition); cond == nil || cond.Message != waiting {
 				c.recorder.Event(vmi, corev1.EventTypeNormal, FailedPvcNotFoundReason, waiting)
 			}
 		default:

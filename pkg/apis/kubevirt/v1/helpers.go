@@ -1,5 +1,7 @@
 package v1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // RunStrategyFromRunning is the run strategy the deprecated spec.running stands for.
 func RunStrategyFromRunning(running bool) VirtualMachineRunStrategy {
 	if running {
@@ -29,3 +31,40 @@ const (
 	// CreatedByLabel carries the UID of the instance a launcher pod runs.
 	CreatedByLabel = "kubevirt.io/created-by"
 )
+
+// Condition is the instance's condition of type t, or nil.
+func (s *VirtualMachineInstanceStatus) Condition(t VirtualMachineInstanceConditionType) *VirtualMachineInstanceCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// SetCondition sets a condition, keeping its transition time (and probe time) while its
+// status stays. virt-controller and virt-handler both write instance conditions through it.
+func (s *VirtualMachineInstanceStatus) SetCondition(cond VirtualMachineInstanceCondition, now metav1.Time) {
+	if old := s.Condition(cond.Type); old != nil {
+		cond.LastTransitionTime, cond.LastProbeTime = old.LastTransitionTime, old.LastProbeTime
+		if old.Status != cond.Status || cond.LastTransitionTime.IsZero() {
+			cond.LastTransitionTime = now
+		}
+		*old = cond
+		return
+	}
+	cond.LastTransitionTime = now
+	s.Conditions = append(s.Conditions, cond)
+}
+
+// RemoveCondition removes the condition of type t, if any, into a new slice (the old one may
+// be shared with an informer's cache).
+func (s *VirtualMachineInstanceStatus) RemoveCondition(t VirtualMachineInstanceConditionType) {
+	var out []VirtualMachineInstanceCondition
+	for _, c := range s.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	s.Conditions = out
+}
