@@ -8,7 +8,17 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 MODULE=github.com/hangarvm/hangar
 
+# `go list -m -f '{{.Dir}}'` prints nothing for a module that is not in the module cache yet (a
+# fresh machine: `go build ./...` never needs code-generator's sources), so download it first.
+if ! go mod download k8s.io/code-generator; then
+  echo "update-codegen: cannot download k8s.io/code-generator (the version go.mod pins) from the module proxy" >&2
+  exit 1
+fi
 CODEGEN_DIR=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+if [[ -z ${CODEGEN_DIR} || ! -f ${CODEGEN_DIR}/kube_codegen.sh ]]; then
+  echo "update-codegen: k8s.io/code-generator has no kube_codegen.sh in the module cache (dir: '${CODEGEN_DIR}')" >&2
+  exit 1
+fi
 # shellcheck source=/dev/null
 source "${CODEGEN_DIR}/kube_codegen.sh"
 
