@@ -29,6 +29,7 @@ require (
 	k8s.io/kube-aggregator v0.34.4
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b
 	k8s.io/kubelet v0.34.4
+	k8s.io/pod-security-admission v0.34.4
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
 	libvirt.org/go/libvirt v1.11010.0
 	libvirt.org/go/libvirtxml v1.11010.0

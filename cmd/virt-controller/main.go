@@ -56,7 +56,7 @@ func run() error {
 	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "how often replicas try to acquire or renew the Lease")
 	fs.StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address serving /metrics and /healthz; empty or 0 to disable")
 	fs.StringVar(&o.ConfigNamespace, "config-namespace", o.ConfigNamespace, "namespace of the cluster configuration ConfigMap")
-	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, socketDir, cpuAllocationRatio)")
+	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, cpuAllocationRatio)")
 	fs.StringVar(&o.Defaults.LauncherImage, "launcher-image", o.Defaults.LauncherImage, "virt-launcher image, unless the ConfigMap's launcherImage says otherwise")
 	fs.IntVar(&o.VMWorkers, "vm-workers", o.VMWorkers, "VirtualMachine workers")
 	fs.IntVar(&o.VMIWorkers, "vmi-workers", o.VMIWorkers, "VirtualMachineInstance workers")

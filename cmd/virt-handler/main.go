@@ -25,6 +25,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 )
 
 func main() {
@@ -36,8 +37,9 @@ func main() {
 }
 
 func run() error {
-	cfg := handler.Config{SocketDir: "/var/run/hangar/sockets", SetupNetwork: true, Resync: 5 * time.Minute}
+	cfg := handler.Config{SetupNetwork: true, Resync: 5 * time.Minute}
 	var (
+		podsDir                        = "/var/lib/kubelet/pods"
 		kubeconfig, kubevirtKubeconfig string
 		listen                         = ":18186"
 		certFile, keyFile, clientCA    string
@@ -48,7 +50,7 @@ func run() error {
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
-	fs.StringVar(&cfg.SocketDir, "socket-dir", cfg.SocketDir, "host directory with one socket directory per instance, shared with launcher pods")
+	fs.StringVar(&podsDir, "kubelet-pods-dir", podsDir, "the kubelet's pods directory (<kubelet root dir>/pods, mounted from the host); launcher pods' socket volumes are below it")
 	fs.BoolVar(&cfg.SetupNetwork, "setup-network", cfg.SetupNetwork, "set up each launcher pod's network (bridge, tap, NAT) in its namespace before the guest starts")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; in-cluster configuration when empty")
 	fs.StringVar(&kubevirtKubeconfig, "kubevirt-kubeconfig", "", "kubeconfig for the kubevirt.io API when it is not served through the cluster; --kubeconfig when empty")
@@ -86,9 +88,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.SocketDir, 0o755); err != nil {
+	if cfg.Pods, err = podsockets.OpenRoot(podsDir); err != nil {
 		return err
 	}
+	defer cfg.Pods.Close()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -111,7 +114,7 @@ func run() error {
 		}
 		srv := &http.Server{
 			Addr:              listen,
-			Handler:           (&handler.Server{Lister: c.Lister(), SocketDir: cfg.SocketDir, AllowedNames: allowedNames}).Handler(),
+			Handler:           (&handler.Server{Lister: c.Lister(), Sockets: &handler.Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName}, AllowedNames: allowedNames}).Handler(),
 			TLSConfig:         tlsCfg,
 			ReadHeaderTimeout: 10 * time.Second,
 		}

@@ -35,28 +35,33 @@ func main() {
 	}
 	emulation, _ := strconv.ParseBool(env("HANGAR_USE_EMULATION", "false"))
 	var cfg launcher.Config
-	var libvirtRoot string
-	var setupNetwork bool
+	var stateDir string
 	flag.StringVar(&cfg.Namespace, "namespace", env("HANGAR_VMI_NAMESPACE", ""), "instance namespace ($HANGAR_VMI_NAMESPACE)")
 	flag.StringVar(&cfg.Name, "name", env("HANGAR_VMI_NAME", ""), "instance name ($HANGAR_VMI_NAME)")
 	flag.StringVar(&cfg.UID, "uid", env("HANGAR_VMI_UID", ""), "instance UID ($HANGAR_VMI_UID)")
 	flag.StringVar(&cfg.SocketDir, "socket-dir", env("HANGAR_SOCKET_DIR", "/var/run/hangar/sockets"), "directory shared with virt-handler ($HANGAR_SOCKET_DIR)")
-	flag.StringVar(&cfg.RunDir, "run-dir", "/var/run/hangar/launcher", "private directory for QEMU's sockets and the guest's ephemeral disks")
+	flag.StringVar(&stateDir, "state-dir", "/var/run/hangar/private/libvirt", "private directory of libvirtd and QEMU (libvirt's session directories)")
+	flag.StringVar(&cfg.RunDir, "run-dir", "/var/run/hangar/private/run", "private directory for QEMU's serial socket, cloud-init ISOs and the console log")
+	flag.StringVar(&cfg.EphemeralDir, "ephemeral-dir", "/var/run/hangar/ephemeral-disks", "directory of the guest's ephemeral disks (containerDisk overlays, empty disks)")
 	flag.BoolVar(&cfg.UseEmulation, "use-emulation", emulation, "run the guest under TCG instead of KVM ($HANGAR_USE_EMULATION)")
 	flag.StringVar(&cfg.ContainerDiskRoot, "container-disk-root", "/var/run/hangar/container-disks", "per containerDisk volume, <dir>/<volume> holds the image's files")
 	flag.StringVar(&cfg.KernelBootRoot, "kernel-boot-root", "/var/run/hangar/kernel-boot", "the files of the kernelBoot image")
 	flag.DurationVar(&cfg.FinalWait, "final-wait", 30*time.Second, "how long the final state waits for virt-handler before the launcher exits")
-	flag.StringVar(&libvirtRoot, "libvirt-root", "", "keep libvirtd's directories under this one, in a private mount namespace (development and tests)")
-	flag.BoolVar(&setupNetwork, "setup-network", false, "set up the pod side of the guest's interfaces itself (needs CAP_NET_ADMIN); otherwise virt-handler does")
 	flag.Parse()
 
 	if cfg.Namespace == "" || cfg.Name == "" || cfg.UID == "" {
 		fmt.Fprintln(os.Stderr, "virt-launcher: namespace, name and uid are required")
 		os.Exit(2)
 	}
-	podNetwork := &network.PodNetwork{SetupPod: setupNetwork}
+	if os.Geteuid() == 0 {
+		// Root in the container would be root on the node one escape away, and libvirtd would
+		// run its privileged system instance. The launcher pod runs as an unprivileged user.
+		fmt.Fprintln(os.Stderr, "virt-launcher: refusing to run as root; run it as an unprivileged user (the launcher pod sets runAsUser)")
+		os.Exit(2)
+	}
+	podNetwork := &network.PodNetwork{}
 	cfg.Network = podNetwork
-	err := run(cfg, libvirtRoot)
+	err := run(cfg, stateDir)
 	podNetwork.Close()
 	if err != nil {
 		klog.ErrorS(err, "virt-launcher")
@@ -66,16 +71,23 @@ func main() {
 	klog.Flush()
 }
 
-func run(cfg launcher.Config, libvirtRoot string) error {
-	for _, d := range []string{cfg.SocketDir, cfg.RunDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+func run(cfg launcher.Config, stateDir string) error {
+	for _, d := range []string{cfg.SocketDir, cfg.RunDir, cfg.EphemeralDir, stateDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	// The launcher is libvirtd's client: both must see the same session directories. QEMU's
+	// and libvirt's temporary files go there too (the root file system is read-only).
+	for k, v := range libvirtd.Env(stateDir) {
+		if err := os.Setenv(k, v); err != nil {
 			return err
 		}
 	}
 	startCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	daemon, err := libvirtd.Start(startCtx, libvirtd.Config{PrivateRoot: libvirtRoot, Output: os.Stderr})
+	daemon, err := libvirtd.Start(startCtx, libvirtd.Config{StateDir: stateDir, Output: os.Stderr})
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -32,15 +29,16 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	informers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/network"
 )
 
-// Config is a handler's node and directories.
+// Config is a handler's node and how it reaches launcher pods.
 type Config struct {
 	NodeName string
-	// SocketDir holds one directory per instance, <SocketDir>/<uid>, shared with its launcher.
-	SocketDir string
+	// Pods is the kubelet's pods directory, where each launcher pod's socket volume is.
+	Pods *podsockets.Root
 	// SetupNetwork makes the handler set up each launcher's pod network (bridge, tap, NAT)
 	// in the launcher's network namespace before Sync; the launcher cannot (no NET_ADMIN).
 	SetupNetwork bool
@@ -58,6 +56,8 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	factory  informers.SharedInformerFactory
 	now      func() metav1.Time
+
+	sockets   *Sockets
 
 	mu        sync.Mutex
 	launchers map[string]*launcher // by namespace/name
@@ -77,6 +77,7 @@ func NewController(cfg Config, client versioned.Interface, kube kubernetes.Inter
 		lister:    inf.Lister(),
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "virt-handler"}),
 		now:       metav1.Now,
+		sockets:   &Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName},
 		launchers: map[string]*launcher{},
 	}
 	enqueue := func(obj any) {
@@ -140,56 +141,35 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// Socket directories are hostPath volumes kubelet creates and never removes; the handler
-// removes an instance's once its launcher is gone, checking every socketDirRecheck for at
-// most socketDirPatience after the instance ended.
-const (
-	socketDirRecheck  = 5 * time.Second
-	socketDirPatience = 5 * time.Minute
-)
-
 // launcherSocketRecheck is how often a starting launcher's socket is looked for: every poll
 // is one stat, and the guest cannot start before it is found, so look often.
 const launcherSocketRecheck = 100 * time.Millisecond
 
-// removeSocketDirIfGone removes dir unless a launcher still answers on its socket, and says
-// whether dir is gone.
-func removeSocketDirIfGone(dir string) bool {
-	if conn, err := net.DialTimeout("unix", filepath.Join(dir, api.SocketName), time.Second); err == nil {
-		conn.Close()
-		return false
+// launcherFor returns the tracked launcher of key for the instance vmi, opening its pod's
+// socket directory the first time. It fails while the pod or its volume is not there yet.
+func (c *Controller) launcherFor(key string, vmi *v1.VirtualMachineInstance) (*launcher, error) {
+	c.mu.Lock()
+	l, ok := c.launchers[key]
+	c.mu.Unlock()
+	podUID, err := c.sockets.PodUID(vmi)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		klog.ErrorS(err, "remove socket directory", "dir", dir)
-		return false
+	if ok && l.uid == vmi.UID && l.dir.PodUID() == podUID {
+		return l, nil
 	}
-	return true
-}
-
-// finalFor is how long ago the instance entered its final phase.
-func finalFor(vmi *v1.VirtualMachineInstance) time.Duration {
-	for _, p := range vmi.Status.PhaseTransitionTimestamps {
-		if p.Phase == vmi.Status.Phase {
-			return time.Since(p.PhaseTransitionTimestamp.Time)
-		}
+	dir, err := c.sockets.Pods.Dir(podUID, api.SocketVolume)
+	if err != nil {
+		return nil, err
 	}
-	return socketDirPatience + 1 // no record: do not wait
-}
-
-// launcherFor returns the tracked launcher of key, creating it for uid.
-func (c *Controller) launcherFor(key string, uid string) *launcher {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l, ok := c.launchers[key]
-	if ok && filepath.Base(l.dir) != uid {
-		l.stop() // an old instance of the same name
-		ok = false
+	if old, ok := c.launchers[key]; ok {
+		old.stop() // an old instance of the same name, or its old pod
 	}
-	if !ok {
-		l = newLauncher(key, filepath.Join(c.cfg.SocketDir, uid))
-		c.launchers[key] = l
-	}
-	return l
+	l = newLauncher(key, vmi.UID, dir)
+	c.launchers[key] = l
+	return l, nil
 }
 
 func (c *Controller) forget(key string) {
@@ -222,30 +202,30 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		l.stopping = true
 		l.mu.Unlock()
 		if !stopping && !l.State().Phase.Final() {
-			// The instance is gone: so must its guest be (its pod follows by garbage collection).
+			// The instance is gone: so must its guest be (its pod follows by garbage
+			// collection, and the kubelet removes the pod's socket volume).
 			_, _ = l.client.Shutdown(ctx, nil)
 		}
-		if removeSocketDirIfGone(l.dir) {
-			c.forget(key)
-			return 0, nil
-		}
-		return socketDirRecheck, nil
+		c.forget(key)
+		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
 	if isFinal(vmi.Status.Phase) {
 		c.forget(key)
-		dir := filepath.Join(c.cfg.SocketDir, string(vmi.UID))
-		if removeSocketDirIfGone(dir) || finalFor(vmi) > socketDirPatience {
-			return 0, nil
-		}
-		return socketDirRecheck, nil
+		return 0, nil
 	}
 	if vmi.Status.Phase != v1.Scheduled && vmi.Status.Phase != v1.Running {
 		return 0, nil
 	}
-	l := c.launcherFor(key, string(vmi.UID))
+	l, err := c.launcherFor(key, vmi)
+	if err != nil {
+		// The pod is not bound here yet, or the kubelet has not made its volumes: wait. A pod
+		// that never comes is virt-controller's to notice.
+		klog.V(4).InfoS("launcher pod not ready", "vmi", key, "err", err)
+		return launcherSocketRecheck, nil
+	}
 	if !l.socketPresent() {
 		// The launcher pod is still starting (or gone: the controller sees its pod fail).
 		return launcherSocketRecheck, nil
@@ -284,6 +264,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // then follows the launcher's events.
 func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
 	state, err := l.client.State(ctx)
+	if err == nil {
+		err = checkState(state, vmi.UID)
+	}
 	if err != nil {
 		return fmt.Errorf("launcher state: %w", err)
 	}
@@ -297,10 +280,13 @@ func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineIns
 		if err != nil {
 			return err
 		}
-		if state, err = l.client.Sync(ctx, resolved); err != nil {
+		if state, err = l.client.Sync(ctx, resolved); err == nil {
+			err = checkState(state, vmi.UID)
+		}
+		if err != nil {
 			klog.ErrorS(err, "launcher sync", "vmi", l.key)
 			// A launcher that could not start the guest reports it as a final state too.
-			if s, serr := l.client.State(ctx); serr == nil && s.Phase.Final() {
+			if s, serr := l.client.State(ctx); serr == nil && checkState(s, vmi.UID) == nil && s.Phase.Final() {
 				state = s
 			} else {
 				return fmt.Errorf("launcher sync: %w", err)
@@ -322,17 +308,24 @@ func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineIns
 }
 
 // setupNetwork runs the privileged part of the bindings in the launcher's network
-// namespace, found through the pid of the process behind the launcher's socket.
+// namespace: that of the process behind the launcher's socket, once podsockets has verified
+// it is a process of the launcher pod.
 func (c *Controller) setupNetwork(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
 	plans, err := network.Plans(vmi)
 	if err != nil {
 		return err
 	}
-	pid, err := peerPID(filepath.Join(l.dir, "launcher.sock"))
+	conn, err := l.dir.Dial(api.SocketName)
 	if err != nil {
-		return fmt.Errorf("launcher pid: %w", err)
+		return fmt.Errorf("launcher: %w", err)
 	}
-	_, err = network.SetupPod(ctx, fmt.Sprintf("/proc/%d/ns/net", pid), plans)
+	defer conn.Close()
+	netns, err := conn.Peer.NetNS()
+	if err != nil {
+		return err
+	}
+	defer netns.Close()
+	_, err = network.SetupPod(ctx, netns, plans)
 	return err
 }
 

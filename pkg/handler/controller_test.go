@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 
 // fakeLauncher serves the launcher protocol on <dir>/launcher.sock with a state the test sets.
 type fakeLauncher struct {
+	uid     types.UID
 	mu      sync.Mutex
 	state   api.State
 	changed chan struct{}
@@ -36,9 +36,10 @@ type fakeLauncher struct {
 	srv     *http.Server
 }
 
-func startFakeLauncher(t *testing.T, dir string, initial api.State) *fakeLauncher {
+func startFakeLauncher(t *testing.T, dir string, uid types.UID, initial api.State) *fakeLauncher {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	f := &fakeLauncher{state: initial, changed: make(chan struct{})}
+	initial.UID = string(uid)
+	f := &fakeLauncher{uid: uid, state: initial, changed: make(chan struct{})}
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter) { _ = json.NewEncoder(w).Encode(f.get()) }
 	mux.HandleFunc("GET "+api.PathState, func(w http.ResponseWriter, r *http.Request) { reply(w) })
@@ -71,8 +72,7 @@ func startFakeLauncher(t *testing.T, dir string, initial api.State) *fakeLaunche
 		}
 		_ = json.NewEncoder(w).Encode(api.Events{State: f.get()})
 	})
-	ln, err := net.Listen("unix", filepath.Join(dir, api.SocketName))
-	require.NoError(t, err)
+	ln := listenUnix(t, filepath.Join(dir, api.SocketName))
 	f.srv = &http.Server{Handler: mux}
 	go func() { _ = f.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = f.srv.Close() })
@@ -89,6 +89,7 @@ func (f *fakeLauncher) set(s api.State) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.Seq = f.state.Seq + 1
+	s.UID = string(f.uid)
 	f.state = s
 	close(f.changed)
 	f.changed = make(chan struct{})
@@ -103,7 +104,7 @@ func scheduledVMI(uid string) *v1.VirtualMachineInstance {
 				UserDataSecretRef: &corev1.LocalObjectReference{Name: "ud"},
 			}}}},
 		},
-		Status: v1.VirtualMachineInstanceStatus{NodeName: "node-a", Phase: v1.Scheduled},
+		Status: v1.VirtualMachineInstanceStatus{NodeName: "node-a", Phase: v1.Scheduled, ActivePods: map[types.UID]string{testPodUID(uid): "node-a"}},
 	}
 	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
 	return vmi
@@ -113,21 +114,22 @@ type fixture struct {
 	t      *testing.T
 	client *fake.Clientset
 	c      *Controller
-	dir    string
+	pods   *testPods
 	cancel context.CancelFunc
 }
 
+// newFixture runs a controller for node-a with vmi, whose launcher pod is podUID.
 func newFixture(t *testing.T, vmi *v1.VirtualMachineInstance) *fixture {
 	client := fake.NewClientset(vmi)
 	kube := kubefake.NewClientset(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ud"}, Data: map[string][]byte{"userdata": []byte("#cloud-config\n")},
 	})
-	dir := t.TempDir()
-	c := NewController(Config{NodeName: "node-a", SocketDir: dir}, client, kube)
+	pods := newTestPods(t)
+	c := NewController(Config{NodeName: "node-a", Pods: pods.root}, client, kube)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = c.Run(ctx, 1) }()
 	t.Cleanup(cancel)
-	return &fixture{t: t, client: client, c: c, dir: dir, cancel: cancel}
+	return &fixture{t: t, client: client, c: c, pods: pods, cancel: cancel}
 }
 
 func (f *fixture) waitVMI(cond func(*v1.VirtualMachineInstance) bool) *v1.VirtualMachineInstance {
@@ -156,7 +158,7 @@ func condition(v *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditio
 func TestHandlerSyncsLauncherAndReportsLifecycle(t *testing.T) {
 	vmi := scheduledVMI("1")
 	f := newFixture(t, vmi)
-	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{})
+	fl := startFakeLauncher(t, f.pods.socketDir(vmi), vmi.UID, api.State{})
 
 	got := f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 	require.Len(t, got.Status.Interfaces, 1)
@@ -190,19 +192,18 @@ func TestHandlerSyncsLauncherAndReportsLifecycle(t *testing.T) {
 	}
 	assert.Equal(t, []v1.VirtualMachineInstancePhase{v1.Running, v1.Failed}, phases)
 
-	// The socket directory stays while the launcher answers, and goes with it.
-	dir := filepath.Join(f.dir, string(vmi.UID))
-	time.Sleep(100 * time.Millisecond)
-	assert.DirExists(t, dir)
+	// The socket directory is the pod's volume, the kubelet's to remove: the handler
+	// removes nothing there, whatever it holds.
 	require.NoError(t, fl.srv.Close())
-	assert.Eventually(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, 15*time.Second, 50*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	assert.DirExists(t, f.pods.socketDir(vmi))
 }
 
 func TestRestartedHandlerDoesNotResyncARunningGuest(t *testing.T) {
 	vmi := scheduledVMI("2")
 	vmi.Status.Phase = v1.Running
 	f := newFixture(t, vmi)
-	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{Phase: api.PhaseRunning, Seq: 7})
+	fl := startFakeLauncher(t, f.pods.socketDir(vmi), vmi.UID, api.State{Phase: api.PhaseRunning, Seq: 7})
 
 	got := f.waitVMI(func(v *v1.VirtualMachineInstance) bool {
 		c := condition(v, v1.VirtualMachineInstanceReady)
@@ -221,7 +222,7 @@ func TestRestartedHandlerDoesNotResyncARunningGuest(t *testing.T) {
 func TestDeletedInstanceShutsGuestDown(t *testing.T) {
 	vmi := scheduledVMI("3")
 	f := newFixture(t, vmi)
-	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{})
+	fl := startFakeLauncher(t, f.pods.socketDir(vmi), vmi.UID, api.State{})
 	f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 
 	require.NoError(t, f.client.KubevirtV1().VirtualMachineInstances("ns").Delete(context.Background(), "guest", metav1.DeleteOptions{}))
@@ -239,7 +240,7 @@ func TestDeletingInstanceShutsGuestDownWithItsGracePeriod(t *testing.T) {
 	vmi := scheduledVMI("5")
 	vmi.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45)
 	f := newFixture(t, vmi)
-	fl := startFakeLauncher(t, filepath.Join(f.dir, string(vmi.UID)), api.State{})
+	fl := startFakeLauncher(t, f.pods.socketDir(vmi), vmi.UID, api.State{})
 	f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 
 	steps := []struct {

@@ -2,24 +2,23 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
-// launcher is the handler's view of one instance's launcher: its client, the latest state it
-// reported, and the long poll that keeps that state fresh.
+// launcher is the handler's view of one instance's launcher: its pod's socket directory, its
+// client, the latest state it reported, and the long poll that keeps that state fresh.
 type launcher struct {
 	key    string
-	dir    string
+	uid    types.UID // the instance's
+	dir    *podsockets.Dir
 	client *api.Client
 
 	mu        sync.Mutex
@@ -31,14 +30,19 @@ type launcher struct {
 	done      chan struct{}
 }
 
-func newLauncher(key, dir string) *launcher {
-	return &launcher{key: key, dir: dir, client: api.NewClient(filepath.Join(dir, api.SocketName))}
+// newLauncher tracks the launcher whose pod's socket directory is dir; every connection to
+// it is checked to reach a process of that pod (podsockets).
+func newLauncher(key string, uid types.UID, dir *podsockets.Dir) *launcher {
+	l := &launcher{key: key, uid: uid, dir: dir}
+	l.client = api.NewDialClient(func(context.Context) (net.Conn, error) {
+		return dir.Dial(api.SocketName)
+	})
+	return l
 }
 
-// socketPresent says whether the launcher's command socket exists (the pod is up).
+// socketPresent says whether the launcher's command socket exists (the launcher is up).
 func (l *launcher) socketPresent() bool {
-	_, err := os.Stat(filepath.Join(l.dir, api.SocketName))
-	return err == nil
+	return l.dir.Stat(api.SocketName) == nil
 }
 
 func (l *launcher) State() api.State {
@@ -74,6 +78,9 @@ func (l *launcher) watch(ctx context.Context, changed func()) {
 		failures := 0
 		for ctx.Err() == nil {
 			ev, err := l.client.Events(ctx, after, 30*time.Second)
+			if err == nil {
+				err = checkEvents(ev, l.uid)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -83,7 +90,7 @@ func (l *launcher) watch(ctx context.Context, changed func()) {
 				// unreachable died some other way (OOM kill, pod deleted).
 				if failures >= 10 && !l.socketPresent() || failures >= 60 {
 					klog.InfoS("launcher unreachable; the guest is gone", "vmi", l.key, "err", err)
-					l.setState(api.State{Phase: api.PhaseFailed, Reason: ReasonLauncherGone, Message: err.Error()})
+					l.setState(api.State{Phase: api.PhaseFailed, Reason: ReasonLauncherGone, Message: truncate(err.Error(), maxMessage)})
 					changed()
 					return
 				}
@@ -112,32 +119,5 @@ func (l *launcher) stop() {
 		<-done
 	}
 	l.client.Close()
-}
-
-// peerPID is the process id of whoever listens on a unix socket (SO_PEERCRED), in the
-// handler's pid namespace: the launcher, whose network namespace the handler sets up.
-func peerPID(socket string) (int, error) {
-	c, err := net.DialTimeout("unix", socket, 5*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	raw, err := c.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if credErr != nil {
-		return 0, credErr
-	}
-	if cred.Pid <= 0 {
-		return 0, errors.New("no peer pid")
-	}
-	return int(cred.Pid), nil
+	l.dir.Close()
 }

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -38,9 +37,16 @@ const (
 // certificate from the client CA whose common name is allowed (virt-api's) get in.
 type Server struct {
 	Lister       listers.VirtualMachineInstanceLister
-	SocketDir    string
+	Sockets      *Sockets
 	AllowedNames []string
+
+	// screenshots bounds the frames decoded at once: each may hold vnc.MaxPixels pixels.
+	screenshotsOnce sync.Once
+	screenshots     chan struct{}
 }
+
+// maxScreenshots is how many screenshots the handler takes at the same time.
+const maxScreenshots = 2
 
 // Path prefix of every call; the rest is <namespace>/virtualmachineinstances/<name>/<what>.
 const pathPrefix = "/v1/namespaces/"
@@ -78,38 +84,60 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 	})
 }
 
-// instanceDir is the socket directory of a running instance on this node.
-func (s *Server) instanceDir(w http.ResponseWriter, r *http.Request) (string, bool) {
+// dial connects to one of the sockets of a running instance's launcher pod on this node,
+// answering the request itself when it cannot.
+func (s *Server) dial(w http.ResponseWriter, r *http.Request, socket string) (net.Conn, bool) {
 	vmi, err := s.Lister.VirtualMachineInstances(r.PathValue("namespace")).Get(r.PathValue("name"))
 	switch {
 	case apierrors.IsNotFound(err):
 		http.Error(w, "no such instance on this node", http.StatusNotFound)
-		return "", false
+		return nil, false
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return "", false
+		return nil, false
 	case vmi.Status.Phase != v1.Running:
 		http.Error(w, fmt.Sprintf("instance is %s, not Running", vmi.Status.Phase), http.StatusConflict)
-		return "", false
+		return nil, false
 	}
-	return filepath.Join(s.SocketDir, string(vmi.UID)), true
+	dir, err := s.Sockets.Dir(vmi)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("launcher pod: %v", err), http.StatusNotFound)
+		return nil, false
+	}
+	defer dir.Close()
+	conn, err := dir.Dial(socket)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, os.ErrNotExist) {
+			status = http.StatusNotFound // no console or no VNC on this guest
+		} else {
+			// A link, a foreign socket, a process of another pod: the launcher pod's
+			// contents were tampered with. Refused, and said so in the handler's log.
+			klog.InfoS("refused a launcher socket", "vmi", r.PathValue("namespace")+"/"+r.PathValue("name"), "socket", socket, "err", err)
+		}
+		http.Error(w, fmt.Sprintf("%s: %v", socket, err), status)
+		return nil, false
+	}
+	return conn, true
 }
 
 // screenshot answers with one frame of the instance's display as a PNG.
 func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) {
-	dir, ok := s.instanceDir(w, r)
-	if !ok {
+	s.screenshotsOnce.Do(func() { s.screenshots = make(chan struct{}, maxScreenshots) })
+	select {
+	case s.screenshots <- struct{}{}:
+		defer func() { <-s.screenshots }()
+	case <-r.Context().Done():
 		return
 	}
-	conn, err := net.DialTimeout("unix", filepath.Join(dir, api.VNCSocketName), 5*time.Second)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("dial %s: %v", api.VNCSocketName, err), http.StatusNotFound)
+	conn, ok := s.dial(w, r, api.VNCSocketName)
+	if !ok {
 		return
 	}
 	defer conn.Close()
 	img, err := vnc.Screenshot(conn, 10*time.Second)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")
@@ -120,11 +148,19 @@ func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) command(call func(*api.Client, context.Context) (api.State, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		dir, ok := s.instanceDir(w, r)
+		conn, ok := s.dial(w, r, api.SocketName)
 		if !ok {
 			return
 		}
-		c := api.NewClient(filepath.Join(dir, api.SocketName))
+		// One call on the verified connection: the client dials nothing else.
+		used := false
+		c := api.NewDialClient(func(context.Context) (net.Conn, error) {
+			if used {
+				return nil, errors.New("launcher connection already used")
+			}
+			used = true
+			return conn, nil
+		})
 		defer c.Close()
 		if _, err := call(c, r.Context()); err != nil {
 			status := http.StatusInternalServerError
@@ -151,17 +187,8 @@ var upgrader = websocket.Upgrader{
 // stream bridges a websocket to one of the instance's unix sockets.
 func (s *Server) stream(socket string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		dir, ok := s.instanceDir(w, r)
+		conn, ok := s.dial(w, r, socket)
 		if !ok {
-			return
-		}
-		conn, err := net.DialTimeout("unix", filepath.Join(dir, socket), 5*time.Second)
-		if err != nil {
-			status := http.StatusInternalServerError
-			if errors.Is(err, os.ErrNotExist) {
-				status = http.StatusNotFound // no console or no VNC on this guest
-			}
-			http.Error(w, fmt.Sprintf("dial %s: %v", socket, err), status)
 			return
 		}
 		ws, err := upgrader.Upgrade(w, r, nil)

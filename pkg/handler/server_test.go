@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -67,10 +68,11 @@ func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) tls.Cer
 // serverFixture is a handler server for one running instance whose console socket echoes
 // upper-cased input and whose VNC socket greets like QEMU.
 func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
-	dir := t.TempDir()
+	pods := newTestPods(t)
 	vmi := &v1.VirtualMachineInstance{}
 	vmi.Namespace, vmi.Name, vmi.UID = "ns", "guest", "uid-s"
 	vmi.Status.Phase = v1.Running
+	vmi.Status.ActivePods = map[types.UID]string{testPodUID("s"): "node-a"}
 	stopped := &v1.VirtualMachineInstance{}
 	stopped.Namespace, stopped.Name, stopped.UID = "ns", "stopped", "uid-t"
 	stopped.Status.Phase = v1.Succeeded
@@ -78,10 +80,9 @@ func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
 	require.NoError(t, indexer.Add(vmi))
 	require.NoError(t, indexer.Add(stopped))
 
-	sockDir := filepath.Join(dir, "uid-s")
+	sockDir := pods.socketDir(vmi)
 	require.NoError(t, os.MkdirAll(sockDir, 0o755))
-	console, err := net.Listen("unix", filepath.Join(sockDir, api.ConsoleSocketName))
-	require.NoError(t, err)
+	console := listenUnix(t, filepath.Join(sockDir, api.ConsoleSocketName))
 	t.Cleanup(func() { console.Close() })
 	go func() {
 		for {
@@ -105,8 +106,7 @@ func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
 			}()
 		}
 	}()
-	vnc, err := net.Listen("unix", filepath.Join(sockDir, api.VNCSocketName))
-	require.NoError(t, err)
+	vnc := listenUnix(t, filepath.Join(sockDir, api.VNCSocketName))
 	t.Cleanup(func() { vnc.Close() })
 	go func() {
 		for {
@@ -120,7 +120,7 @@ func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
 	}()
 
 	ca := newTestCA(t)
-	s := &Server{Lister: listers.NewVirtualMachineInstanceLister(indexer), SocketDir: dir, AllowedNames: []string{"virt-api"}}
+	s := &Server{Lister: listers.NewVirtualMachineInstanceLister(indexer), Sockets: &Sockets{Pods: pods.root, NodeName: "node-a"}, AllowedNames: []string{"virt-api"}}
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{ca.issue(t, "virt-handler", x509.ExtKeyUsageServerAuth)},

@@ -37,7 +37,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 	switch st.Phase {
 	case api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown:
 		setPhase(v1.Running, "")
-		s.Interfaces = interfaces(st.Interfaces)
+		s.Interfaces = interfaces(reportedInterfaces(vmi, st.Interfaces))
 		if st.Phase == api.PhasePaused {
 			// Ready is left alone while paused: virt-controller writes Ready too (from the
 			// launcher pod's readiness) and would flip it back, each write waking the other.

@@ -25,8 +25,11 @@ type Config struct {
 	Namespace, Name, UID string
 	// SocketDir is shared with virt-handler: the command, console and VNC sockets.
 	SocketDir string
-	// RunDir is private: QEMU's serial socket, overlays, empty disks, ISOs, the console log.
+	// RunDir is private: QEMU's serial socket, cloud-init ISOs, the console log.
 	RunDir string
+	// EphemeralDir holds the guest's ephemeral disks (containerDisk overlays, empty disks);
+	// <RunDir>/ephemeral when empty. In a pod it is a volume of its own, sized for them.
+	EphemeralDir string
 	// UseEmulation runs the guest under TCG.
 	UseEmulation bool
 	// ContainerDiskRoot holds, per containerDisk volume, <root>/<volume>/ with the files of
@@ -92,6 +95,9 @@ func New(cfg Config, hv virt.Hypervisor) *Launcher {
 // Layout is where this launcher keeps the domain's files.
 func (l *Launcher) Layout() domain.Layout {
 	lay := domain.DefaultLayout(l.cfg.RunDir)
+	if l.cfg.EphemeralDir != "" {
+		lay.EphemeralDir = l.cfg.EphemeralDir
+	}
 	lay.VNCSocket = filepath.Join(l.cfg.SocketDir, api.VNCSocketName)
 	if l.cfg.PVCDir != "" {
 		lay.PVCDir = l.cfg.PVCDir

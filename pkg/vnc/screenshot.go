@@ -12,6 +12,18 @@ import (
 	"time"
 )
 
+// The server is the guest's display in a launcher pod: the tenant's. Nothing it announces may
+// make the client allocate or read without bound.
+const (
+	// MaxPixels bounds the framebuffer: 3840x2160 (4K UHD) fits, and QEMU's standard VGA
+	// (16 MiB of video memory) cannot show more than 4 Mi pixels. 32 MiB as RGBA.
+	MaxPixels = 8 << 20
+	// maxNameLength bounds the desktop name, which is skipped.
+	maxNameLength = 4 << 10
+	// maxCutText bounds a clipboard message, which is skipped.
+	maxCutText = 1 << 20
+)
+
 // Screenshot reads one full frame from an RFB server on conn.
 func Screenshot(conn net.Conn, timeout time.Duration) (*image.RGBA, error) {
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
@@ -20,6 +32,9 @@ func Screenshot(conn net.Conn, timeout time.Duration) (*image.RGBA, error) {
 	width, height, err := handshake(conn)
 	if err != nil {
 		return nil, err
+	}
+	if width == 0 || height == 0 || int(width)*int(height) > MaxPixels {
+		return nil, fmt.Errorf("vnc: the server announces a %dx%d display; at most %d pixels are taken", width, height, MaxPixels)
 	}
 	// 32-bit true colour, little endian, red in bits 16-23: one pixel is B, G, R, X.
 	setPixelFormat := []byte{0, 0, 0, 0, 32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0, 0, 0, 0}
@@ -85,6 +100,9 @@ func handshake(conn net.Conn) (width, height uint16, err error) {
 	if err := binary.Read(conn, binary.BigEndian, &init); err != nil {
 		return 0, 0, fmt.Errorf("vnc: read server init: %w", err)
 	}
+	if init.NameLength > maxNameLength {
+		return 0, 0, fmt.Errorf("vnc: desktop name of %d bytes", init.NameLength)
+	}
 	if _, err := io.CopyN(io.Discard, conn, int64(init.NameLength)); err != nil {
 		return 0, 0, err
 	}
@@ -122,6 +140,9 @@ func readFrame(conn net.Conn, img *image.RGBA) error {
 			if err := binary.Read(conn, binary.BigEndian, &cut); err != nil {
 				return err
 			}
+			if cut.Length > maxCutText {
+				return fmt.Errorf("vnc: clipboard message of %d bytes", cut.Length)
+			}
 			if _, err := io.CopyN(io.Discard, conn, int64(cut.Length)); err != nil {
 				return err
 			}
@@ -142,17 +163,19 @@ func readRect(conn net.Conn, img *image.RGBA) error {
 	if rect.Encoding != 0 {
 		return fmt.Errorf("vnc: unexpected encoding %d", rect.Encoding)
 	}
+	b := img.Bounds()
+	if int(rect.X)+int(rect.W) > b.Dx() || int(rect.Y)+int(rect.H) > b.Dy() {
+		return fmt.Errorf("vnc: rectangle %dx%d at %d,%d outside the %dx%d display", rect.W, rect.H, rect.X, rect.Y, b.Dx(), b.Dy())
+	}
 	row := make([]byte, int(rect.W)*4)
 	for y := 0; y < int(rect.H); y++ {
 		if _, err := io.ReadFull(conn, row); err != nil {
 			return fmt.Errorf("vnc: read pixels: %w", err)
 		}
+		o := img.PixOffset(int(rect.X), int(rect.Y)+y)
 		for x := 0; x < int(rect.W); x++ {
-			o := img.PixOffset(int(rect.X)+x, int(rect.Y)+y)
-			if o < 0 || o+3 >= len(img.Pix) {
-				continue
-			}
 			img.Pix[o], img.Pix[o+1], img.Pix[o+2], img.Pix[o+3] = row[x*4+2], row[x*4+1], row[x*4], 255
+			o += 4
 		}
 	}
 	return nil

@@ -27,9 +27,6 @@ const (
 	KeyLauncherImage = "launcherImage"
 	// KeyMemoryOverhead is a quantity added to the guest memory in the launcher pod's request.
 	KeyMemoryOverhead = "memoryOverhead"
-	// KeySocketDir is the host directory under which each instance gets a socket directory
-	// shared by virt-handler and its launcher.
-	KeySocketDir = "socketDir"
 	// KeyCPUAllocationRatio is how many vCPUs share one requested CPU when the instance
 	// requests no CPU itself (KubeVirt's cpuAllocationRatio, default 10: 100m per vCPU).
 	KeyCPUAllocationRatio = "cpuAllocationRatio"
@@ -43,9 +40,6 @@ const (
 // small guest is of the same order.
 var DefaultMemoryOverhead = resource.MustParse("180Mi")
 
-// DefaultSocketDir is the host directory holding per-instance socket directories.
-const DefaultSocketDir = "/var/run/hangar/sockets"
-
 // DefaultLauncherImage is the launcher image when neither the flag nor the ConfigMap names one.
 const DefaultLauncherImage = "hangar/virt-launcher:latest"
 
@@ -54,7 +48,6 @@ type ClusterConfig struct {
 	UseEmulation       bool
 	LauncherImage      string
 	MemoryOverhead     resource.Quantity
-	SocketDir          string
 	CPUAllocationRatio int
 }
 
@@ -63,7 +56,6 @@ func Defaults() ClusterConfig {
 	return ClusterConfig{
 		LauncherImage:      DefaultLauncherImage,
 		MemoryOverhead:     DefaultMemoryOverhead,
-		SocketDir:          DefaultSocketDir,
 		CPUAllocationRatio: 10,
 	}
 }
@@ -93,13 +85,6 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 			errs = append(errs, fmt.Errorf("%s: must not be negative", KeyMemoryOverhead))
 		default:
 			c.MemoryOverhead = q
-		}
-	}
-	if v, ok := data[KeySocketDir]; ok {
-		if len(v) == 0 || v[0] != '/' {
-			errs = append(errs, fmt.Errorf("%s: %q is not an absolute path", KeySocketDir, v))
-		} else {
-			c.SocketDir = v
 		}
 	}
 	if v, ok := data[KeyCPUAllocationRatio]; ok {
@@ -142,7 +127,7 @@ func (s *Store) Apply(cm *corev1.ConfigMap) {
 	}
 	s.current.Store(&c)
 	klog.V(2).InfoS("Cluster configuration", "useEmulation", c.UseEmulation, "launcherImage", c.LauncherImage,
-		"memoryOverhead", c.MemoryOverhead.String(), "socketDir", c.SocketDir)
+		"memoryOverhead", c.MemoryOverhead.String())
 }
 
 // Watch keeps the store in step with the ConfigMap namespace/name until ctx ends. It returns

@@ -24,17 +24,17 @@ func TestParse(t *testing.T) {
 		{
 			name: "every key",
 			data: map[string]string{"useEmulation": "true", "launcherImage": "reg/launcher:v1", "memoryOverhead": "256Mi",
-				"socketDir": "/run/x", "cpuAllocationRatio": "4"},
+				"cpuAllocationRatio": "4"},
 			want: func(c *ClusterConfig) {
 				c.UseEmulation, c.LauncherImage, c.MemoryOverhead = true, "reg/launcher:v1", resource.MustParse("256Mi")
-				c.SocketDir, c.CPUAllocationRatio = "/run/x", 4
+				c.CPUAllocationRatio = 4
 			},
 		},
 		{
 			name:    "bad values keep the base and are reported",
-			data:    map[string]string{"useEmulation": "yes please", "memoryOverhead": "lots", "socketDir": "relative", "cpuAllocationRatio": "0"},
+			data:    map[string]string{"useEmulation": "yes please", "memoryOverhead": "lots", "cpuAllocationRatio": "0"},
 			want:    func(*ClusterConfig) {},
-			wantErr: 4,
+			wantErr: 3,
 		},
 		{name: "negative overhead", data: map[string]string{"memoryOverhead": "-1Mi"}, want: func(*ClusterConfig) {}, wantErr: 1},
 	}
@@ -47,7 +47,6 @@ func TestParse(t *testing.T) {
 			assert.Equal(t, want.UseEmulation, got.UseEmulation)
 			assert.Equal(t, want.LauncherImage, got.LauncherImage)
 			assert.Equal(t, 0, want.MemoryOverhead.Cmp(got.MemoryOverhead), "overhead %s", got.MemoryOverhead.String())
-			assert.Equal(t, want.SocketDir, got.SocketDir)
 			assert.Equal(t, want.CPUAllocationRatio, got.CPUAllocationRatio)
 		})
 	}

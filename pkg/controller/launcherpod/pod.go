@@ -7,7 +7,6 @@ package launcherpod
 
 import (
 	"fmt"
-	"path"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +15,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
 // Annotations and names KubeVirt gives launcher pods; tools select pods by them and by the
@@ -30,10 +30,24 @@ const (
 	// TunResource is the device-plugin resource that exposes /dev/net/tun, for the taps of
 	// the guest's interfaces.
 	TunResource corev1.ResourceName = "devices.kubevirt.io/tun"
-	// SocketVolume is the volume of the handler/launcher socket directory.
-	SocketVolume = "sockets"
+	// SocketVolume is the emptyDir of the sockets virt-handler reaches the launcher through
+	// (below the kubelet's pods directory, by this name).
+	SocketVolume = api.SocketVolume
 	// SocketMountPath is where the launcher finds its socket directory.
 	SocketMountPath = "/var/run/hangar/sockets"
+	// PrivateVolume is the launcher's own emptyDir: libvirt's and QEMU's state, the serial
+	// socket, cloud-init ISOs, the console log. The root file system is read-only.
+	PrivateVolume = "hangar-private"
+	// PrivateMountPath is where the launcher keeps its private files.
+	PrivateMountPath = "/var/run/hangar/private"
+	// StateDir and RunDir are below PrivateMountPath: libvirt's session directories, and the
+	// guest's run-time files (virt-launcher's --state-dir and --run-dir).
+	StateDir = PrivateMountPath + "/libvirt"
+	RunDir   = PrivateMountPath + "/run"
+	// EphemeralVolume holds the guest's ephemeral disks: containerDisk overlays, empty disks.
+	EphemeralVolume = "hangar-ephemeral-disks"
+	// EphemeralMountPath is virt-launcher's --ephemeral-dir.
+	EphemeralMountPath = "/var/run/hangar/ephemeral-disks"
 	// GracePeriodMargin is added to the instance's grace period: the guest gets the instance's
 	// grace period to power off, the launcher a little more to report and clean up.
 	GracePeriodMargin int64 = 15
@@ -53,11 +67,6 @@ const (
 // GenerateName is the prefix of a launcher pod's name; the API server appends 5 characters.
 func GenerateName(vmi *v1.VirtualMachineInstance) string {
 	return "virt-launcher-" + vmi.Name + "-"
-}
-
-// HostSocketDir is the host directory of one instance's sockets.
-func HostSocketDir(cfg *config.ClusterConfig, vmi *v1.VirtualMachineInstance) string {
-	return path.Join(cfg.SocketDir, string(vmi.UID))
 }
 
 // GuestMemory is the memory the guest sees: memory.guest, else the memory request, else the limit.
@@ -201,6 +210,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 			PriorityClassName:            vmi.Spec.PriorityClassName,
 			ImagePullSecrets:             files.pullSecrets,
 			InitContainers:               files.initContainers,
+			SecurityContext:              podSecurityContext(),
 			Containers: []corev1.Container{{
 				Name:            ComputeContainer,
 				Image:           cfg.LauncherImage,
@@ -212,26 +222,90 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 					{Name: EnvSocketDir, Value: SocketMountPath},
 					{Name: EnvEmulation, Value: fmt.Sprint(cfg.UseEmulation)},
 				},
-				Resources: res,
-				// Never privileged: whoever may create an instance gets no more than an
-				// ordinary pod; /dev/kvm comes from the device plugin.
-				SecurityContext: &corev1.SecurityContext{
-					Privileged:               ptr.To(false),
-					AllowPrivilegeEscalation: ptr.To(false),
+				Args: []string{
+					"--state-dir=" + StateDir,
+					"--run-dir=" + RunDir,
+					"--ephemeral-dir=" + EphemeralMountPath,
 				},
-				VolumeMounts:  append([]corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}}, files.mounts...),
+				Resources:       res,
+				SecurityContext: containerSecurityContext(),
+				VolumeMounts: append([]corev1.VolumeMount{
+					{Name: SocketVolume, MountPath: SocketMountPath},
+					{Name: PrivateVolume, MountPath: PrivateMountPath},
+					{Name: EphemeralVolume, MountPath: EphemeralMountPath},
+				}, files.mounts...),
 				VolumeDevices: files.devices,
 			}},
-			Volumes: append([]corev1.Volume{{
-				Name: SocketVolume,
-				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-					Path: HostSocketDir(cfg, vmi),
-					Type: ptr.To(corev1.HostPathDirectoryOrCreate),
-				}},
-			}}, files.volumes...),
+			Volumes: append([]corev1.Volume{
+				sizedEmptyDir(SocketVolume, socketVolumeSize),
+				sizedEmptyDir(PrivateVolume, privateVolumeSize),
+				ephemeralVolume(vmi),
+			}, files.volumes...),
 		},
 	}
 	return pod, nil
+}
+
+// A launcher pod meets Pod Security "restricted": it runs as KubeVirt's unprivileged qemu user
+// with no capabilities, no privilege escalation, the runtime's default seccomp profile and a
+// read-only root file system. What the guest needs beyond that comes from outside: /dev/kvm
+// and /dev/net/tun from virt-handler's device plugins, the taps from virt-handler, which
+// makes them in the pod's network namespace for this user.
+func podSecurityContext() *corev1.PodSecurityContext {
+	uid := int64(api.LauncherUID)
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true),
+		RunAsUser:    ptr.To(uid),
+		RunAsGroup:   ptr.To(uid),
+		// Volumes that support ownership management (claims among them) become the
+		// launcher's group's, so QEMU may open the disk images on them.
+		FSGroup:        ptr.To(uid),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		RunAsNonRoot:             ptr.To(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// Sizes of the launcher's emptyDirs: the kubelet evicts a pod whose volume grows beyond it,
+// so a guest or a tenant filling them stops at their own pod.
+var (
+	// Sockets take no space.
+	socketVolumeSize = resource.MustParse("1Mi")
+	// libvirt's and QEMU's state (~0.5 MiB), the console log (two files of at most 4 MiB),
+	// QEMU's log, cloud-init ISOs (a few hundred KiB each).
+	privateVolumeSize = resource.MustParse("256Mi")
+	// Slack on top of empty disks: file system metadata.
+	ephemeralSlack = resource.MustParse("16Mi")
+)
+
+// ephemeralVolume holds the guest's ephemeral disks. Empty disks are sparse files of known
+// capacity, so the volume is limited to their sum. A containerDisk's overlay takes the
+// guest's writes to an image whose size is known only on the node, so with containerDisks
+// the volume has no limit of its own: the node's ephemeral-storage eviction bounds it, as it
+// bounds a container's writable layer.
+func ephemeralVolume(vmi *v1.VirtualMachineInstance) corev1.Volume {
+	total := ephemeralSlack.DeepCopy()
+	for _, vol := range vmi.Spec.Volumes {
+		switch {
+		case vol.ContainerDisk != nil:
+			return emptyDir(EphemeralVolume)
+		case vol.EmptyDisk != nil:
+			total.Add(vol.EmptyDisk.Capacity)
+		}
+	}
+	return sizedEmptyDir(EphemeralVolume, total)
+}
+
+func sizedEmptyDir(name string, size resource.Quantity) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(size)}}}
 }
 
 func copyMap(m map[string]string) map[string]string {

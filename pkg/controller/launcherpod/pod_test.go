@@ -128,7 +128,6 @@ func assertList(t *testing.T, want, got corev1.ResourceList, what string) {
 func TestBuild(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.LauncherImage = "reg/launcher:v1"
-	cfg.SocketDir = "/run/hangar/s"
 	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
 	}}}
@@ -180,19 +179,36 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, "reg/launcher:v1", c.Image)
 	assert.False(t, *c.SecurityContext.Privileged)
 	assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
-	assert.Nil(t, c.SecurityContext.Capabilities)
+	assert.True(t, *c.SecurityContext.RunAsNonRoot)
+	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	assert.Empty(t, c.SecurityContext.Capabilities.Add)
+	psc := spec.SecurityContext
+	require.NotNil(t, psc)
+	assert.Equal(t, int64(107), *psc.RunAsUser, "KubeVirt's qemu user")
+	assert.Equal(t, int64(107), *psc.RunAsGroup)
+	assert.Equal(t, int64(107), *psc.FSGroup)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
+	assert.Equal(t, []string{"--state-dir=" + StateDir, "--run-dir=" + RunDir, "--ephemeral-dir=" + EphemeralMountPath}, c.Args)
 	env := map[string]string{}
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
 	assert.Equal(t, map[string]string{EnvNamespace: "ns", EnvName: "vm1", EnvUID: "uid-1", EnvSocketDir: SocketMountPath, EnvEmulation: "false"}, env)
-	assert.Equal(t, []corev1.VolumeMount{{Name: SocketVolume, MountPath: SocketMountPath}}, c.VolumeMounts)
+	assert.Equal(t, []corev1.VolumeMount{
+		{Name: SocketVolume, MountPath: SocketMountPath},
+		{Name: PrivateVolume, MountPath: PrivateMountPath},
+		{Name: EphemeralVolume, MountPath: EphemeralMountPath},
+	}, c.VolumeMounts)
 
-	require.Len(t, spec.Volumes, 1)
-	hp := spec.Volumes[0].HostPath
-	require.NotNil(t, hp)
-	assert.Equal(t, "/run/hangar/s/uid-1", hp.Path)
-	assert.Equal(t, corev1.HostPathDirectoryOrCreate, *hp.Type)
+	// Only emptyDirs, each with a size limit: nothing of the node's, and a guest that fills
+	// a volume gets its own pod evicted.
+	require.Len(t, spec.Volumes, 3)
+	for _, vol := range spec.Volumes {
+		require.NotNil(t, vol.EmptyDir, "volume %s", vol.Name)
+		require.NotNil(t, vol.EmptyDir.SizeLimit, "volume %s", vol.Name)
+	}
+	assert.Equal(t, []string{SocketVolume, PrivateVolume, EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
 
 	// The builder must not modify its input.
 	assert.Equal(t, "spoofed", vmi.Labels[v1.AppLabel])
@@ -209,4 +225,34 @@ func TestBuildDefaults(t *testing.T) {
 	assert.Equal(t, config.DefaultLauncherImage, pod.Spec.Containers[0].Image)
 	assert.Nil(t, pod.Spec.NodeSelector)
 	assert.Nil(t, pod.Spec.Affinity)
+}
+
+func TestEphemeralVolumeSize(t *testing.T) {
+	emptyDisk := func(name, size string) v1.Volume {
+		return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{EmptyDisk: &v1.EmptyDiskSource{Capacity: q(size)}}}
+	}
+	tests := []struct {
+		name    string
+		volumes []v1.Volume
+		want    string // "" for no limit
+	}{
+		{name: "no disks: the slack", want: "16Mi"},
+		{name: "empty disks add up", volumes: []v1.Volume{emptyDisk("a", "1Gi"), emptyDisk("b", "512Mi")}, want: "1552Mi"},
+		{name: "a containerDisk overlay has no known bound", volumes: []v1.Volume{
+			emptyDisk("a", "1Gi"), {Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "i"}}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vol := ephemeralVolume(testVMI(func(vmi *v1.VirtualMachineInstance) { vmi.Spec.Volumes = tt.volumes }))
+			require.NotNil(t, vol.EmptyDir)
+			if tt.want == "" {
+				assert.Nil(t, vol.EmptyDir.SizeLimit)
+				return
+			}
+			require.NotNil(t, vol.EmptyDir.SizeLimit)
+			want := q(tt.want)
+			assert.Equal(t, 0, want.Cmp(*vol.EmptyDir.SizeLimit), "got %s", vol.EmptyDir.SizeLimit.String())
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
 // Where the launcher (pkg/launcher, cmd/virt-launcher's defaults and domain.DefaultLayout)
@@ -83,7 +84,7 @@ const (
 
 // copyUser is the user the copying init containers run as: KubeVirt's qemu user, whose
 // containerDisk images are made readable to (KubeVirt documents chown 107:107).
-const copyUser int64 = 107
+const copyUser int64 = api.LauncherUID
 
 // guestFiles is what the instance's storage and kernel adds to the launcher pod.
 type guestFiles struct {
@@ -99,7 +100,7 @@ type guestFiles struct {
 // modes must hold the volumeMode of every claim the instance names.
 func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcherImage string, guaranteed bool) (guestFiles, error) {
 	var g guestFiles
-	reserved := map[string]bool{SocketVolume: true, CopyHelperVolume: true, KernelBootVolume: true, ContainerDiskVolume: true}
+	reserved := map[string]bool{SocketVolume: true, PrivateVolume: true, EphemeralVolume: true, CopyHelperVolume: true, KernelBootVolume: true, ContainerDiskVolume: true}
 	var copies []corev1.Container
 	containerDisks := false
 	addSecret := func(name string) {
@@ -224,7 +225,7 @@ func copyContainer(name, image string, pull corev1.PullPolicy, volume, mountPath
 	}
 }
 
-// copySecurityContext: the copies need no privilege at all.
+// copySecurityContext: the copies need no privilege at all, and write only to their volume.
 func copySecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		Privileged:               ptr.To(false),
@@ -232,6 +233,7 @@ func copySecurityContext() *corev1.SecurityContext {
 		RunAsUser:                ptr.To(copyUser),
 		RunAsGroup:               ptr.To(copyUser),
 		RunAsNonRoot:             ptr.To(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }

@@ -29,8 +29,16 @@ var (
 		mounts:  []corev1.VolumeMount{{Name: CopyHelperVolume, MountPath: "/var/run/hangar/bin"}},
 	}
 	helperMount = corev1.VolumeMount{Name: CopyHelperVolume, MountPath: "/var/run/hangar/bin", ReadOnly: true}
-	socketMount = corev1.VolumeMount{Name: SocketVolume, MountPath: SocketMountPath}
 )
+
+// launcherMounts are the compute container's mounts of the launcher's own volumes.
+func launcherMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: SocketVolume, MountPath: SocketMountPath},
+		{Name: PrivateVolume, MountPath: PrivateMountPath},
+		{Name: EphemeralVolume, MountPath: EphemeralMountPath},
+	}
+}
 
 func kernelBoot(c *v1.KernelBootContainer) func(*v1.VirtualMachineInstance) {
 	return func(vmi *v1.VirtualMachineInstance) {
@@ -233,10 +241,11 @@ func TestBuildGuestFiles(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantInit, gotInit)
 
-			require.NotEmpty(t, spec.Volumes)
-			assert.Equal(t, SocketVolume, spec.Volumes[0].Name)
+			// The launcher's own three volumes come first (TestBuild checks them).
+			require.GreaterOrEqual(t, len(spec.Volumes), 3)
+			assert.Equal(t, []string{SocketVolume, PrivateVolume, EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
 			gotVolumes := map[string]corev1.VolumeSource{}
-			for _, v := range spec.Volumes[1:] {
+			for _, v := range spec.Volumes[3:] {
 				gotVolumes[v.Name] = v.VolumeSource
 			}
 			if tt.wantVolumes == nil {
@@ -245,10 +254,10 @@ func TestBuildGuestFiles(t *testing.T) {
 			assert.Equal(t, tt.wantVolumes, gotVolumes)
 
 			c := spec.Containers[0]
-			assert.Equal(t, append([]corev1.VolumeMount{socketMount}, tt.wantMounts...), c.VolumeMounts)
+			assert.Equal(t, append(launcherMounts(), tt.wantMounts...), c.VolumeMounts)
 			assert.Equal(t, tt.wantDevices, c.VolumeDevices)
 			assert.False(t, *c.SecurityContext.Privileged)
-			assert.Nil(t, c.SecurityContext.Capabilities)
+			assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
 			assert.False(t, spec.HostNetwork)
 
 			var secrets []string

@@ -222,7 +222,7 @@ func TestSync(t *testing.T) {
 				for _, m := range c.VolumeMounts {
 					mounts = append(mounts, m.MountPath)
 				}
-				assert.Equal(t, []string{launcherpod.SocketMountPath, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
+				assert.Equal(t, []string{launcherpod.SocketMountPath, launcherpod.PrivateMountPath, launcherpod.EphemeralMountPath, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
 			},
 		},
 		{

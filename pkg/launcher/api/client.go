@@ -20,25 +20,35 @@ const DefaultTimeout = 30 * time.Second
 
 // Client calls one launcher.
 type Client struct {
-	socket string
-	http   *http.Client
+	http *http.Client
 }
 
-// NewClient returns a client of the launcher listening on socket.
+// NewClient returns a client of the launcher listening on socket, dialled by its path: for
+// tests and tools that trust the path. virt-handler uses NewDialClient.
 func NewClient(socket string) *Client {
+	return NewDialClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	})
+}
+
+// NewDialClient returns a client whose every connection comes from dial.
+func NewDialClient(dial func(ctx context.Context) (net.Conn, error)) *Client {
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			return dial(ctx)
 		},
 		MaxIdleConns:    2,
 		IdleConnTimeout: 90 * time.Second,
+		// A launcher is the tenant's: its headers are as untrusted as its body.
+		MaxResponseHeaderBytes: 64 << 10,
 	}
-	return &Client{socket: socket, http: &http.Client{Transport: transport}}
+	return &Client{http: &http.Client{Transport: transport}}
 }
 
-// Socket is the socket the client dials.
-func (c *Client) Socket() string { return c.socket }
+// MaxAnswer bounds what the handler reads of one answer: a launcher (the tenant's) cannot
+// make it allocate more.
+const MaxAnswer = 1 << 20
 
 // Close drops idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
@@ -114,9 +124,12 @@ func (c *Client) call(ctx context.Context, timeout time.Duration, method, path s
 		return fmt.Errorf("launcher %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
 	if err != nil {
 		return fmt.Errorf("launcher %s %s: %w", method, path, err)
+	}
+	if len(data) > MaxAnswer {
+		return fmt.Errorf("launcher %s %s: answer larger than %d bytes", method, path, MaxAnswer)
 	}
 	if resp.StatusCode/100 != 2 {
 		var e Error

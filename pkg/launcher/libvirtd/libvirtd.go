@@ -1,6 +1,10 @@
-// Package libvirtd runs the launcher's private libvirtd, configured for a container: QEMU as
-// root, no file ownership changes, no per-domain mount namespace, no cgroups, no security
-// driver, QEMU's output to a plain file (shared/ENVIRONMENT.md has the measured reasons).
+// Package libvirtd runs the launcher's private libvirtd as the launcher's own unprivileged
+// user: libvirt's session mode, where libvirtd and QEMU run as that user with no capabilities,
+// every file lives below the directories the XDG variables name (all of them in the launcher
+// pod's own volume, so the container's root file system stays read-only), and there are no
+// cgroups, no ownership changes and no security driver to configure. QEMU's output goes to a
+// plain file (no virtlogd); the taps QEMU uses were made beforehand by virt-handler and are
+// owned by this user, so QEMU opens them without privileges.
 package libvirtd
 
 import (
@@ -11,59 +15,58 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
 
 // QEMUConf is the qemu.conf of the launcher's libvirtd.
-const QEMUConf = `# Written by virt-launcher: libvirtd inside a container.
-user = "root"
-group = "root"
-dynamic_ownership = 0
-remember_owner = 0
-namespaces = [ ]
-cgroup_controllers = [ ]
-security_driver = "none"
+const QEMUConf = `# Written by virt-launcher: libvirtd in session mode inside a launcher pod.
 stdio_handler = "file"
 `
 
-// LibvirtdConf is the libvirtd.conf: only the launcher talks to it, over a root-only socket
-// (no polkit here), with enough workers that a slow call never blocks an event or a query.
+// LibvirtdConf is the libvirtd.conf: only the launcher talks to it, over a socket only its
+// user may open, with enough workers that a slow call never blocks an event or a query.
 const LibvirtdConf = `# Written by virt-launcher.
-unix_sock_group = "root"
-unix_sock_ro_perms = "0700"
 unix_sock_rw_perms = "0700"
-auth_unix_ro = "none"
-auth_unix_rw = "none"
 max_clients = 20
 max_workers = 20
 max_client_requests = 50
 log_level = 3
-log_outputs = "3:stderr 3:file:/var/log/libvirt/libvirtd.log"
+log_outputs = "3:stderr"
 `
-
-// The directories libvirtd (as root, in system mode) hard-codes.
-var systemDirs = []struct{ name, path string }{
-	{"etc", "/etc/libvirt"},
-	{"run", "/run/libvirt"},
-	{"lib", "/var/lib/libvirt"},
-	{"log", "/var/log/libvirt"},
-	{"cache", "/var/cache/libvirt"},
-}
 
 // Config says how to run libvirtd.
 type Config struct {
-	// PrivateRoot, when set, keeps everything of libvirtd under this directory: libvirtd runs
-	// in a mount namespace of its own (unshare) where <PrivateRoot>/{etc,run,lib,log,cache}
-	// are bound over libvirt's system directories. For tests and development on a host that
-	// may run other libvirtds. Empty: libvirtd uses the system directories, which inside a
-	// launcher container are the container's own.
-	PrivateRoot string
+	// StateDir holds everything of libvirtd's and QEMU's: the XDG configuration, cache, data
+	// and runtime directories live below it. It must be private to the launcher.
+	StateDir string
 	// Binary is libvirtd; found on PATH when empty.
 	Binary string
 	// Output receives libvirtd's stdout and stderr; discarded when nil.
 	Output *os.File
+}
+
+// XDG directories of the session, below StateDir.
+const (
+	ConfigDir  = "config"
+	CacheDir   = "cache"
+	DataDir    = "data"
+	RuntimeDir = "runtime"
+	HomeDir    = "home"
+	TmpDir     = "tmp"
+)
+
+// Env is the environment of a session below stateDir: libvirtd and its clients (the launcher)
+// must agree on it, so the launcher sets it for itself before it connects.
+func Env(stateDir string) map[string]string {
+	return map[string]string{
+		"HOME":            filepath.Join(stateDir, HomeDir),
+		"XDG_CONFIG_HOME": filepath.Join(stateDir, ConfigDir),
+		"XDG_CACHE_HOME":  filepath.Join(stateDir, CacheDir),
+		"XDG_DATA_HOME":   filepath.Join(stateDir, DataDir),
+		"XDG_RUNTIME_DIR": filepath.Join(stateDir, RuntimeDir),
+		"TMPDIR":          filepath.Join(stateDir, TmpDir),
+	}
 }
 
 // Daemon is a running libvirtd.
@@ -75,21 +78,30 @@ type Daemon struct {
 	err    error
 }
 
-// Dir is where libvirtd's directory name ("run", "log", ...) is seen from outside.
-func (c Config) Dir(name string) string {
-	for _, d := range systemDirs {
-		if d.name == name {
-			if c.PrivateRoot != "" {
-				return filepath.Join(c.PrivateRoot, name)
-			}
-			return d.path
-		}
-	}
-	panic("unknown libvirt directory " + name)
+// Socket is the session's command socket below stateDir.
+func Socket(stateDir string) string {
+	return filepath.Join(stateDir, RuntimeDir, "libvirt", "libvirt-sock")
+}
+
+// QEMUPidFile is where libvirt records the QEMU process of a domain of the session.
+func QEMUPidFile(stateDir, domain string) string {
+	return filepath.Join(stateDir, RuntimeDir, "libvirt", "qemu", "run", domain+".pid")
+}
+
+// PidFile is libvirtd's own pid file.
+func PidFile(stateDir string) string {
+	return filepath.Join(stateDir, RuntimeDir, "libvirt", "libvirtd.pid")
 }
 
 // Start writes the configuration, starts libvirtd and waits until it answers on its socket.
+// The caller must not be root: libvirtd would run its system instance instead.
 func Start(ctx context.Context, cfg Config) (*Daemon, error) {
+	if os.Geteuid() == 0 {
+		return nil, errors.New("libvirtd must run as an unprivileged user (session mode); the launcher pod sets runAsUser")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("libvirtd: no state directory")
+	}
 	bin := cfg.Binary
 	if bin == "" {
 		var err error
@@ -97,30 +109,31 @@ func Start(ctx context.Context, cfg Config) (*Daemon, error) {
 			return nil, fmt.Errorf("libvirtd: %w", err)
 		}
 	}
-	for _, d := range systemDirs {
-		if err := os.MkdirAll(cfg.Dir(d.name), 0o755); err != nil {
+	env := Env(cfg.StateDir)
+	for _, dir := range env {
+		// 0700: the runtime directory must be the user's alone (libvirt checks), and nothing
+		// here is anyone else's business.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Dir("etc"), "qemu.conf"), []byte(QEMUConf), 0o644); err != nil {
+	confDir := filepath.Join(env["XDG_CONFIG_HOME"], "libvirt")
+	if err := os.MkdirAll(confDir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Dir("etc"), "libvirtd.conf"), []byte(LibvirtdConf), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(confDir, "qemu.conf"), []byte(QEMUConf), 0o600); err != nil {
 		return nil, err
 	}
-	socket := filepath.Join(cfg.Dir("run"), "libvirt-sock")
+	if err := os.WriteFile(filepath.Join(confDir, "libvirtd.conf"), []byte(LibvirtdConf), 0o600); err != nil {
+		return nil, err
+	}
+	socket := Socket(cfg.StateDir)
 	_ = os.Remove(socket) // a stale socket would pass the readiness check below
 
-	var cmd *exec.Cmd
-	if cfg.PrivateRoot == "" {
-		cmd = exec.Command(bin, "--config", "/etc/libvirt/libvirtd.conf")
-	} else {
-		var script strings.Builder
-		for _, d := range systemDirs {
-			fmt.Fprintf(&script, "mkdir -p %s && mount --bind %s %s && ", d.path, shellQuote(cfg.Dir(d.name)), d.path)
-		}
-		script.WriteString(`exec "$0" --config /etc/libvirt/libvirtd.conf`)
-		cmd = exec.Command("unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script.String(), bin)
+	cmd := exec.Command(bin)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	if cfg.Output != nil {
 		cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
@@ -153,7 +166,7 @@ func (d *Daemon) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-d.exited:
-			return fmt.Errorf("libvirtd exited before it answered: %v (log: %s)", d.err, filepath.Join(d.cfg.Dir("log"), "libvirtd.log"))
+			return fmt.Errorf("libvirtd exited before it answered: %v", d.err)
 		case <-ctx.Done():
 			return fmt.Errorf("libvirtd did not answer on %s: %w", d.socket, ctx.Err())
 		case <-tick.C:
@@ -162,12 +175,12 @@ func (d *Daemon) waitReady(ctx context.Context) error {
 }
 
 // URI is the connection URI of this libvirtd.
-func (d *Daemon) URI() string { return "qemu:///system?socket=" + d.socket }
+func (d *Daemon) URI() string { return "qemu:///session?socket=" + d.socket }
 
 // Exited is closed when libvirtd exits.
 func (d *Daemon) Exited() <-chan struct{} { return d.exited }
 
-// Pid is libvirtd's process id (for a private root, the unshare'd process, which execs it).
+// Pid is libvirtd's process id.
 func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
 
 // Stop sends SIGTERM, and SIGKILL after grace.
@@ -185,5 +198,3 @@ func (d *Daemon) Stop(grace time.Duration) error {
 	}
 	return nil
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

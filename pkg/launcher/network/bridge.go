@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
 // bridgeRecordTag starts the alias of a bridge binding's bridge. After the first setup the
@@ -226,7 +228,7 @@ func bridgeSteps(p Plan, pod BridgedPod, tapExists bool) [][]string {
 	if !tapExists {
 		// Owned by root: QEMU (root in the launcher container, without CAP_NET_ADMIN) may then
 		// attach to the persistent tap through /dev/net/tun.
-		steps = append(steps, []string{"ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", "0", "group", "0"})
+		steps = append(steps, []string{"ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", fmt.Sprint(api.LauncherUID), "group", fmt.Sprint(api.LauncherUID)})
 	}
 	return append(steps,
 		[]string{"ip", "link", "set", p.Tap, "mtu", mtu, "master", p.Bridge},

@@ -87,7 +87,7 @@ func TestBridgeSteps(t *testing.T) {
 			"ip link set eth0 address " + newMAC,
 			"ip -4 addr flush dev eth0",
 			"ip link set eth0 master hangar-br0",
-			"ip tuntap add dev hangar-tap0 mode tap user 0 group 0",
+			"ip tuntap add dev hangar-tap0 mode tap user 107 group 107",
 			"ip link set hangar-tap0 mtu 1450 master hangar-br0",
 			"ip link set hangar-tap0 up",
 			"ip link set eth0 up",

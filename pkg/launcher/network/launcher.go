@@ -12,11 +12,10 @@ import (
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
-// PodNetwork is the launcher's side of the bindings (launcher.Network).
+// PodNetwork is the launcher's side of the bindings (launcher.Network): virt-handler has set
+// up the pod side before Sync (the launcher has no privileges); the launcher reads what it
+// made, serves DHCP and reports the interfaces.
 type PodNetwork struct {
-	// SetupPod makes the launcher set up the pod side itself (it needs CAP_NET_ADMIN);
-	// otherwise virt-handler has done it before Sync.
-	SetupPod bool
 	// ResolvConf is the pod's resolver configuration handed to the guest; /etc/resolv.conf
 	// when empty.
 	ResolvConf string
@@ -32,12 +31,7 @@ func (m *PodNetwork) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 	if err != nil {
 		return nil, nil, err
 	}
-	var atts []Attachment
-	if m.SetupPod {
-		atts, err = SetupPod(ctx, "", plans)
-	} else {
-		atts, err = InspectPod(ctx, "", plans)
-	}
+	atts, err := InspectPod(ctx, nil, plans)
 	if err != nil {
 		return nil, nil, err
 	}

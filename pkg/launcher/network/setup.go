@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
 // Pod is the pod's side of the network: the interface the default route leaves through, its
@@ -21,15 +24,24 @@ type Pod struct {
 	Gateway netip.Addr
 }
 
-// runner runs ip, nft and sh in a network namespace (nsenter) or in the caller's.
-type runner struct{ netns string }
+// runner runs ip, nft and sh in a network namespace (nsenter) or, when netns is nil, in the
+// caller's.
+type runner struct{ netns *os.File }
+
+// netnsFD is the descriptor the network namespace has in the child: the first of ExtraFiles.
+const netnsFD = 3
 
 func (r runner) run(ctx context.Context, stdin string, name string, args ...string) ([]byte, error) {
-	if r.netns != "" {
-		args = append([]string{"--net=" + r.netns, "--", name}, args...)
+	var extra []*os.File
+	if r.netns != nil {
+		// The namespace goes to the child as an open descriptor, never as a path someone
+		// could swap (virt-handler opened it from a verified launcher process).
+		args = append([]string{fmt.Sprintf("--net=/proc/self/fd/%d", netnsFD), "--", name}, args...)
 		name = "nsenter"
+		extra = []*os.File{r.netns}
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.ExtraFiles = extra
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -42,8 +54,8 @@ func (r runner) run(ctx context.Context, stdin string, name string, args ...stri
 	return out, nil
 }
 
-// LookupPod finds the pod's interface and address in netns ("" for the caller's).
-func LookupPod(ctx context.Context, netns string) (Pod, error) {
+// LookupPod finds the pod's interface and address in netns (nil for the caller's).
+func LookupPod(ctx context.Context, netns *os.File) (Pod, error) {
 	return lookupPod(ctx, runner{netns})
 }
 
@@ -112,9 +124,9 @@ func attachment(p Plan, pod Pod, bridged *BridgedPod) (Attachment, error) {
 	return a, nil
 }
 
-// InspectPod reads, without changing anything, what SetupPod made of plans in netns ("" for
+// InspectPod reads, without changing anything, what SetupPod made of plans in netns (nil for
 // the caller's): the launcher's view when virt-handler did the setup.
-func InspectPod(ctx context.Context, netns string, plans []Plan) ([]Attachment, error) {
+func InspectPod(ctx context.Context, netns *os.File, plans []Plan) ([]Attachment, error) {
 	r := runner{netns}
 	var pod Pod
 	var atts []Attachment
@@ -147,10 +159,10 @@ func InspectPod(ctx context.Context, netns string, plans []Plan) ([]Attachment, 
 	return atts, nil
 }
 
-// SetupPod makes the bridge, tap, forwarding and nftables rules of plans in netns ("" for
+// SetupPod makes the bridge, tap, forwarding and nftables rules of plans in netns (nil for
 // the caller's). Links that exist already are kept and what the bridge binding took from
 // the pod interface is read back from its bridge, so it can run again (a restarted handler).
-func SetupPod(ctx context.Context, netns string, plans []Plan) ([]Attachment, error) {
+func SetupPod(ctx context.Context, netns *os.File, plans []Plan) ([]Attachment, error) {
 	r := runner{netns}
 	var atts []Attachment
 	for _, p := range plans {
@@ -197,9 +209,9 @@ func (r runner) setupMasquerade(ctx context.Context, p Plan) (Pod, error) {
 		}
 	}
 	if !exists(p.Tap) {
-		// Owned by root: QEMU (root in the launcher container, without CAP_NET_ADMIN) may
-		// then attach to the persistent tap through /dev/net/tun.
-		if _, err := r.run(ctx, "", "ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", "0", "group", "0"); err != nil {
+		// Owned by the launcher's user: QEMU (that user, without CAP_NET_ADMIN) may then
+		// attach to the persistent tap through /dev/net/tun.
+		if _, err := r.run(ctx, "", "ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", fmt.Sprint(api.LauncherUID), "group", fmt.Sprint(api.LauncherUID)); err != nil {
 			return pod, err
 		}
 		if _, err := r.run(ctx, "", "ip", "link", "set", p.Tap, "master", p.Bridge); err != nil {
