@@ -57,7 +57,7 @@ type Controller struct {
 	factory  informers.SharedInformerFactory
 	now      func() metav1.Time
 
-	sockets   *Sockets
+	sockets *Sockets
 
 	mu        sync.Mutex
 	launchers map[string]*launcher // by namespace/name

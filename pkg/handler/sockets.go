@@ -21,7 +21,9 @@ type Sockets struct {
 // errNoPod means the instance has no launcher pod on this node (yet).
 type errNoPod struct{ vmi string }
 
-func (e errNoPod) Error() string { return fmt.Sprintf("instance %s has no launcher pod on this node", e.vmi) }
+func (e errNoPod) Error() string {
+	return fmt.Sprintf("instance %s has no launcher pod on this node", e.vmi)
+}
 
 // PodUID is the instance's launcher pod on this node, as virt-controller recorded it.
 func (s *Sockets) PodUID(vmi *v1.VirtualMachineInstance) (types.UID, error) {
