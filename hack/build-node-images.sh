@@ -6,9 +6,8 @@
 #      taps) and nftables (the handler's NAT rules; nsenter is in minbase's util-linux), from
 #      the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides); cached per package
 #      list and mirror under _output/launcher-image/;
-#   2. the libvirt-qemu user and group libvirtd 9.0 looks up even when it runs QEMU as root (from
-#      libvirt-daemon-system, which would drag in systemd: created by hand instead);
-#      docs, man pages, locales and apt's lists removed;
+#   2. the launcher's unprivileged user qemu (uid and gid 107, as KubeVirt's), which runs
+#      libvirtd in session mode and QEMU; docs, man pages, locales and apt's lists removed;
 #   3. virt-launcher (cgo, linked against the same Debian's libvirt), virt-handler and the
 #      static hangar-copy (the launcher pod's init containers run it inside kernelBoot and
 #      containerDisk images);
@@ -86,11 +85,17 @@ configure_rootfs() {
   ROOTFS=$WORK_DIR/rootfs
   rm -rf "$ROOTFS"
   cp -a "$BOOTSTRAP" "$ROOTFS"
-  # libvirtd 9.0 resolves both the user and the group libvirt-qemu at start.
-  grep -q '^kvm:' "$ROOTFS/etc/group" || chroot "$ROOTFS" groupadd --system kvm
-  grep -q '^libvirt-qemu:' "$ROOTFS/etc/group" || chroot "$ROOTFS" groupadd --system libvirt-qemu
-  grep -q '^libvirt-qemu:' "$ROOTFS/etc/passwd" ||
-    chroot "$ROOTFS" useradd --system --gid libvirt-qemu --groups kvm --home-dir /var/lib/libvirt --shell /usr/sbin/nologin libvirt-qemu
+  # The launcher runs as KubeVirt's qemu user (107): libvirtd in session mode and QEMU resolve
+  # their user's name and home. The home is in the launcher pod's private volume.
+  if ! grep -q '^qemu:x:107:107:' "$ROOTFS/etc/passwd"; then
+    if awk -F: '$3 == 107 || $4 == 107' "$ROOTFS/etc/passwd" | grep -q . || awk -F: '$3 == 107' "$ROOTFS/etc/group" | grep -q .; then
+      log "uid or gid 107 is taken in the root file system; the launcher's user cannot be created"
+      return 1
+    fi
+    chroot "$ROOTFS" groupadd --system --gid 107 qemu
+    chroot "$ROOTFS" useradd --system --uid 107 --gid 107 --no-create-home \
+      --home-dir /var/run/hangar/private/libvirt/home --shell /usr/sbin/nologin qemu
+  fi
   rm -rf "$ROOTFS"/usr/share/{doc,man,info,locale} "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/apt/*.bin \
     "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/log/*
   # A container gets /etc/resolv.conf and /etc/hosts from the runtime.

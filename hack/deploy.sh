@@ -72,6 +72,9 @@ rendered_manifests() {
 	for image in "${!IMAGE_TAGS[@]}"; do
 		manifests="$(sed -E "s|image: ${image}:[^[:space:]]+|image: ${IMAGE_TAGS[${image}]}|" <<<"${manifests}")"
 	done
+	# virt-handler reads launcher pods' socket volumes below the kubelet's pods directory,
+	# which the local cluster's kubelet keeps under its own root directory.
+	manifests="$(sed -E "s|path: /var/lib/kubelet/pods$|path: ${KUBELET_ROOT}/pods|" <<<"${manifests}")"
 	printf '%s\n' "${manifests}"
 }
 

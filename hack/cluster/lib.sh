@@ -68,7 +68,6 @@ HOST_PATHS=(
 	/var/lib/cni                # libcni's result cache
 	/run/containerd             # containerd-shim sockets live in /run/containerd/s
 	/run/xtables.lock
-	/run/hangar                 # virt-handler's socket directories (hostPath)
 )
 
 # Sysctls that kubelet (with protectKernelDefaults=false), kube-proxy and the

@@ -167,6 +167,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  # Devices a device plugin hands a container (/dev/kvm, /dev/net/tun, block volumes) are
+  # owned by the container's runAsUser/runAsGroup: launcher pods run QEMU unprivileged, and
+  # without systemd's udev rules these nodes are root's alone (mode 0600) on the host.
+  device_ownership_from_security_context = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

@@ -210,6 +210,9 @@ func (r runner) setupBridge(ctx context.Context, p Plan) (BridgedPod, error) {
 	if _, err := r.run(ctx, BridgeNFTables(pod.Interface), "nft", "-f", "-"); err != nil {
 		return pod, err
 	}
+	if err := r.allowLauncherDHCP(ctx); err != nil {
+		return pod, err
+	}
 	return pod, nil
 }
 
@@ -226,7 +229,7 @@ func bridgeSteps(p Plan, pod BridgedPod, tapExists bool) [][]string {
 		{"ip", "link", "set", pod.Interface, "master", p.Bridge},
 	}
 	if !tapExists {
-		// Owned by root: QEMU (root in the launcher container, without CAP_NET_ADMIN) may then
+		// Owned by the launcher's user: QEMU (that user, without CAP_NET_ADMIN) may then
 		// attach to the persistent tap through /dev/net/tun.
 		steps = append(steps, []string{"ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", fmt.Sprint(api.LauncherUID), "group", fmt.Sprint(api.LauncherUID)})
 	}

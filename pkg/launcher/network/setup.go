@@ -230,5 +230,20 @@ func (r runner) setupMasquerade(ctx context.Context, p Plan) (Pod, error) {
 	if _, err := r.run(ctx, "", "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"); err != nil {
 		return pod, err
 	}
+	if err := r.allowLauncherDHCP(ctx); err != nil {
+		return pod, err
+	}
 	return pod, nil
+}
+
+// dhcpServerPort is the port the launcher's DHCP server listens on.
+const dhcpServerPort = 67
+
+// allowLauncherDHCP lets the launcher, an unprivileged process, bind the DHCP server's port
+// in its pod's network namespace: ports from 67 up become unprivileged there. The sysctl is
+// the namespace's own (Kubernetes counts it among the safe sysctls a pod may set itself), so
+// nothing changes outside the pod.
+func (r runner) allowLauncherDHCP(ctx context.Context) error {
+	_, err := r.run(ctx, "", "sh", "-c", fmt.Sprintf("echo %d > /proc/sys/net/ipv4/ip_unprivileged_port_start", dhcpServerPort))
+	return err
 }
