@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -77,7 +78,9 @@ func TestBridgeBinding(t *testing.T) {
 	require.NoError(t, err)
 
 	ctx := context.Background()
-	netns := "/run/netns/" + n.pod
+	netns, err := os.Open("/run/netns/" + n.pod)
+	require.NoError(t, err)
+	defer netns.Close()
 	first, err := network.SetupPod(ctx, netns, plans)
 	require.NoError(t, err)
 	require.Len(t, first, 1)
@@ -116,7 +119,7 @@ func TestBridgeBinding(t *testing.T) {
 	})
 	defer dhcpOutside.Close()
 
-	r := startLauncherWith(t, []string{"ip", "netns", "exec", n.pod}, vmi)
+	r := startLauncherWith(t, launcherOptions{netns: n.pod}, vmi)
 	s := r.sync()
 	require.Len(t, s.Interfaces, 1)
 	assert.Equal(t, "10.99.0.2", s.Interfaces[0].IP)

@@ -55,7 +55,7 @@ func TestContainerDiskCloudInitAndEmptyDisk(t *testing.T) {
 	t.Logf("sync -> containerDisk banner: %s", took)
 	r.waitConsoleLog("hangar-emptydisk-sectors=2097152", 10*time.Second)
 
-	overlay := filepath.Join(r.runDir, "ephemeral", "container-disks", "root.qcow2")
+	overlay := filepath.Join(r.ephemeralDir, "container-disks", "root.qcow2")
 	_, err = os.Stat(overlay)
 	require.NoError(t, err)
 	after, err := os.Stat(base)

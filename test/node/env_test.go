@@ -16,7 +16,6 @@ type env struct {
 	root           string // the repository
 	outDir         string // _output/node-test: logs, figures, libvirt's state
 	launcher       string
-	libvirtRoot    string
 	kernelBootRoot string
 }
 
@@ -46,8 +45,6 @@ func testEnv(t *testing.T) env {
 			envErr = fmt.Errorf("no test guest (run hack/guest/build-kernelboot.sh): %w", err)
 			return
 		}
-		// libvirt's state outlives the test run: its QEMU capability cache saves seconds.
-		e.libvirtRoot = filepath.Join(e.outDir, "libvirt")
 		if err := os.MkdirAll(e.outDir, 0o755); err != nil {
 			envErr = err
 			return

@@ -6,8 +6,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler"
@@ -26,9 +26,10 @@ import (
 
 const nodeName = "node-test"
 
-// runHandler runs virt-handler's controller in-process until the returned stop is called.
-func runHandler(t *testing.T, va *framework.VirtAPI, socketDir string) (stop func()) {
-	stop, _ = runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketDir})
+// runHandler runs virt-handler's controller in-process, on the emulated node's pods
+// directory, until the returned stop is called.
+func runHandler(t *testing.T, va *framework.VirtAPI) (stop func()) {
+	stop, _ = runHandlerWith(t, va, handler.Config{NodeName: nodeName, Pods: testNode(t).pods})
 	return stop
 }
 
@@ -75,32 +76,30 @@ func readyStatus(v *v1.VirtualMachineInstance) corev1.ConditionStatus {
 // TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff drives a real launcher through
 // virt-handler against a real virt-api: Scheduled → Running/Ready, a handler restart that
 // leaves the guest alone, and Succeeded when the guest powers off.
-// scheduledInstance creates want in virt-api and marks it Scheduled to this node, as
-// virt-controller does once the launcher pod is bound; it returns the stored instance and a
-// socket base directory.
-func scheduledInstance(t *testing.T, va *framework.VirtAPI, want *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, string) {
+// scheduledInstance creates want in virt-api and marks it Scheduled to this node with a
+// launcher pod, as virt-controller does once the launcher pod is bound; it returns the stored
+// instance and the launcher pod's UID.
+func scheduledInstance(t *testing.T, va *framework.VirtAPI, want *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, types.UID) {
 	ctx := context.Background()
 	vmis := va.Client.KubevirtV1().VirtualMachineInstances(want.Namespace)
 	want.UID = ""
 	vmi, err := vmis.Create(ctx, want, metav1.CreateOptions{})
 	require.NoError(t, err)
+	podUID := types.UID(uuid.NewUUID())
 	vmi.Status.Phase, vmi.Status.NodeName = v1.Scheduled, nodeName
+	vmi.Status.ActivePods = map[types.UID]string{podUID: nodeName}
 	vmi, err = vmis.UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	// Short: unix socket paths have at most 107 bytes (in a pod: /var/run/hangar/sockets/<uid>).
-	socketBase, err := os.MkdirTemp("", "hangar-sockets-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(socketBase) })
-	return vmi, socketBase
+	return vmi, podUID
 }
 
 func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	va := framework.StartVirtAPI(t)
-	vmi, socketBase := scheduledInstance(t, va, kernelBootVMI("handled"))
-	r := startLauncherIn(t, filepath.Join(socketBase, string(vmi.UID)), nil, vmi)
+	vmi, podUID := scheduledInstance(t, va, kernelBootVMI("handled"))
+	r := startLauncherWith(t, launcherOptions{podUID: podUID}, vmi)
 	r.start = time.Now()
-	stop, controller := runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketBase})
-	handlerURL, certs := serveHandler(t, controller, socketBase)
+	stop, controller := runHandlerWith(t, va, handler.Config{NodeName: nodeName, Pods: testNode(t).pods})
+	handlerURL, certs := serveHandler(t, controller)
 
 	got := waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool {
 		return v.Status.Phase == v1.Running && readyStatus(v) == corev1.ConditionTrue
@@ -149,7 +148,7 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	// A new handler adopts the running guest without touching it.
 	qemu := r.qemuPid()
 	stop()
-	runHandler(t, va, socketBase)
+	runHandler(t, va)
 	time.Sleep(2 * time.Second)
 	got = waitVMI(t, va, vmi, 10*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 	assert.Equal(t, qemu, r.qemuPid(), "same QEMU after the handler restart")
@@ -163,17 +162,17 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 }
 
 // TestHandlerSetsUpPodNetwork runs the launcher in a pod-like network namespace without
-// network privileges of its own: the handler finds it through its socket's peer pid and sets
-// up bridge, tap and NAT in its namespace before Sync, as in a real launcher pod.
+// network privileges of its own: the handler finds it through its socket's verified peer and
+// sets up bridge, tap and NAT in its namespace before Sync, as in a real launcher pod.
 func TestHandlerSetsUpPodNetwork(t *testing.T) {
 	va := framework.StartVirtAPI(t)
 	n := newPodNetwork(t)
-	vmi, socketBase := scheduledInstance(t, va, kernelBootVMI("netpod", func(v *v1.VirtualMachineInstance) {
+	vmi, podUID := scheduledInstance(t, va, kernelBootVMI("netpod", func(v *v1.VirtualMachineInstance) {
 		v.Spec.Domain.Devices.AutoattachPodInterface = nil
 	}))
-	r := startLauncherIn(t, filepath.Join(socketBase, string(vmi.UID)), []string{"ip", "netns", "exec", n.pod}, vmi)
+	r := startLauncherWith(t, launcherOptions{podUID: podUID, netns: n.pod}, vmi)
 	r.start = time.Now()
-	runHandlerWith(t, va, handler.Config{NodeName: nodeName, SocketDir: socketBase, SetupNetwork: true})
+	runHandlerWith(t, va, handler.Config{NodeName: nodeName, Pods: testNode(t).pods, SetupNetwork: true})
 
 	got := waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 	require.Len(t, got.Status.Interfaces, 1)
@@ -201,7 +200,7 @@ type handlerCerts struct{ ca, cert, key string }
 
 // serveHandler serves virt-handler's HTTPS API for c on a loopback port, with a serving
 // certificate for nodeclient.ServerName, and returns its URL and virt-api's client files.
-func serveHandler(t *testing.T, c *handler.Controller, socketDir string) (string, handlerCerts) {
+func serveHandler(t *testing.T, c *handler.Controller) (string, handlerCerts) {
 	dir := t.TempDir()
 	ca, err := framework.NewCA(dir, "handler-test-ca")
 	require.NoError(t, err)
@@ -213,7 +212,7 @@ func serveHandler(t *testing.T, c *handler.Controller, socketDir string) (string
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := &http.Server{Handler: (&handler.Server{Lister: c.Lister(), SocketDir: socketDir, AllowedNames: []string{"virt-api"}}).Handler(), TLSConfig: tlsCfg}
+	srv := &http.Server{Handler: (&handler.Server{Lister: c.Lister(), Sockets: &handler.Sockets{Pods: testNode(t).pods, NodeName: nodeName}, AllowedNames: []string{"virt-api"}}).Handler(), TLSConfig: tlsCfg}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "https://" + ln.Addr().String(), handlerCerts{ca: ca.CertFile, cert: client.CertFile, key: client.KeyFile}

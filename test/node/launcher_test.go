@@ -7,10 +7,8 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -52,134 +50,6 @@ func kernelBootVMI(name string, mutate ...func(*v1.VirtualMachineInstance)) *v1.
 	}
 	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
 	return vmi
-}
-
-// launcherRun is one virt-launcher process and its directories.
-type launcherRun struct {
-	t         *testing.T
-	vmi       *v1.VirtualMachineInstance
-	cmd       *exec.Cmd
-	exited    chan struct{} // closed when the process exited; exitErr is then set
-	exitErr   error
-	socketDir string
-	runDir    string
-	client    *api.Client
-	start     time.Time
-}
-
-func startLauncher(t *testing.T, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
-	return startLauncherWith(t, nil, vmi, extraArgs...)
-}
-
-// startLauncherWith runs virt-launcher under wrapper (for example ip netns exec NS).
-func startLauncherWith(t *testing.T, wrapper []string, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
-	return startLauncherIn(t, "", wrapper, vmi, extraArgs...)
-}
-
-// startLauncherIn runs virt-launcher with socketDir as its shared directory (a new one when
-// empty), as the launcher pod would with its hostPath volume.
-func startLauncherIn(t *testing.T, socketDir string, wrapper []string, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
-	t.Helper()
-	env := testEnv(t)
-	dir := t.TempDir()
-	if socketDir == "" {
-		socketDir = filepath.Join(dir, "sockets")
-	}
-	r := &launcherRun{
-		t: t, vmi: vmi, exited: make(chan struct{}),
-		socketDir: socketDir, runDir: filepath.Join(dir, "run"),
-	}
-	logFile, err := os.Create(filepath.Join(env.outDir, vmi.Name+".launcher.log"))
-	require.NoError(t, err)
-	args := append([]string{
-		"--namespace", vmi.Namespace, "--name", vmi.Name, "--uid", string(vmi.UID),
-		"--socket-dir", r.socketDir, "--run-dir", r.runDir,
-		"--use-emulation", "--libvirt-root", env.libvirtRoot,
-		"--kernel-boot-root", env.kernelBootRoot, "--final-wait", "10s",
-	}, extraArgs...)
-	argv := append(append(append([]string(nil), wrapper...), env.launcher), args...)
-	r.cmd = exec.Command(argv[0], argv[1:]...)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, r.cmd.Start())
-	go func() {
-		r.exitErr = r.cmd.Wait()
-		logFile.Close()
-		close(r.exited)
-	}()
-	t.Cleanup(r.kill)
-
-	r.client = api.NewClient(filepath.Join(r.socketDir, api.SocketName))
-	t.Cleanup(r.client.Close)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		h, err := r.client.Healthz(context.Background())
-		if err == nil {
-			require.Equal(t, api.Version, h.Version)
-			require.Equal(t, string(vmi.UID), h.UID)
-			break
-		}
-		select {
-		case <-r.exited:
-			t.Fatalf("virt-launcher exited before it answered: %v (log %s)", r.exitErr, logFile.Name())
-		default:
-		}
-		require.True(t, time.Now().Before(deadline), "virt-launcher did not answer: %v", err)
-		time.Sleep(20 * time.Millisecond)
-	}
-	return r
-}
-
-// State is the launcher's current state (an error counts as no state).
-func (r *launcherRun) State() api.State {
-	s, _ := r.client.State(context.Background())
-	return s
-}
-
-// kill makes sure nothing of this run survives the test: the launcher's process group, its
-// libvirtd (a process group of its own) and any QEMU of its domain, by their pid files.
-func (r *launcherRun) kill() {
-	select {
-	case <-r.exited:
-	default:
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		<-r.exited
-	}
-	killByPidFile(filepath.Join(testEnv(r.t).libvirtRoot, "run", "libvirtd.pid"), "libvirtd")
-	pidFile := filepath.Join(testEnv(r.t).libvirtRoot, "run", "qemu", r.vmi.Namespace+"_"+r.vmi.Name+".pid")
-	if b, err := os.ReadFile(pidFile); err == nil {
-		var pid int
-		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		_ = os.Remove(pidFile)
-	}
-}
-
-// killByPidFile kills the process a pid file names if its command line still contains want
-// (a stale file's pid may belong to someone else by now).
-func killByPidFile(path, want string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	var pid int
-	if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
-		return
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err == nil && strings.Contains(string(cmdline), want) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-func (r *launcherRun) qemuPid() int {
-	b, err := os.ReadFile(filepath.Join(testEnv(r.t).libvirtRoot, "run", "qemu", r.vmi.Namespace+"_"+r.vmi.Name+".pid"))
-	require.NoError(r.t, err)
-	var pid int
-	_, err = fmt.Sscan(string(b), &pid)
-	require.NoError(r.t, err)
-	return pid
 }
 
 func (r *launcherRun) sync() api.State {
@@ -247,14 +117,6 @@ func (r *launcherRun) waitExit(timeout time.Duration) {
 	}
 }
 
-// console dials the launcher's console relay.
-func (r *launcherRun) console() net.Conn {
-	c, err := net.Dial("unix", filepath.Join(r.socketDir, api.ConsoleSocketName))
-	require.NoError(r.t, err)
-	r.t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // expect reads from c until text appears.
 func expect(t *testing.T, c net.Conn, text string, timeout time.Duration) string {
 	t.Helper()
@@ -294,7 +156,7 @@ func TestLauncherBootConsoleVNCPauseAndGuestPowerOff(t *testing.T) {
 	}
 
 	// VNC speaks first.
-	vnc, err := net.Dial("unix", filepath.Join(r.socketDir, api.VNCSocketName))
+	vnc, err := r.dir.Dial(api.VNCSocketName)
 	require.NoError(t, err)
 	greeting := make([]byte, 12)
 	require.NoError(t, vnc.SetReadDeadline(time.Now().Add(5*time.Second)))

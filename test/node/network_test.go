@@ -3,10 +3,12 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/network"
 )
 
 // podNetwork is a stand-in for a launcher pod's network: namespace pod with eth0 =
@@ -49,6 +52,20 @@ func newPodNetwork(t *testing.T) podNetwork {
 	return n
 }
 
+// setup does what virt-handler does before Sync: the pod side of vmi's interfaces, from
+// outside the pod's namespace, through an open descriptor of it.
+func (n podNetwork) setup(t *testing.T, vmi *v1.VirtualMachineInstance) []network.Attachment {
+	t.Helper()
+	plans, err := network.Plans(vmi)
+	require.NoError(t, err)
+	ns, err := os.Open("/run/netns/" + n.pod)
+	require.NoError(t, err)
+	defer ns.Close()
+	atts, err := network.SetupPod(context.Background(), ns, plans)
+	require.NoError(t, err)
+	return atts
+}
+
 // inNetns runs f on an OS thread that has entered the named network namespace; sockets
 // created there stay in it.
 func inNetns(t *testing.T, name string, f func()) {
@@ -78,7 +95,8 @@ func (r *launcherRun) typeLine(c net.Conn, line string) {
 func TestMasqueradeDHCPEgressAndPortForward(t *testing.T) {
 	n := newPodNetwork(t)
 	vmi := kernelBootVMI("net", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.AutoattachPodInterface = nil })
-	r := startLauncherWith(t, []string{"ip", "netns", "exec", n.pod}, vmi, "--setup-network")
+	n.setup(t, vmi)
+	r := startLauncherWith(t, launcherOptions{netns: n.pod}, vmi)
 	s := r.sync()
 	require.Len(t, s.Interfaces, 1)
 	assert.Equal(t, "10.99.0.2", s.Interfaces[0].IP)

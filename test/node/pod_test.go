@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -28,12 +29,13 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
 // TestLauncherPodOnLocalCluster runs the node side for real on hack/cluster's node: the
-// launcher pod as virt-controller builds it (unprivileged, socket directory on a hostPath)
+// launcher pod as virt-controller builds it (unprivileged, sockets in an emptyDir)
 // with the image of hack/build-node-images.sh, the TUN device from the handler's device
 // plugin, and virt-handler's controller (in-process, against an in-process virt-api) that
 // sets up the pod network and reports the instance Running. Needs hack/cluster/up.sh and
@@ -109,7 +111,6 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	t.Cleanup(func() {
 		_ = kube.CoreV1().Pods(ns).Delete(context.Background(), created.Name, metav1.DeleteOptions{})
 		waitPodGone(t, kube, ns, created.Name)
-		_ = os.RemoveAll(filepath.Join(cfg.SocketDir, string(vmi.UID)))
 	})
 	t0 := time.Now()
 
@@ -135,9 +136,13 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	t.Logf("pod created -> running: %s", time.Since(t0))
 
 	vmi.Status.Phase, vmi.Status.NodeName = v1.Scheduled, node
+	vmi.Status.ActivePods = map[types.UID]string{created.UID: node}
 	_, err = va.Client.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	h := handler.NewController(handler.Config{NodeName: node, SocketDir: cfg.SocketDir, SetupNetwork: true}, va.Client, kube)
+	pods, err := podsockets.OpenRoot(filepath.Join(root, "_cluster", "kubelet", "pods"))
+	require.NoError(t, err)
+	defer pods.Close()
+	h := handler.NewController(handler.Config{NodeName: node, Pods: pods, SetupNetwork: true}, va.Client, kube)
 	hctx, stopHandler := context.WithCancel(ctx)
 	defer stopHandler()
 	go func() { _ = h.Run(hctx, 2) }()
@@ -156,7 +161,10 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 
 	// The guest, through the relay in the shared directory, answers; its DHCP lease came
 	// from the launcher in the pod.
-	console, err := net.Dial("unix", filepath.Join(cfg.SocketDir, string(vmi.UID), api.ConsoleSocketName))
+	dir, err := pods.Dir(created.UID, api.SocketVolume)
+	require.NoError(t, err)
+	defer dir.Close()
+	console, err := dir.Dial(api.ConsoleSocketName)
 	require.NoError(t, err)
 	defer console.Close()
 	deadline := time.Now().Add(120 * time.Second)
