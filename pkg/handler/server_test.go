@@ -114,8 +114,21 @@ func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte("RFB 003.008\n"))
-			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+			// A hostile display, as a tenant's launcher could offer: after the greeting, a
+			// screenshot's handshake learns of a 65535x65535 framebuffer (17 GB as RGBA).
+			go func() {
+				defer c.Close()
+				_, _ = c.Write([]byte("RFB 003.008\n"))
+				if _, err := io.ReadFull(c, make([]byte, 12)); err != nil {
+					return
+				}
+				_, _ = c.Write([]byte{1, 1})
+				_, _ = io.ReadFull(c, make([]byte, 1))
+				_, _ = c.Write([]byte{0, 0, 0, 0})
+				_, _ = io.ReadFull(c, make([]byte, 1))
+				_, _ = c.Write(append([]byte{0xff, 0xff, 0xff, 0xff}, make([]byte, 20)...))
+				_, _ = io.Copy(io.Discard, c)
+			}()
 		}
 	}()
 
@@ -171,6 +184,19 @@ func TestVNCWebsocket(t *testing.T) {
 	_, b, err := ws.ReadMessage()
 	require.NoError(t, err)
 	assert.Equal(t, "RFB 003.008\n", string(b))
+}
+
+// TestScreenshotOfAHostileDisplay: the handler refuses the frame before allocating it.
+func TestScreenshotOfAHostileDisplay(t *testing.T) {
+	srv, ca := serverFixture(t)
+	cert := ca.issue(t, "virt-api", x509.ExtKeyUsageClientAuth)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{cert}}}}
+	resp, err := client.Get(srv.URL + "/v1/namespaces/ns/virtualmachineinstances/guest/vnc/screenshot")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	assert.Contains(t, string(body), "65535x65535 display")
 }
 
 func TestServerRefusals(t *testing.T) {
