@@ -20,7 +20,8 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
-// namespace creates a namespace for one test and deletes it afterwards.
+// namespace creates a namespace for one test and deletes it afterwards. Every test namespace
+// enforces Pod Security "restricted", as many platforms do everywhere: launcher pods must pass.
 func namespace(t *testing.T, name string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -29,7 +30,10 @@ func namespace(t *testing.T, name string) string {
 		_, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, 60*time.Second, 200*time.Millisecond, "namespace %s from an earlier run is gone", name)
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	return name

@@ -58,16 +58,24 @@ func guestSpec() v1.VirtualMachineInstanceSpec {
 // openStream opens an instance's console or VNC through kube-apiserver, as virtctl does.
 func openStream(t *testing.T, ns, name, stream string) *gwebsocket.Conn {
 	t.Helper()
-	rt, holder, err := clientwebsocket.RoundTripperFor(config)
-	require.NoError(t, err)
 	var conn *gwebsocket.Conn
+	var err error
 	require.Eventually(t, func() bool {
-		req, _ := http.NewRequest(http.MethodGet,
-			config.Host+"/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+name+"/"+stream, nil)
-		conn, err = clientwebsocket.Negotiate(rt, holder, req, "plain.kubevirt.io")
+		conn, err = dialStream(ns, name, stream)
 		return err == nil
 	}, 60*time.Second, 200*time.Millisecond, "open %s: %v", stream, err)
 	return conn
+}
+
+// dialStream makes one attempt at opening a console or VNC stream.
+func dialStream(ns, name, stream string) (*gwebsocket.Conn, error) {
+	rt, holder, err := clientwebsocket.RoundTripperFor(config)
+	if err != nil {
+		return nil, err
+	}
+	req, _ := http.NewRequest(http.MethodGet,
+		config.Host+"/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+name+"/"+stream, nil)
+	return clientwebsocket.Negotiate(rt, holder, req, "plain.kubevirt.io")
 }
 
 // stream collects what an instance's console or VNC sends, for the test to look at.
