@@ -204,7 +204,6 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 		"mount --bind " + n.group + " /etc/group",
 		"mount --bind " + n.tun + " /dev/net/tun",
 		"mount --bind " + r.socketDir + " " + mountPoint,
-		"echo $$ > " + filepath.Join(r.cgroup, "cgroup.procs"),
 		fmt.Sprintf(`exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"`, api.LauncherUID, api.LauncherUID),
 	}, "\n")
 	argv := []string{"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "launcher", n.launcher}
@@ -212,6 +211,9 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 	if o.netns != "" {
 		argv = append([]string{"ip", "netns", "exec", o.netns}, argv...)
 	}
+	// Into the pod's cgroup first: ip netns exec remounts /sys, cgroups included.
+	join := `echo $$ > "$0" && exec "$@"`
+	argv = append([]string{"/bin/sh", "-c", join, filepath.Join(r.cgroup, "cgroup.procs")}, argv...)
 	r.cmd = exec.Command(argv[0], argv[1:]...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
