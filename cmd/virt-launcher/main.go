@@ -45,6 +45,7 @@ func main() {
 	flag.BoolVar(&cfg.UseEmulation, "use-emulation", emulation, "run the guest under TCG instead of KVM ($HANGAR_USE_EMULATION)")
 	flag.StringVar(&cfg.ContainerDiskRoot, "container-disk-root", "/var/run/hangar/container-disks", "per containerDisk volume, <dir>/<volume> holds the image's files")
 	flag.StringVar(&cfg.KernelBootRoot, "kernel-boot-root", "/var/run/hangar/kernel-boot", "the files of the kernelBoot image")
+	flag.StringVar(&cfg.SecretsDir, "secrets-dir", "/var/run/hangar/secrets", "per Secret the cloud-init volumes name, <dir>/<secret> holds its keys (the pod's secret volumes)")
 	flag.DurationVar(&cfg.FinalWait, "final-wait", 30*time.Second, "how long the final state waits for virt-handler before the launcher exits")
 	flag.StringVar(&libvirtRoot, "libvirt-root", "", "keep libvirtd's directories under this one, in a private mount namespace (development and tests)")
 	flag.BoolVar(&setupNetwork, "setup-network", false, "set up the pod side of the guest's interfaces itself (needs CAP_NET_ADMIN); otherwise virt-handler does")

@@ -137,7 +137,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	vmi.Status.Phase, vmi.Status.NodeName = v1.Scheduled, node
 	_, err = va.Client.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	h := handler.NewController(handler.Config{NodeName: node, SocketDir: cfg.SocketDir, SetupNetwork: true}, va.Client, kube)
+	h := handler.NewController(handler.Config{NodeName: node, SocketDir: cfg.SocketDir, SetupNetwork: true}, va.Client)
 	hctx, stopHandler := context.WithCancel(ctx)
 	defer stopHandler()
 	go func() { _ = h.Run(hctx, 2) }()
