@@ -15,7 +15,9 @@ func cloudInit(name string, src v1.CloudInitNoCloudSource) v1.Volume {
 	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{CloudInitNoCloud: &src}}
 }
 
-func secretRef(name string) *corev1.LocalObjectReference { return &corev1.LocalObjectReference{Name: name} }
+func secretRef(name string) *corev1.LocalObjectReference {
+	return &corev1.LocalObjectReference{Name: name}
+}
 
 // TestCloudInitSecretVolumes: each Secret the cloud-init volumes name is a secret volume of the
 // pod, once, mounted read-only at /var/run/hangar/secrets/<secret> in the compute container
