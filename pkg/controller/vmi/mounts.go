@@ -15,7 +15,8 @@ const FailedMountReason = "FailedMount"
 
 // FailedMountEvents selects the kubelet's FailedMount events on pods: what the event informer
 // given to New must list (the controller needs no other event).
-var FailedMountEvents = fields.Set{"involvedObject.kind": "Pod", "reason": FailedMountReason}.AsSelector().String()
+var FailedMountEvents = fields.AndSelectors(
+	fields.OneTermEqualSelector("involvedObject.kind", "Pod"), fields.OneTermEqualSelector("reason", FailedMountReason)).String()
 
 // eventsByPodIndex indexes FailedMount events by the namespace/name of their pod.
 const eventsByPodIndex = "pod"

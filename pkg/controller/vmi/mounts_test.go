@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -129,4 +130,9 @@ func TestMountFailureEventWakesInstance(t *testing.T) {
 
 func TestFailedMountEventsSelector(t *testing.T) {
 	assert.Equal(t, "involvedObject.kind=Pod,reason=FailedMount", FailedMountEvents)
+	sel, err := fields.ParseSelector(FailedMountEvents)
+	require.NoError(t, err)
+	assert.True(t, sel.Matches(fields.Set{"involvedObject.kind": "Pod", "reason": "FailedMount"}))
+	assert.False(t, sel.Matches(fields.Set{"involvedObject.kind": "Pod", "reason": "Scheduled"}))
+	assert.False(t, sel.Matches(fields.Set{"involvedObject.kind": "VirtualMachineInstance", "reason": "FailedMount"}))
 }
