@@ -250,7 +250,10 @@ func TestNodeRestriction(t *testing.T) {
 			_, err := vmis.Patch(ctx, "on-a", types.MergePatchType, []byte(`{"spec":{"hostname":"x"}}`), metav1.PatchOptions{})
 			return err
 		}},
-		{"create", func() error { _, err := vmis.Create(ctx, newVMI("made-by-handler"), metav1.CreateOptions{}); return err }},
+		{"create", func() error {
+			_, err := vmis.Create(ctx, newVMI("made-by-handler"), metav1.CreateOptions{})
+			return err
+		}},
 		{"delete", func() error { return vmis.Delete(ctx, "on-a", metav1.DeleteOptions{}) }},
 		{"delete its node's", func() error { return vmis.DeleteCollection(ctx, metav1.DeleteOptions{}, onNodeA) }},
 		{"list VMs", func() error { _, err := handler.VirtualMachines(ns).List(ctx, metav1.ListOptions{}); return err }},
