@@ -69,8 +69,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	} else if serverConfig.Authorization.Authorizer != nil {
 		// As kube-apiserver puts its Node authorizer before RBAC: the node agents' limits
 		// first, then what RBAC grants.
-		serverConfig.Authorization.Authorizer = union.New(
-			noderestriction.NewAuthorizer(noderestriction.NewAgents(o.NodeAgents...)), serverConfig.Authorization.Authorizer)
+		agents := noderestriction.NewAgents(o.NodeAgents...)
+		serverConfig.Authorization.Authorizer = union.New(noderestriction.NewAuthorizer(agents), serverConfig.Authorization.Authorizer)
+		klog.InfoS("Node agents are confined to their node's instances", "users", agents.Usernames())
 	}
 	buildChain := serverConfig.BuildHandlerChainFunc
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
