@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -52,8 +51,8 @@ func run() error {
 	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
 	fs.StringVar(&podsDir, "kubelet-pods-dir", podsDir, "the kubelet's pods directory (<kubelet root dir>/pods, mounted from the host); launcher pods' socket volumes are below it")
 	fs.BoolVar(&cfg.SetupNetwork, "setup-network", cfg.SetupNetwork, "set up each launcher pod's network (bridge, tap, NAT) in its namespace before the guest starts")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; in-cluster configuration when empty")
-	fs.StringVar(&kubevirtKubeconfig, "kubevirt-kubeconfig", "", "kubeconfig for the kubevirt.io API when it is not served through the cluster; --kubeconfig when empty")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (for the kubevirt.io API it serves); in-cluster configuration when empty")
+	fs.StringVar(&kubevirtKubeconfig, "kubevirt-kubeconfig", "", "kubeconfig for the kubevirt.io API when it is not served through the cluster; overrides --kubeconfig")
 	fs.StringVar(&listen, "listen-address", listen, "HTTPS address serving virt-api (consoles, VNC, guest commands); empty to disable")
 	fs.StringVar(&certFile, "tls-cert-file", "", "serving certificate")
 	fs.StringVar(&keyFile, "tls-private-key-file", "", "serving key")
@@ -70,17 +69,12 @@ func run() error {
 		return errors.New("--node-name (or $NODE_NAME) is required")
 	}
 
-	kubeCfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return err
-	}
-	kvCfg := kubeCfg
+	// The handler talks to the kubevirt.io API only (no Secrets, no pods): through the
+	// cluster with its pod's ServiceAccount token, which names its node to virt-api.
 	if kubevirtKubeconfig != "" {
-		if kvCfg, err = restConfig(kubevirtKubeconfig); err != nil {
-			return err
-		}
+		kubeconfig = kubevirtKubeconfig
 	}
-	kube, err := kubernetes.NewForConfig(kubeCfg)
+	kvCfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -95,7 +89,7 @@ func run() error {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	c := handler.NewController(cfg, kubevirt, kube)
+	c := handler.NewController(cfg, kubevirt)
 
 	if devicePlugins {
 		for _, p := range []*deviceplugin.Plugin{deviceplugin.KVM(pluginDir), deviceplugin.TUN(pluginDir)} {

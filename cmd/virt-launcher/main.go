@@ -47,6 +47,7 @@ func main() {
 	flag.BoolVar(&cfg.UseEmulation, "use-emulation", emulation, "run the guest under TCG instead of KVM ($HANGAR_USE_EMULATION)")
 	flag.StringVar(&cfg.ContainerDiskRoot, "container-disk-root", launcherpod.ContainerDiskMountPath, "per containerDisk volume, <dir>/<volume> holds the image's files")
 	flag.StringVar(&cfg.KernelBootRoot, "kernel-boot-root", launcherpod.KernelBootMountPath, "the files of the kernelBoot image")
+	flag.StringVar(&cfg.SecretsDir, "secrets-dir", launcherpod.SecretsDir, "per Secret the cloud-init volumes name, <dir>/<secret> holds its keys (the pod's secret volumes)")
 	flag.DurationVar(&cfg.FinalWait, "final-wait", 30*time.Second, "how long the final state waits for virt-handler before the launcher exits")
 	flag.Parse()
 

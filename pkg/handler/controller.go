@@ -1,6 +1,6 @@
 // Package handler is virt-handler, the node agent: it takes over each instance scheduled to
 // its node, hands it to the instance's launcher (after preparing what the launcher cannot:
-// the pod network, secrets), reports the guest's state in the instance's status, serves
+// the pod network), reports the guest's state in the instance's status, serves
 // consoles, VNC and guest commands to virt-api, and offers the KVM and TUN devices to
 // kubelet.
 package handler
@@ -12,14 +12,12 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -50,7 +48,6 @@ type Config struct {
 type Controller struct {
 	cfg      Config
 	client   versioned.Interface
-	kube     kubernetes.Interface
 	informer cache.SharedIndexInformer
 	lister   listers.VirtualMachineInstanceLister
 	queue    workqueue.TypedRateLimitingInterface[string]
@@ -65,14 +62,14 @@ type Controller struct {
 }
 
 // NewController watches the instances whose status.nodeName is this node.
-func NewController(cfg Config, client versioned.Interface, kube kubernetes.Interface) *Controller {
+func NewController(cfg Config, client versioned.Interface) *Controller {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("status.nodeName", cfg.NodeName).String()
 		}))
 	inf := factory.Kubevirt().V1().VirtualMachineInstances()
 	c := &Controller{
-		cfg: cfg, client: client, kube: kube, factory: factory,
+		cfg: cfg, client: client, factory: factory,
 		informer:  inf.Informer(),
 		lister:    inf.Lister(),
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "virt-handler"}),
@@ -259,9 +256,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return 0, c.updateStatus(ctx, vmi, l.State())
 }
 
-// syncLauncher hands the instance to its launcher once: it sets up the pod network and
-// resolves secrets first, unless the launcher runs the guest already (a restarted handler),
-// then follows the launcher's events.
+// syncLauncher hands the instance to its launcher once, after setting up the pod network
+// (unless the launcher runs the guest already: a restarted handler), then follows the
+// launcher's events. The instance goes as it is: the launcher reads the Secrets of its
+// cloud-init from its pod's volumes.
 func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
 	state, err := l.client.State(ctx)
 	if err == nil {
@@ -276,11 +274,7 @@ func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineIns
 				return fmt.Errorf("pod network: %w", err)
 			}
 		}
-		resolved, err := c.resolveSecrets(ctx, vmi)
-		if err != nil {
-			return err
-		}
-		if state, err = l.client.Sync(ctx, resolved); err == nil {
+		if state, err = l.client.Sync(ctx, vmi); err == nil {
 			err = checkState(state, vmi.UID)
 		}
 		if err != nil {
@@ -327,47 +321,6 @@ func (c *Controller) setupNetwork(ctx context.Context, vmi *v1.VirtualMachineIns
 	defer netns.Close()
 	_, err = network.SetupPod(ctx, netns, plans)
 	return err
-}
-
-// resolveSecrets inlines cloudInitNoCloud secret references: the launcher has no API access.
-func (c *Controller) resolveSecrets(ctx context.Context, vmi *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, error) {
-	out := vmi.DeepCopy()
-	for i := range out.Spec.Volumes {
-		src := out.Spec.Volumes[i].CloudInitNoCloud
-		if src == nil {
-			continue
-		}
-		get := func(ref *corev1.LocalObjectReference, keys ...string) (string, error) {
-			if c.kube == nil {
-				return "", fmt.Errorf("no Kubernetes client to read secret %s", ref.Name)
-			}
-			s, err := c.kube.CoreV1().Secrets(vmi.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", fmt.Errorf("cloud-init secret %s/%s: %w", vmi.Namespace, ref.Name, err)
-			}
-			for _, k := range keys {
-				if v, ok := s.Data[k]; ok {
-					return string(v), nil
-				}
-			}
-			return "", fmt.Errorf("cloud-init secret %s/%s has none of the keys %v", vmi.Namespace, ref.Name, keys)
-		}
-		if src.UserDataSecretRef != nil {
-			v, err := get(src.UserDataSecretRef, "userdata", "userData")
-			if err != nil {
-				return nil, err
-			}
-			src.UserData, src.UserDataBase64, src.UserDataSecretRef = v, "", nil
-		}
-		if src.NetworkDataSecretRef != nil {
-			v, err := get(src.NetworkDataSecretRef, "networkdata", "networkData")
-			if err != nil {
-				return nil, err
-			}
-			src.NetworkData, src.NetworkDataBase64, src.NetworkDataSecretRef = v, "", nil
-		}
-	}
-	return out, nil
 }
 
 // updateStatus writes the status the launcher's state implies, if it differs.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -121,11 +120,8 @@ type fixture struct {
 // newFixture runs a controller for node-a with vmi, whose launcher pod is podUID.
 func newFixture(t *testing.T, vmi *v1.VirtualMachineInstance) *fixture {
 	client := fake.NewClientset(vmi)
-	kube := kubefake.NewClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ud"}, Data: map[string][]byte{"userdata": []byte("#cloud-config\n")},
-	})
 	pods := newTestPods(t)
-	c := NewController(Config{NodeName: "node-a", Pods: pods.root}, client, kube)
+	c := NewController(Config{NodeName: "node-a", Pods: pods.root}, client)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = c.Run(ctx, 1) }()
 	t.Cleanup(cancel)
@@ -167,13 +163,14 @@ func TestHandlerSyncsLauncherAndReportsLifecycle(t *testing.T) {
 	}, got.Status.Interfaces[0])
 	assert.Equal(t, corev1.ConditionTrue, condition(got, v1.VirtualMachineInstanceReady).Status)
 
-	// The secret was inlined for the launcher.
+	// The launcher gets the instance as it is: it reads the Secret from its pod's volume; the
+	// handler reads no Secret at all.
 	fl.mu.Lock()
 	require.Len(t, fl.synced, 1)
 	src := fl.synced[0].Spec.Volumes[0].CloudInitNoCloud
 	fl.mu.Unlock()
-	assert.Nil(t, src.UserDataSecretRef)
-	assert.Equal(t, "#cloud-config\n", src.UserData)
+	assert.Equal(t, &corev1.LocalObjectReference{Name: "ud"}, src.UserDataSecretRef)
+	assert.Empty(t, src.UserData)
 
 	fl.set(api.State{Phase: api.PhasePaused, Reason: "PausedByUser", Interfaces: fl.get().Interfaces})
 	got = f.waitVMI(func(v *v1.VirtualMachineInstance) bool { return condition(v, v1.VirtualMachineInstancePaused) != nil })

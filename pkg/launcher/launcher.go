@@ -37,6 +37,8 @@ type Config struct {
 	ContainerDiskRoot string
 	// KernelBootRoot holds the files of the kernelBoot container image.
 	KernelBootRoot string
+	// SecretsDir holds, per Secret a cloudInitNoCloud volume names, <dir>/<secret>/<key>.
+	SecretsDir string
 	// PVCDir and BlockDir override domain.DefaultLayout's.
 	PVCDir, BlockDir string
 	// Network prepares the guest's interfaces; nil when the instance has none.

@@ -36,7 +36,7 @@ func prepareVolumes(ctx context.Context, vmi *v1.VirtualMachineInstance, cfg *Co
 				return fmt.Errorf("emptyDisk %s: %w", vol.Name, err)
 			}
 		case vol.CloudInitNoCloud != nil:
-			nc, err := cloudinit.ForVolume(vmi, vol.CloudInitNoCloud)
+			nc, err := cloudinit.ForVolume(vmi, vol.CloudInitNoCloud, cfg.SecretsDir)
 			if err != nil {
 				return fmt.Errorf("cloudInitNoCloud %s: %w", vol.Name, err)
 			}

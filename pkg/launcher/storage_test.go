@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
@@ -84,4 +85,45 @@ func writeImage(t *testing.T, path string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, nil, 0o644))
+}
+
+// TestPrepareVolumesCloudInitFromMountedSecrets: the NoCloud ISO carries the user and network
+// data of the Secrets the pod mounted, found by the names the instance gives; a Secret that is
+// not there fails the preparation rather than booting the guest without its data.
+func TestPrepareVolumesCloudInitFromMountedSecrets(t *testing.T) {
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets")
+	for name, data := range map[string]map[string]string{
+		"seed": {"userData": "#cloud-config\nruncmd:\n - echo HANGAR-SECRET-USERDATA\n"},
+		"net":  {"networkdata": "version: 2 # HANGAR-SECRET-NETWORK\n"},
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Join(secrets, name), 0o755))
+		for k, v := range data {
+			require.NoError(t, os.WriteFile(filepath.Join(secrets, name, k), []byte(v), 0o644))
+		}
+	}
+	ci := func(src v1.CloudInitNoCloudSource) *v1.VirtualMachineInstance {
+		return &v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Volumes: []v1.Volume{{
+			Name: "ci", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &src},
+		}}}}
+	}
+	l := domain.Layout{EphemeralDir: filepath.Join(dir, "run")}
+	cfg := &Config{SecretsDir: secrets}
+
+	err := prepareVolumes(context.Background(), ci(v1.CloudInitNoCloudSource{
+		UserDataSecretRef: &corev1.LocalObjectReference{Name: "seed"}, NetworkDataSecretRef: &corev1.LocalObjectReference{Name: "net"},
+	}), cfg, &domain.Options{Layout: l})
+	require.NoError(t, err)
+	iso, err := os.ReadFile(l.CloudInitISO("ci"))
+	require.NoError(t, err)
+	// ISO 9660 stores file data as is: both payloads are in the image.
+	assert.Contains(t, string(iso), "#cloud-config\nruncmd:\n - echo HANGAR-SECRET-USERDATA\n")
+	assert.Contains(t, string(iso), "version: 2 # HANGAR-SECRET-NETWORK\n")
+
+	err = prepareVolumes(context.Background(), ci(v1.CloudInitNoCloudSource{
+		UserDataSecretRef: &corev1.LocalObjectReference{Name: "absent"},
+	}), cfg, &domain.Options{Layout: domain.Layout{EphemeralDir: filepath.Join(dir, "run2")}})
+	require.ErrorContains(t, err, "cloudInitNoCloud ci: user data: secret absent is not mounted")
+	_, err = os.Stat(filepath.Join(dir, "run2", "cloud-init", "ci.iso"))
+	assert.True(t, os.IsNotExist(err), "no ISO without its data")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
+	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
 )
 
@@ -43,6 +45,9 @@ type Options struct {
 	// ShutdownDelay keeps a terminating virt-api serving (and failing /readyz) while the
 	// Service's endpoints and kube-apiserver's aggregator stop sending it requests.
 	ShutdownDelay time.Duration
+	// NodeAgents are the users that act for one node each (virt-handler): virt-api limits
+	// them to the instances on the node their credential is bound to.
+	NodeAgents []string
 }
 
 // NewOptions returns virt-api's options with their defaults.
@@ -56,6 +61,12 @@ func NewOptions() *Options {
 		v1.SchemeGroupVersion, schema.GroupKind{Group: v1.GroupName})
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	o.Handlers = nodeclient.Config{Namespace: "hangar", Selector: "app.kubernetes.io/name=virt-handler", Port: 18186}
+	o.NodeAgents = []string{noderestriction.DefaultAgent}
+	// The node agents' admission plugin, on by default, right after NamespaceLifecycle and
+	// before the admission policies and webhooks.
+	admissionOpts := o.RecommendedOptions.Admission
+	noderestriction.Register(admissionOpts.Plugins, func() noderestriction.Agents { return noderestriction.NewAgents(o.NodeAgents...) })
+	admissionOpts.RecommendedPluginOrder = slices.Insert(slices.Clone(admissionOpts.RecommendedPluginOrder), 1, noderestriction.PluginName)
 	return o
 }
 
@@ -72,6 +83,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --standalone: write a kubeconfig for kubectl to this file.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay,
 		"After SIGTERM, keep serving this long with /readyz failing, so that no request is routed to a server that has stopped.")
+	fs.StringSliceVar(&o.NodeAgents, "node-agent-username", o.NodeAgents,
+		"A user that is a node agent (virt-handler's ServiceAccount): it may only list and watch the instances on the node its "+
+			"credential is bound to and write their status. Repeat for several; an empty value leaves none.")
 	h := &o.Handlers
 	fs.StringVar(&h.Namespace, "handler-namespace", h.Namespace, "Namespace of the virt-handler pods.")
 	fs.StringVar(&h.Selector, "handler-selector", h.Selector, "Label selector of the virt-handler pods.")

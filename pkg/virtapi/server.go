@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangarvm/hangar/pkg/apiserver"
+	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
@@ -64,6 +66,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			return &authenticator.Response{User: standaloneUser}, true, nil
 		})
 		serverConfig.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	} else if serverConfig.Authorization.Authorizer != nil {
+		// As kube-apiserver puts its Node authorizer before RBAC: the node agents' limits
+		// first, then what RBAC grants.
+		agents := noderestriction.NewAgents(o.NodeAgents...)
+		serverConfig.Authorization.Authorizer = union.New(noderestriction.NewAuthorizer(agents), serverConfig.Authorization.Authorizer)
+		klog.InfoS("Node agents are confined to their node's instances", "users", agents.Usernames())
 	}
 	buildChain := serverConfig.BuildHandlerChainFunc
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
@@ -409,6 +410,73 @@ func TestController(t *testing.T) {
 		})
 	})
 
+	t.Run("a launcher pod that cannot mount its cloud-init Secret: the instance says why", func(t *testing.T) {
+		c := c.with(t)
+		c.startController()
+		ns := c.namespace("secrets")
+		spec := guest()
+		spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, v1.Disk{Name: "seed"})
+		spec.Volumes = append(spec.Volumes, v1.Volume{Name: "seed", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &v1.CloudInitNoCloudSource{
+			UserDataSecretRef: &corev1.LocalObjectReference{Name: "seed"},
+		}}})
+		_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
+			&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "seeded"}, Spec: spec}, metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		var pod corev1.Pod
+		waitFor(t, wait, "a launcher pod", func() (bool, error) {
+			for _, pods := range c.launcherPods(ns) {
+				pod = pods[0]
+				return true, nil
+			}
+			return false, nil
+		})
+		assert.Contains(t, pod.Spec.Volumes, corev1.Volume{Name: "hangar-secret-0", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: "seed", DefaultMode: ptr.To[int32](0o644)}}}, "defaulted by kube-apiserver")
+		assert.Contains(t, pod.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: "hangar-secret-0", MountPath: launcherpod.SecretsDir + "/seed", ReadOnly: true})
+		c.bindPod(&pod, "node-a")
+
+		// What the node's kubelet reports while the Secret does not exist.
+		msg := `MountVolume.SetUp failed for volume "hangar-secret-0" : secret "seed" not found`
+		_, err = c.Kube.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: pod.Name + "."},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+			Reason:         vmicontroller.FailedMountReason, Message: msg, Type: corev1.EventTypeWarning,
+			Source:         corev1.EventSource{Component: "kubelet", Host: "node-a"},
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		waitFor(t, wait, "Synchronized False with the kubelet's message", func() (bool, error) {
+			vmi, err := c.vmi(ns, "seeded")
+			if err != nil {
+				return false, err
+			}
+			cond := vmi.Status.Condition(v1.VirtualMachineInstanceSynchronized)
+			return vmi.Status.Phase == v1.Scheduled && cond != nil && cond.Status == corev1.ConditionFalse &&
+				cond.Reason == vmicontroller.FailedMountReason && cond.Message == msg, nil
+		})
+		waitFor(t, wait, "a FailedMount event on the instance", func() (bool, error) {
+			for _, e := range c.events(ns, "VirtualMachineInstance", "seeded") {
+				if e.Reason == vmicontroller.FailedMountReason && e.Message == msg {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+
+		// The Secret appeared, the kubelet mounted it and started the pod.
+		running, err := c.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		running.Status.Phase = corev1.PodRunning
+		_, err = c.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, running, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		waitFor(t, wait, "the condition gone", func() (bool, error) {
+			vmi, err := c.vmi(ns, "seeded")
+			return err == nil && vmi.Status.Condition(v1.VirtualMachineInstanceSynchronized) == nil, err
+		})
+	})
+
 	t.Run("RBAC: the ServiceAccount can do what the controllers do, nothing more", func(t *testing.T) {
 		sa := "system:serviceaccount:" + controllerNamespace + ":" + controllerServiceAccount
 		for _, tc := range []struct {
@@ -423,6 +491,9 @@ func TestController(t *testing.T) {
 			{[]string{"watch", "persistentvolumeclaims", "-n", "any"}, "yes"},
 			{[]string{"update", "persistentvolumeclaims", "-n", "any"}, "no"},
 			{[]string{"get", "secrets", "-n", "any"}, "no"},
+			{[]string{"list", "secrets", "-n", "any"}, "no"},
+			{[]string{"watch", "events", "-n", "any"}, "yes"},
+			{[]string{"delete", "events", "-n", "any"}, "no"},
 			{[]string{"get", "configmaps", "-n", "any"}, "no"},
 			{[]string{"watch", "configmaps", "-n", controllerNamespace}, "yes"},
 			{[]string{"update", "leases.coordination.k8s.io", "-n", controllerNamespace}, "yes"},

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
+	"k8s.io/apimachinery/pkg/types"
 	"net"
 	"net/http"
 	"os"
@@ -29,16 +31,19 @@ import (
 // burstByte asks the echo console for a burst of output.
 const burstByte = 'B'
 
-// echoConsole serves an instance's console socket: every byte comes back at once, and
-// burstByte answers with burst bytes of output, like a guest printing a file.
-func (a *nodeAgent) echoConsole(t *testing.T, uid string, burst int) string {
+// echoConsole serves the console socket of vmi's launcher pod: every byte comes back at once,
+// and burstByte answers with burst bytes of output, like a guest printing a file. It returns
+// the pod's socket directory as the handler opens it.
+func (a *nodeAgent) echoConsole(t *testing.T, vmi *v1.VirtualMachineInstance, burst int) *podsockets.Dir {
 	t.Helper()
-	dir := filepath.Join(a.socketDir, uid)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	path := filepath.Join(dir, launcherapi.ConsoleSocketName)
-	l, err := net.Listen("unix", path)
+	l := listenUnix(t, filepath.Join(a.launcherPod(t, vmi), launcherapi.ConsoleSocketName))
+	var podUID types.UID
+	for uid := range vmi.Status.ActivePods {
+		podUID = uid
+	}
+	dir, err := a.pods.Dir(podUID, launcherapi.SocketVolume)
 	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() { dir.Close() })
 	payload := bytes.Repeat([]byte("0123456789abcdef"), burst/16)
 	go func() {
 		for {
@@ -90,7 +95,7 @@ func TestConsoleLatencyAndThroughput(t *testing.T) {
 	vmis := c.Hangar.KubevirtV1().VirtualMachineInstances(ns)
 	vmi, err := vmis.Create(ctx, newVMI("echo"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	socket := agent.echoConsole(t, string(vmi.UID), burst)
+	socket := agent.echoConsole(t, vmi, burst)
 	vmi.Status.Phase, vmi.Status.NodeName = v1.Running, "node-a"
 	_, err = vmis.UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
@@ -117,7 +122,8 @@ func TestConsoleLatencyAndThroughput(t *testing.T) {
 	}
 
 	direct := make([]time.Duration, 0, keystrokes)
-	conn, err := net.Dial("unix", socket)
+	// Directly: the socket as the handler reaches it (openat2, peer check), without the chain.
+	conn, err := socket.Dial(launcherapi.ConsoleSocketName)
 	require.NoError(t, err)
 	defer conn.Close()
 	one := make([]byte, 1)

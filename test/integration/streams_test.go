@@ -5,6 +5,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,9 +36,10 @@ import (
 // nodeAgent is a real virt-handler server (pkg/handler) over mutual TLS, with instances'
 // sockets in a directory the test fills.
 type nodeAgent struct {
-	socketDir string
-	server    *httptest.Server
-	handlers  nodeclient.Config
+	podsDir  string
+	pods     *podsockets.Root
+	server   *httptest.Server
+	handlers nodeclient.Config
 }
 
 // newNodeAgent makes the agent's PKI and address; serve starts it once virt-api runs.
@@ -50,11 +55,15 @@ func newNodeAgent(t *testing.T) *nodeAgent {
 	tlsConfig, err := handler.TLSConfig(serving.CertFile, serving.KeyFile, ca.CertFile)
 	require.NoError(t, err)
 
-	// Unix socket paths are limited to 108 bytes: keep the directory short.
-	sockets, err := os.MkdirTemp("", "agent")
+	// A kubelet-like pods directory; the fake launchers are this test process, which the
+	// handler's peer check is told to accept (the real one, by pod cgroup, runs in test/node).
+	podsDir := filepath.Join(dir, "pods")
+	require.NoError(t, os.Mkdir(podsDir, 0o755))
+	pods, err := podsockets.OpenRoot(podsDir)
 	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(sockets) })
-	agent := &nodeAgent{socketDir: sockets, server: httptest.NewUnstartedServer(nil)}
+	pods.Peers = testProcess{}
+	t.Cleanup(func() { pods.Close() })
+	agent := &nodeAgent{podsDir: podsDir, pods: pods, server: httptest.NewUnstartedServer(nil)}
 	agent.server.TLS = tlsConfig
 	agent.handlers = nodeclient.Config{StaticAddress: "https://" + agent.server.Listener.Addr().String(),
 		CAFile: ca.CertFile, CertFile: client.CertFile, KeyFile: client.KeyFile}
@@ -70,19 +79,52 @@ func (a *nodeAgent) serve(t *testing.T, client versioned.Interface) {
 	lister := informers.Kubevirt().V1().VirtualMachineInstances().Lister()
 	informers.Start(ctx.Done())
 	informers.WaitForCacheSync(ctx.Done())
-	a.server.Config.Handler = (&handler.Server{Lister: lister, SocketDir: a.socketDir, AllowedNames: []string{"virt-api"}}).Handler()
+	a.server.Config.Handler = (&handler.Server{Lister: lister, Sockets: &handler.Sockets{Pods: a.pods, NodeName: "node-a"}, AllowedNames: []string{"virt-api"}}).Handler()
 	a.server.StartTLS()
 	t.Cleanup(a.server.Close)
 }
 
-// fakeConsole serves an instance's console socket: a banner, then an echo of every line.
-func (a *nodeAgent) fakeConsole(t *testing.T, uid string) {
+// launcherPod makes the socket volume of a launcher pod of vmi on node-a and records the pod
+// in the instance's status as virt-controller would (the caller writes the status).
+func (a *nodeAgent) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) string {
 	t.Helper()
-	dir := filepath.Join(a.socketDir, uid)
+	uid := types.UID(uuid.NewUUID())
+	dir := filepath.Join(a.podsDir, string(uid), "volumes", "kubernetes.io~empty-dir", launcherapi.SocketVolume)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	l, err := net.Listen("unix", filepath.Join(dir, launcherapi.ConsoleSocketName))
+	vmi.Status.ActivePods = map[types.UID]string{uid: "node-a"}
+	return dir
+}
+
+// listenUnix listens on a socket at path, which may be longer than sun_path allows: it binds
+// in a short directory and renames the socket into place, where it answers as well.
+func listenUnix(t *testing.T, path string) net.Listener {
+	t.Helper()
+	short, err := os.MkdirTemp("", "s")
 	require.NoError(t, err)
+	defer os.RemoveAll(short)
+	l, err := net.Listen("unix", filepath.Join(short, "s"))
+	require.NoError(t, err)
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	require.NoError(t, os.Rename(filepath.Join(short, "s"), path))
 	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// testProcess admits the test process as the launcher pod's process.
+type testProcess struct{}
+
+func (testProcess) Verify(pid int, _ types.UID) error {
+	if pid != os.Getpid() {
+		return fmt.Errorf("process %d is not the test's", pid)
+	}
+	return nil
+}
+
+// fakeConsole serves the console socket of vmi's launcher pod: a banner, then an echo of
+// every line.
+func (a *nodeAgent) fakeConsole(t *testing.T, vmi *v1.VirtualMachineInstance) {
+	t.Helper()
+	l := listenUnix(t, filepath.Join(a.launcherPod(t, vmi), launcherapi.ConsoleSocketName))
 	go func() {
 		for {
 			conn, err := l.Accept()
@@ -138,7 +180,7 @@ func TestConsoleThroughVirtAPI(t *testing.T) {
 	vmis := server.Client.KubevirtV1().VirtualMachineInstances(ns)
 	vmi, err := vmis.Create(ctx, newVMI("guest"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	agent.fakeConsole(t, string(vmi.UID))
+	agent.fakeConsole(t, vmi)
 
 	// Not running yet: KubeVirt's answer is a 400.
 	_, resp, err := dialStream(t, server, "/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/guest/console")

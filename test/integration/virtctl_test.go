@@ -91,7 +91,7 @@ func TestVirtctlConsole(t *testing.T) {
 	vmis := server.Client.KubevirtV1().VirtualMachineInstances("default")
 	vmi, err := vmis.Create(ctx, newVMI("tty"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	agent.fakeConsole(t, string(vmi.UID))
+	agent.fakeConsole(t, vmi)
 
 	stdin, keys := io.Pipe()
 	out := &lockedBuffer{}

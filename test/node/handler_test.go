@@ -34,7 +34,7 @@ func runHandler(t *testing.T, va *framework.VirtAPI) (stop func()) {
 }
 
 func runHandlerWith(t *testing.T, va *framework.VirtAPI, cfg handler.Config) (stop func(), c *handler.Controller) {
-	c = handler.NewController(cfg, va.Client, nil)
+	c = handler.NewController(cfg, va.Client)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, 2) }()

@@ -142,7 +142,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	pods, err := podsockets.OpenRoot(filepath.Join(root, "_cluster", "kubelet", "pods"))
 	require.NoError(t, err)
 	defer pods.Close()
-	h := handler.NewController(handler.Config{NodeName: node, Pods: pods, SetupNetwork: true}, va.Client, kube)
+	h := handler.NewController(handler.Config{NodeName: node, Pods: pods, SetupNetwork: true}, va.Client)
 	hctx, stopHandler := context.WithCancel(ctx)
 	defer stopHandler()
 	go func() { _ = h.Run(hctx, 2) }()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -75,7 +76,8 @@ const (
 )
 
 // Pod volumes of the launcher's own; persistentVolumeClaim volumes are named as the
-// instance's volumes are (as in KubeVirt), so an instance volume may not take these names.
+// instance's volumes are (as in KubeVirt), so an instance volume may not take these names,
+// nor any starting with SecretVolumePrefix.
 const (
 	CopyHelperVolume    = "hangar-copy-helper"
 	KernelBootVolume    = "hangar-kernel-boot"
@@ -96,7 +98,8 @@ type guestFiles struct {
 }
 
 // buildGuestFiles makes the init containers, volumes and compute mounts that bring the
-// kernelBoot image's files, the containerDisks and the persistentVolumeClaims to the launcher;
+// kernelBoot image's files, the containerDisks, the persistentVolumeClaims and the cloud-init
+// Secrets (secrets.go) to the launcher;
 // modes must hold the volumeMode of every claim the instance names.
 func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcherImage string, guaranteed bool) (guestFiles, error) {
 	var g guestFiles
@@ -155,7 +158,7 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			addSecret(cd.ImagePullSecret)
 			containerDisks = true
 		case vol.PersistentVolumeClaim != nil:
-			if reserved[vol.Name] {
+			if reserved[vol.Name] || strings.HasPrefix(vol.Name, SecretVolumePrefix) {
 				return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
 			}
 			claim := vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource
@@ -184,6 +187,12 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			}
 		}
 	}
+	secretVolumes, secretMounts, err := cloudInitSecrets(vmi)
+	if err != nil {
+		return g, err
+	}
+	g.volumes = append(g.volumes, secretVolumes...)
+	g.mounts = append(g.mounts, secretMounts...)
 	if containerDisks {
 		g.volumes = append(g.volumes, emptyDir(ContainerDiskVolume))
 		g.mounts = append(g.mounts, corev1.VolumeMount{Name: ContainerDiskVolume, MountPath: ContainerDiskMountPath, ReadOnly: true})

@@ -85,17 +85,23 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	// Claims in every namespace: an instance's launcher pod mounts or maps each claim by its
 	// volumeMode.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync, informers.WithTransform(stripManagedFields))
+	// The kubelet's FailedMount events, which say why a launcher pod cannot start (a missing
+	// cloud-init Secret): few, whatever the cluster's size.
+	eventFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+		informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = vmi.FailedMountEvents }))
 	vmInformer := kvFactory.Kubevirt().V1().VirtualMachines()
 	vmiInformer := kvFactory.Kubevirt().V1().VirtualMachineInstances()
 	rsInformer := kvFactory.Kubevirt().V1().VirtualMachineInstanceReplicaSets()
 	podInformer := podFactory.Core().V1().Pods()
 	pvcInformer := kubeFactory.Core().V1().PersistentVolumeClaims()
+	eventInformer := eventFactory.Core().V1().Events()
 
 	vmController, err := vm.New(kubevirt, vmInformer, vmiInformer, recorder)
 	if err != nil {
 		return err
 	}
-	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, cfg, recorder)
+	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, cfg, recorder)
 	if err != nil {
 		return err
 	}
@@ -107,9 +113,11 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
+	eventFactory.Start(ctx.Done())
 	defer kvFactory.Shutdown()
 	defer podFactory.Shutdown()
 	defer kubeFactory.Shutdown()
+	defer eventFactory.Shutdown()
 
 	errs := make(chan error, 3)
 	go func() { errs <- vmController.Run(ctx, o.VMWorkers) }()

@@ -47,7 +47,9 @@ type Controller struct {
 	vmiIndexer cache.Indexer
 	podIndexer cache.Indexer
 	pvcLister  corelisters.PersistentVolumeClaimLister
-	synced     []cache.InformerSynced
+	// eventIndexer holds the kubelet's FailedMount events of pods (FailedMountEvents).
+	eventIndexer cache.Indexer
+	synced       []cache.InformerSynced
 
 	config       *config.Store
 	recorder     record.EventRecorder
@@ -62,19 +64,21 @@ type Controller struct {
 
 // New wires the controller to its informers. podInformer should be restricted to launcher
 // pods (label kubevirt.io=virt-launcher); other pods are ignored anyway. pvcInformer tells
-// the volumeMode of the claims instances name.
+// the volumeMode of the claims instances name. eventInformer should list FailedMountEvents
+// only: they say why a launcher pod cannot start.
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kvinformers.VirtualMachineInstanceInformer,
 	podInformer coreinformers.PodInformer, pvcInformer coreinformers.PersistentVolumeClaimInformer,
-	cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
+	eventInformer coreinformers.EventInformer, cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		kubevirt:   kubevirt,
-		kube:       kube,
-		vmiLister:  vmiInformer.Lister(),
-		vmiIndexer: vmiInformer.Informer().GetIndexer(),
-		podIndexer: podInformer.Informer().GetIndexer(),
-		pvcLister:  pvcInformer.Lister(),
+		kubevirt:     kubevirt,
+		kube:         kube,
+		vmiLister:    vmiInformer.Lister(),
+		vmiIndexer:   vmiInformer.Informer().GetIndexer(),
+		podIndexer:   podInformer.Informer().GetIndexer(),
+		pvcLister:    pvcInformer.Lister(),
+		eventIndexer: eventInformer.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{vmiInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-			pvcInformer.Informer().HasSynced},
+			pvcInformer.Informer().HasSynced, eventInformer.Informer().HasSynced},
 		config:       cfg,
 		recorder:     recorder,
 		queue:        controllerutil.NewQueue("virt-controller-vmi"),
@@ -86,6 +90,9 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	}
 	if err := vmiInformer.Informer().AddIndexers(cache.Indexers{vmisByClaimIndex: indexByClaim}); err != nil {
 		return nil, fmt.Errorf("index instances by claim: %w", err)
+	}
+	if err := eventInformer.Informer().AddIndexers(cache.Indexers{eventsByPodIndex: indexByPod}); err != nil {
+		return nil, fmt.Errorf("index events by pod: %w", err)
 	}
 	if _, err := vmiInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
@@ -116,6 +123,13 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	// and a claim's volumeMode never changes.
 	if _, err := pvcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueClaimants,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := eventInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueEventPod,
+		UpdateFunc: func(_, cur any) { c.enqueueEventPod(cur) }, // the kubelet counts repeats
+		DeleteFunc: c.enqueueEventPod,
 	}); err != nil {
 		return nil, err
 	}

@@ -55,10 +55,10 @@ func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.
 	kvf := kvinformers.NewSharedInformerFactory(f.kv, 0)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	vmiInformer, podInformer := kvf.Kubevirt().V1().VirtualMachineInstances(), kf.Core().V1().Pods()
-	pvcInformer := kf.Core().V1().PersistentVolumeClaims()
+	pvcInformer, eventInformer := kf.Core().V1().PersistentVolumeClaims(), kf.Core().V1().Events()
 	cfg := config.Defaults()
 	cfg.UseEmulation = true
-	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, config.NewStore(cfg), f.recorder)
+	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, eventInformer, config.NewStore(cfg), f.recorder)
 	require.NoError(t, err)
 	for _, o := range claims {
 		require.NoError(t, pvcInformer.Informer().GetIndexer().Add(o))

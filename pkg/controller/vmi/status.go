@@ -39,10 +39,11 @@ const (
 const PodScheduledCondition = v1.VirtualMachineInstanceConditionType(corev1.PodScheduled)
 
 // nextStatus is the status the instance should have given its launcher pod (nil: none in the
-// cache), whether a pod creation is still to be observed and, for an instance without a pod,
-// why it cannot have one yet (waiting). It never leaves a final phase and never enters Running
-// or later: those are the node agent's.
-func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending bool, waiting string, now metav1.Time) v1.VirtualMachineInstanceStatus {
+// cache), whether a pod creation is still to be observed, for an instance without a pod why it
+// cannot have one yet (waiting), and for a pod that cannot start why the kubelet cannot mount
+// its volumes (mountFailure). It never leaves a final phase and never enters Running or later:
+// those are the node agent's.
+func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending bool, waiting, mountFailure string, now metav1.Time) v1.VirtualMachineInstanceStatus {
 	s := *vmi.Status.DeepCopy()
 	// Step through the controller's phases until none applies, so an instance whose pod is
 	// already bound (after a controller restart, say) goes straight to Scheduled.
@@ -63,7 +64,8 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 		return s
 	}
 
-	if c := s.Condition(v1.VirtualMachineInstanceSynchronized); c != nil && c.Reason == FailedPvcNotFoundReason && waiting == "" {
+	if c := s.Condition(v1.VirtualMachineInstanceSynchronized); c != nil &&
+		(c.Reason == FailedPvcNotFoundReason && waiting == "" || c.Reason == FailedMountReason && mountFailure == "") {
 		s.RemoveCondition(v1.VirtualMachineInstanceSynchronized)
 	}
 	switch {
@@ -87,6 +89,13 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 		}
 		if pod.Status.QOSClass != "" {
 			s.QOSClass = &pod.Status.QOSClass
+		}
+		if mountFailure != "" {
+			// A missing cloud-init Secret, say: the pod waits in ContainerCreating until it
+			// appears, as KubeVirt's does; the instance says why.
+			s.SetCondition(v1.VirtualMachineInstanceCondition{
+				Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: FailedMountReason, Message: mountFailure,
+			}, now)
 		}
 		if cond := podCondition(pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
 			s.SetCondition(v1.VirtualMachineInstanceCondition{

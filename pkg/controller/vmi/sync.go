@@ -103,8 +103,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 
+	mountFailure := c.mountFailure(pod)
+	if mountFailure != "" {
+		if cond := vmi.Status.Condition(v1.VirtualMachineInstanceSynchronized); cond == nil || cond.Message != mountFailure {
+			c.recorder.Event(vmi, corev1.EventTypeWarning, FailedMountReason, mountFailure)
+		}
+	}
 	now := metav1.Now()
-	status := nextStatus(vmi, pod, creationPending, waiting, now)
+	status := nextStatus(vmi, pod, creationPending, waiting, mountFailure, now)
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status

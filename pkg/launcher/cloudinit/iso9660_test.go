@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -104,23 +103,21 @@ func TestWriteISOEmptyFileAndErrors(t *testing.T) {
 
 func TestForVolume(t *testing.T) {
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "guest"}}
-	nc, err := ForVolume(vmi, &v1.CloudInitNoCloudSource{UserDataBase64: "I2Nsb3VkLWNvbmZpZwo=", NetworkData: "version: 2\n"})
+	nc, err := ForVolume(vmi, &v1.CloudInitNoCloudSource{UserDataBase64: "I2Nsb3VkLWNvbmZpZwo=", NetworkData: "version: 2\n"}, "")
 	require.NoError(t, err)
 	assert.Equal(t, "#cloud-config\n", string(nc.UserData))
 	assert.Equal(t, "instance-id: guest.ns\nlocal-hostname: guest\n", string(nc.MetaData))
 	assert.Equal(t, "version: 2\n", string(nc.NetworkConfig))
 
 	vmi.Spec.Hostname = "other"
-	nc, err = ForVolume(vmi, &v1.CloudInitNoCloudSource{UserData: "x"})
+	nc, err = ForVolume(vmi, &v1.CloudInitNoCloudSource{UserData: "x"}, "")
 	require.NoError(t, err)
 	assert.Contains(t, string(nc.MetaData), "local-hostname: other\n")
 	assert.Nil(t, nc.NetworkConfig)
 	assert.Len(t, nc.Files(), 2)
 
-	_, err = ForVolume(vmi, &v1.CloudInitNoCloudSource{UserDataBase64: "!!"})
-	assert.Error(t, err)
-	_, err = ForVolume(vmi, &v1.CloudInitNoCloudSource{UserDataSecretRef: &corev1LocalRef})
-	assert.ErrorContains(t, err, "resolved")
+	_, err = ForVolume(vmi, &v1.CloudInitNoCloudSource{UserDataBase64: "!!"}, "")
+	assert.ErrorContains(t, err, "user data: base64")
 }
 
 // TestISOInfo reads the image with genisoimage's isoinfo, an independent reader, when it is
@@ -151,5 +148,3 @@ func TestISOInfo(t *testing.T) {
 	_, err = os.Stat(path + ".tmp")
 	assert.True(t, os.IsNotExist(err))
 }
-
-var corev1LocalRef = corev1.LocalObjectReference{Name: "s"}

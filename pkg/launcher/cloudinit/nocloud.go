@@ -5,9 +5,12 @@ package cloudinit
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -23,20 +26,28 @@ type NoCloud struct {
 	NetworkConfig []byte // omitted from the image when nil
 }
 
-// ForVolume is the NoCloud data of the instance's cloudInitNoCloud volume source. Secret
-// references must have been resolved into inline data by whoever had API access (the
-// handler does it before Sync): the launcher has none.
-func ForVolume(vmi *v1.VirtualMachineInstance, src *v1.CloudInitNoCloudSource) (NoCloud, error) {
-	if src.UserDataSecretRef != nil || src.NetworkDataSecretRef != nil {
-		return NoCloud{}, fmt.Errorf("cloudInitNoCloud secret references must be resolved before the launcher sees them")
+// ForVolume is the NoCloud data of the instance's cloudInitNoCloud volume source. The Secrets
+// it names are read from secretsDir, where the launcher pod mounts each as a directory of its
+// keys (<secretsDir>/<secret>/<key>, virt-controller's launcherpod.SecretsDir): the launcher
+// has no API access, and no Hangar component reads Secrets through the API for it.
+func ForVolume(vmi *v1.VirtualMachineInstance, src *v1.CloudInitNoCloudSource, secretsDir string) (NoCloud, error) {
+	var user, network []byte
+	var err error
+	if ref := src.UserDataSecretRef; ref != nil {
+		user, err = readSecretKey(secretsDir, ref.Name, "userdata", "userData")
+	} else {
+		user, err = inlineOrBase64(src.UserData, src.UserDataBase64)
 	}
-	user, err := inlineOrBase64(src.UserData, src.UserDataBase64)
 	if err != nil {
-		return NoCloud{}, fmt.Errorf("userDataBase64: %w", err)
+		return NoCloud{}, fmt.Errorf("user data: %w", err)
 	}
-	network, err := inlineOrBase64(src.NetworkData, src.NetworkDataBase64)
+	if ref := src.NetworkDataSecretRef; ref != nil {
+		network, err = readSecretKey(secretsDir, ref.Name, "networkdata", "networkData")
+	} else {
+		network, err = inlineOrBase64(src.NetworkData, src.NetworkDataBase64)
+	}
 	if err != nil {
-		return NoCloud{}, fmt.Errorf("networkDataBase64: %w", err)
+		return NoCloud{}, fmt.Errorf("network data: %w", err)
 	}
 	hostname := vmi.Spec.Hostname
 	if hostname == "" {
@@ -60,7 +71,34 @@ func inlineOrBase64(inline, b64 string) ([]byte, error) {
 	if b64 == "" {
 		return nil, nil
 	}
-	return base64.StdEncoding.DecodeString(b64)
+	data, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, fmt.Errorf("base64: %w", err)
+	}
+	return data, nil
+}
+
+// readSecretKey reads the first of keys that the mounted Secret name has.
+func readSecretKey(secretsDir, name string, keys ...string) ([]byte, error) {
+	// The name is a directory below secretsDir: it may not lead out of it (the API and
+	// virt-controller refuse such names too).
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("secret name %q is not a Secret's", name)
+	}
+	dir := filepath.Join(secretsDir, name)
+	for _, key := range keys {
+		data, err := os.ReadFile(filepath.Join(dir, key))
+		if err == nil {
+			return data, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("secret %s: %w", name, err)
+		}
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("secret %s is not mounted at %s: %w", name, dir, err)
+	}
+	return nil, fmt.Errorf("secret %s has none of the keys %s", name, strings.Join(keys, ", "))
 }
 
 // MetaData is NoCloud meta-data (YAML) with an instance id and a hostname.

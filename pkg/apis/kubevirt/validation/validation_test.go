@@ -123,6 +123,19 @@ func TestValidateVirtualMachineInstanceSpec(t *testing.T) {
 			s.Volumes[1].CloudInitNoCloud.UserData = ""
 			s.Volumes[1].CloudInitNoCloud.UserDataBase64 = "not base64!"
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.volumes[1].cloudInitNoCloud.userDataBase64"}}},
+		{"cloud-init from Secrets", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.UserData = ""
+			s.Volumes[1].CloudInitNoCloud.UserDataSecretRef = &corev1.LocalObjectReference{Name: "seed"}
+			s.Volumes[1].CloudInitNoCloud.NetworkDataSecretRef = &corev1.LocalObjectReference{Name: "seed.network"}
+		}, nil},
+		{"cloud-init Secrets without a name or with a path for one", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.UserData = ""
+			s.Volumes[1].CloudInitNoCloud.UserDataSecretRef = &corev1.LocalObjectReference{}
+			s.Volumes[1].CloudInitNoCloud.NetworkDataSecretRef = &corev1.LocalObjectReference{Name: "../seed"}
+		}, []wantErr{
+			{field.ErrorTypeRequired, "spec.volumes[1].cloudInitNoCloud.secretRef.name"},
+			{field.ErrorTypeInvalid, "spec.volumes[1].cloudInitNoCloud.networkDataSecretRef.name"},
+		}},
 		{"interface without network", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Networks[0].Name = "other"
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.networks[0].name"}, {field.ErrorTypeNotFound, "spec.domain.devices.interfaces[0].name"}}},

@@ -237,6 +237,23 @@ func validateNoCloud(s *kubevirt.CloudInitNoCloudSource, path *field.Path) field
 	if networkSources > 1 {
 		allErrs = append(allErrs, field.Invalid(path, "", "only one of networkData, networkDataBase64 and networkDataSecretRef may be set"))
 	}
+	// The launcher pod mounts each Secret as a volume: its name must be a Secret's.
+	for _, ref := range []struct {
+		field string
+		ref   *corev1.LocalObjectReference
+	}{{"secretRef", s.UserDataSecretRef}, {"networkDataSecretRef", s.NetworkDataSecretRef}} {
+		if ref.ref == nil {
+			continue
+		}
+		namePath := path.Child(ref.field, "name")
+		if ref.ref.Name == "" {
+			allErrs = append(allErrs, field.Required(namePath, "the name of a Secret in the instance's namespace"))
+			continue
+		}
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(ref.ref.Name) {
+			allErrs = append(allErrs, field.Invalid(namePath, ref.ref.Name, msg))
+		}
+	}
 	for name, data := range map[string]string{"userDataBase64": s.UserDataBase64, "networkDataBase64": s.NetworkDataBase64} {
 		if _, err := base64.StdEncoding.DecodeString(data); data != "" && err != nil {
 			allErrs = append(allErrs, field.Invalid(path.Child(name), "<base64>", fmt.Sprintf("is not valid base64: %v", err)))
