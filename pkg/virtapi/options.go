@@ -16,6 +16,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
+	"github.com/hangarvm/hangar/pkg/podadmission"
 )
 
 // etcdPathPrefix is where virt-api keeps its objects in etcd (under it, <group>/<resource>).
@@ -43,6 +44,23 @@ type Options struct {
 	// ShutdownDelay keeps a terminating virt-api serving (and failing /readyz) while the
 	// Service's endpoints and kube-apiserver's aggregator stop sending it requests.
 	ShutdownDelay time.Duration
+	// LauncherPods configures the checks of launcher pods at instance create and VM start.
+	LauncherPods LauncherPodOptions
+}
+
+// LauncherPodOptions configure the HangarLauncherPod admission plugin (pkg/podadmission).
+type LauncherPodOptions struct {
+	// ConfigNamespace and ConfigName locate virt-controller's cluster configuration, so the
+	// pod checked is the pod virt-controller will create.
+	ConfigNamespace, ConfigName string
+	// PodSecurityDefaultLevel and PodSecurityDefaultVersion stand in for kube-apiserver's
+	// PodSecurityConfiguration defaults, which virt-api cannot read.
+	PodSecurityDefaultLevel, PodSecurityDefaultVersion string
+	// PodSecurityExemptNamespaces are exempt in kube-apiserver's PodSecurityConfiguration.
+	PodSecurityExemptNamespaces []string
+	// PodSecurityExempt: kube-apiserver's PodSecurityConfiguration exempts virt-controller's
+	// user (the creator of launcher pods); Pod Security is not checked.
+	PodSecurityExempt bool
 }
 
 // NewOptions returns virt-api's options with their defaults.
@@ -56,6 +74,11 @@ func NewOptions() *Options {
 		v1.SchemeGroupVersion, schema.GroupKind{Group: v1.GroupName})
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	o.Handlers = nodeclient.Config{Namespace: "hangar", Selector: "app.kubernetes.io/name=virt-handler", Port: 18186}
+	o.LauncherPods = LauncherPodOptions{ConfigNamespace: "hangar", ConfigName: "hangar-config",
+		PodSecurityDefaultLevel: "privileged", PodSecurityDefaultVersion: "latest"}
+	// Launcher pods are checked last, after the webhooks and policies of the cluster.
+	podadmission.Register(o.RecommendedOptions.Admission.Plugins)
+	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(o.RecommendedOptions.Admission.RecommendedPluginOrder, podadmission.PluginName)
 	return o
 }
 
@@ -81,6 +104,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.KeyFile, "handler-client-key-file", h.KeyFile, "Key of --handler-client-cert-file.")
 	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
 		"For development: reach every node's virt-handler at this URL instead of finding the handler pod of the node.")
+	lp := &o.LauncherPods
+	fs.StringVar(&lp.ConfigNamespace, "config-namespace", lp.ConfigNamespace,
+		"Namespace of virt-controller's cluster configuration ConfigMap, read to build the launcher pods that admission checks.")
+	fs.StringVar(&lp.ConfigName, "config-name", lp.ConfigName, "Name of virt-controller's cluster configuration ConfigMap.")
+	fs.StringVar(&lp.PodSecurityDefaultLevel, "pod-security-default-level", lp.PodSecurityDefaultLevel,
+		"Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: the 'enforce' default of kube-apiserver's PodSecurityConfiguration, which virt-api cannot read.")
+	fs.StringVar(&lp.PodSecurityDefaultVersion, "pod-security-default-version", lp.PodSecurityDefaultVersion,
+		"Pod Security version (latest or v1.N) of namespaces without the pod-security.kubernetes.io/enforce-version label: 'enforce-version' of kube-apiserver's PodSecurityConfiguration.")
+	fs.StringSliceVar(&lp.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", lp.PodSecurityExemptNamespaces,
+		"Namespaces exempt from Pod Security in kube-apiserver's PodSecurityConfiguration: their launcher pods are not checked against it.")
+	fs.BoolVar(&lp.PodSecurityExempt, "pod-security-exempt", lp.PodSecurityExempt,
+		"kube-apiserver's PodSecurityConfiguration exempts virt-controller's ServiceAccount, which creates the launcher pods: do not check them against Pod Security.")
 }
 
 // Complete fills in what follows from the flags.
@@ -121,6 +156,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WriteKubeconfig != "" && !o.Standalone {
 		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))
+	}
+	if _, err := podadmission.ParseLevelVersion(o.LauncherPods.PodSecurityDefaultLevel, o.LauncherPods.PodSecurityDefaultVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--pod-security-default-level/--pod-security-default-version: %w", err))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration must not be negative"))
