@@ -116,7 +116,7 @@ func TestLauncherPodAdmission(t *testing.T) {
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("default-limit"), metav1.CreateOptions{})
 		require.True(t, apierrors.IsInvalid(err), "%v", err)
 		assert.Contains(t, err.Error(), `VirtualMachineInstance.kubevirt.io "default-limit" is invalid: spec.domain.resources: Invalid value: `+
-			`"launcher pod: container compute: memory request 129Mi is more than its limit 100Mi (the default limit of LimitRange small)`)
+			`launcher pod: container compute: memory request 129Mi is more than its limit 100Mi (the default limit of LimitRange small)`)
 
 		// With a limit of its own above the maximum, LimitRanger's rule answers (403).
 		limited := newVMI("over-max")
