@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -136,6 +139,42 @@ func TestLauncherPodAdmission(t *testing.T) {
 		assertPodSecurity(t, c, "psa-restricted", "restricted", false, `launcher pod would violate PodSecurity "restricted:latest": `)
 		// An exemption in kube-apiserver's configuration, told to virt-api by a flag.
 		assertPodSecurity(t, c, "psa-exempt", "restricted", true, "")
+	})
+
+	// virt-api's new rights are reads, and the ConfigMap one is that ConfigMap only.
+	t.Run("virt-api's RBAC: the configuration ConfigMap, quotas and LimitRanges, read-only", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.VirtAPI.Dir, "virt-api.kubeconfig"))
+		require.NoError(t, err)
+		asVirtAPI, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		_, err = c.Kube.CoreV1().ConfigMaps("hangar").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		cms := asVirtAPI.CoreV1().ConfigMaps("hangar")
+		_, err = cms.Get(ctx, "hangar-config", metav1.GetOptions{})
+		assert.NoError(t, err)
+		byName := metav1.ListOptions{FieldSelector: "metadata.name=hangar-config"}
+		_, err = cms.List(ctx, byName)
+		assert.NoError(t, err, "the informer lists by name")
+		_, err = cms.Get(ctx, "other", metav1.GetOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "another ConfigMap: %v", err)
+		_, err = cms.List(ctx, metav1.ListOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "every ConfigMap: %v", err)
+		_, err = asVirtAPI.CoreV1().ConfigMaps("quota-pods").List(ctx, byName)
+		assert.True(t, apierrors.IsForbidden(err), "ConfigMaps of that name elsewhere: %v", err)
+		_, err = cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hangar-config"}}, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "writing the configuration: %v", err)
+
+		_, err = asVirtAPI.CoreV1().ResourceQuotas("").List(ctx, metav1.ListOptions{})
+		assert.NoError(t, err)
+		_, err = asVirtAPI.CoreV1().LimitRanges("").List(ctx, metav1.ListOptions{})
+		assert.NoError(t, err)
+		err = asVirtAPI.CoreV1().ResourceQuotas("quota-pods").Delete(ctx, "q1", metav1.DeleteOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "deleting a quota: %v", err)
+		_, err = asVirtAPI.CoreV1().LimitRanges("limitrange").Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "creating a LimitRange: %v", err)
+		_, err = asVirtAPI.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "claims are not read (their volumeMode does not matter to the checks): %v", err)
 	})
 
 	t.Run("nothing to check in an ordinary namespace", func(t *testing.T) {
