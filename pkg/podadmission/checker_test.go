@@ -281,3 +281,22 @@ func TestNotReady(t *testing.T) {
 	_, err := c.check(ctx, testVMI())
 	assert.True(t, apierrors.IsServiceUnavailable(err), "%v", err)
 }
+
+// BenchmarkCheckInstance is the CPU cost of the checks on one instance create, in a namespace
+// with a quota and a LimitRange: conversion, pod build, defaults, every check.
+func BenchmarkCheckInstance(b *testing.B) {
+	t := &testing.T{}
+	c := checkerWith(t, nil,
+		quota("roomy", corev1.ResourceList{corev1.ResourcePods: q("100000"), corev1.ResourceRequestsMemory: q("100Ti")}, nil),
+		limitRange("roomy", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceMemory: q("64Gi")},
+			Default: corev1.ResourceList{corev1.ResourceMemory: q("64Gi")}}))
+	vmi := &kubevirt.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vmi"}, Spec: internalSpec()}
+	vmi.Spec.Volumes = []kubevirt.Volume{{Name: "root", VolumeSource: kubevirt.VolumeSource{ContainerDisk: &kubevirt.ContainerDiskSource{Image: "example/disk"}}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r, err := c.CheckInstance(ctx, vmi); err != nil || r != nil {
+			b.Fatal(r, err)
+		}
+	}
+}
