@@ -254,6 +254,36 @@ func TestController(t *testing.T) {
 		assert.Less(t, c.requests.count(creates)-before, 20, "creates refused in 5 s")
 	})
 
+	// A VM admitted before its namespace ran out of room: the instance the controller creates
+	// for it is checked too, and the VM's Failure condition says why.
+	t.Run("a VM whose instance is refused says why", func(t *testing.T) {
+		c := c.with(t)
+		ns := c.namespace("filled-up")
+		_, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("late", v1.RunStrategyAlways), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "none"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		probe := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: guest()}
+		waitFor(t, wait, "virt-api sees the quota", func() (bool, error) {
+			_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(err), nil
+		})
+
+		c.startController()
+		waitFor(t, wait, "the VM's Failure condition", func() (bool, error) {
+			for _, cond := range c.vm(ns, "late").Status.Conditions {
+				if cond.Type == v1.VirtualMachineFailure && cond.Status == corev1.ConditionTrue {
+					assert.Contains(t, cond.Message, `virtualmachineinstances.kubevirt.io "late" is forbidden: launcher pod: exceeded quota: none`)
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		_, err = c.vmi(ns, "late")
+		assert.True(t, apierrors.IsNotFound(err), "no instance: %v", err)
+	})
+
 	t.Run("garbage collection", func(t *testing.T) {
 		c := c.with(t)
 		stop := c.startController()
