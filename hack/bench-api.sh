@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints Hangar's API throughput against the same schema as a CRD in the same kube-apiserver:
 # creates/s and list latency for BENCH_VMS (5000) VirtualMachines through kube-apiserver ->
-# virt-api (APIService), and through kube-apiserver's CRD handler. Needs the Kubernetes
-# binaries (hack/cluster/build.sh). A benchmark, not a test: it fails only on errors.
+# virt-api (APIService), and through kube-apiserver's CRD handler; then the creates that pay
+# for virt-api's launcher pod checks (VMs that run, instances). BENCH_LAUNCHER_POD_CHECKS=off
+# runs virt-api without them, for a before/after pair. Needs the Kubernetes binaries
+# (hack/cluster/build.sh). A benchmark, not a test: it fails only on errors.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"

@@ -16,6 +16,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
@@ -28,6 +29,9 @@ type ExtraConfig struct {
 	KubeClientConfig *restclient.Config
 	// Nodes reaches the node agents for guest commands and streams; nil when there are none.
 	Nodes virtualmachineinstance.Nodes
+	// LauncherPods checks the launcher pod of a VM being started; nil when the checks are off
+	// (standalone, or the HangarLauncherPod admission plugin disabled).
+	LauncherPods *podadmission.Checker
 }
 
 // Config is the configuration of virt-api.
@@ -89,6 +93,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		pods = launcherPods{kube: kube}
 	}
 	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
+	if c.ExtraConfig.LauncherPods != nil {
+		vmActions.CheckStarts(c.ExtraConfig.LauncherPods)
+	}
 	commands := virtualmachineinstance.NewCommands(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes)
 	authz := c.GenericConfig.Authorization.Authorizer
 	console := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "console")

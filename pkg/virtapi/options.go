@@ -18,6 +18,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
+	"github.com/hangarvm/hangar/pkg/podadmission"
 )
 
 // etcdPathPrefix is where virt-api keeps its objects in etcd (under it, <group>/<resource>).
@@ -48,6 +49,23 @@ type Options struct {
 	// NodeAgents are the users that act for one node each (virt-handler): virt-api limits
 	// them to the instances on the node their credential is bound to.
 	NodeAgents []string
+	// LauncherPods configures the checks of launcher pods at instance create and VM start.
+	LauncherPods LauncherPodOptions
+}
+
+// LauncherPodOptions configure the HangarLauncherPod admission plugin (pkg/podadmission).
+type LauncherPodOptions struct {
+	// ConfigNamespace and ConfigName locate virt-controller's cluster configuration, so the
+	// pod checked is the pod virt-controller will create.
+	ConfigNamespace, ConfigName string
+	// PodSecurityDefaultLevel and PodSecurityDefaultVersion stand in for kube-apiserver's
+	// PodSecurityConfiguration defaults, which virt-api cannot read.
+	PodSecurityDefaultLevel, PodSecurityDefaultVersion string
+	// PodSecurityExemptNamespaces are exempt in kube-apiserver's PodSecurityConfiguration.
+	PodSecurityExemptNamespaces []string
+	// PodSecurityExempt: kube-apiserver's PodSecurityConfiguration exempts virt-controller's
+	// user (the creator of launcher pods); Pod Security is not checked.
+	PodSecurityExempt bool
 }
 
 // NewOptions returns virt-api's options with their defaults.
@@ -67,6 +85,11 @@ func NewOptions() *Options {
 	admissionOpts := o.RecommendedOptions.Admission
 	noderestriction.Register(admissionOpts.Plugins, func() noderestriction.Agents { return noderestriction.NewAgents(o.NodeAgents...) })
 	admissionOpts.RecommendedPluginOrder = slices.Insert(slices.Clone(admissionOpts.RecommendedPluginOrder), 1, noderestriction.PluginName)
+	o.LauncherPods = LauncherPodOptions{ConfigNamespace: "hangar", ConfigName: "hangar-config",
+		PodSecurityDefaultLevel: "privileged", PodSecurityDefaultVersion: "latest"}
+	// Launcher pods are checked last, after the webhooks and policies of the cluster.
+	podadmission.Register(admissionOpts.Plugins)
+	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, podadmission.PluginName)
 	return o
 }
 
@@ -95,6 +118,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.KeyFile, "handler-client-key-file", h.KeyFile, "Key of --handler-client-cert-file.")
 	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
 		"For development: reach every node's virt-handler at this URL instead of finding the handler pod of the node.")
+	lp := &o.LauncherPods
+	fs.StringVar(&lp.ConfigNamespace, "config-namespace", lp.ConfigNamespace,
+		"Namespace of virt-controller's cluster configuration ConfigMap, read to build the launcher pods that admission checks.")
+	fs.StringVar(&lp.ConfigName, "config-name", lp.ConfigName, "Name of virt-controller's cluster configuration ConfigMap.")
+	fs.StringVar(&lp.PodSecurityDefaultLevel, "pod-security-default-level", lp.PodSecurityDefaultLevel,
+		"Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: the 'enforce' default of kube-apiserver's PodSecurityConfiguration, which virt-api cannot read.")
+	fs.StringVar(&lp.PodSecurityDefaultVersion, "pod-security-default-version", lp.PodSecurityDefaultVersion,
+		"Pod Security version (latest or v1.N) of namespaces without the pod-security.kubernetes.io/enforce-version label: 'enforce-version' of kube-apiserver's PodSecurityConfiguration.")
+	fs.StringSliceVar(&lp.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", lp.PodSecurityExemptNamespaces,
+		"Namespaces exempt from Pod Security in kube-apiserver's PodSecurityConfiguration: their launcher pods are not checked against it.")
+	fs.BoolVar(&lp.PodSecurityExempt, "pod-security-exempt", lp.PodSecurityExempt,
+		"kube-apiserver's PodSecurityConfiguration exempts virt-controller's ServiceAccount, which creates the launcher pods: do not check them against Pod Security.")
 }
 
 // Complete fills in what follows from the flags.
@@ -135,6 +170,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WriteKubeconfig != "" && !o.Standalone {
 		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))
+	}
+	if _, err := podadmission.ParseLevelVersion(o.LauncherPods.PodSecurityDefaultLevel, o.LauncherPods.PodSecurityDefaultVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--pod-security-default-level/--pod-security-default-version: %w", err))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration must not be negative"))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -26,6 +27,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
+	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
@@ -55,8 +57,17 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.OpenAPIV3Config.Info.Title = "Hangar"
 	serverConfig.OpenAPIV3Config.Info.Version = "v1"
 
+	checkerOf := o.launcherPodChecks()
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
+	}
+	checker := checkerOf()
+	if checker != nil {
+		// The cluster configuration is read from a ConfigMap informer of its own (one object,
+		// by name); the namespace, quota and LimitRange informers are the generic server's.
+		serverConfig.AddPostStartHookOrDie("hangar-launcher-pod-config", func(ctx genericapiserver.PostStartHookContext) error {
+			return checker.Run(ctx)
+		})
 	}
 	serverConfig.ShutdownDelayDuration = o.ShutdownDelay
 	if o.Standalone {
@@ -83,8 +94,42 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes},
+		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes, LauncherPods: checker},
 	}, nil
+}
+
+// launcherPodChecks arranges for the HangarLauncherPod admission plugin to get its checker
+// when the admission chain is built; the function returned gives the checker afterwards, or
+// nil when there is no admission (standalone) or the plugin is disabled.
+func (o *Options) launcherPodChecks() func() *podadmission.Checker {
+	if o.RecommendedOptions.Admission == nil {
+		return func() *podadmission.Checker { return nil }
+	}
+	var checker *podadmission.Checker
+	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		kube, err := kubernetes.NewForConfig(c.ClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		lp := o.LauncherPods
+		def, err := podadmission.ParseLevelVersion(lp.PodSecurityDefaultLevel, lp.PodSecurityDefaultVersion)
+		if err != nil {
+			return nil, err
+		}
+		podSecurity, err := podadmission.NewPodSecurity(def, lp.PodSecurityExemptNamespaces, lp.PodSecurityExempt)
+		if err != nil {
+			return nil, err
+		}
+		checker = podadmission.New(c.SharedInformerFactory, kube, podadmission.Config{
+			ConfigNamespace: lp.ConfigNamespace, ConfigName: lp.ConfigName, PodSecurity: podSecurity})
+		return []admission.PluginInitializer{podadmission.NewInitializer(checker)}, nil
+	}
+	return func() *podadmission.Checker {
+		if checker == nil || !checker.InUse() {
+			return nil
+		}
+		return checker
+	}
 }
 
 // nodes returns the client for node agents: through the cluster, or at a fixed address, or

@@ -17,12 +17,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/hangarvm/hangar/pkg/podadmission"
+	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -37,19 +40,35 @@ func envInt(name string, def int) int {
 
 func TestAPIThroughput(t *testing.T) {
 	count, workers, lists := envInt("BENCH_VMS", 5000), envInt("BENCH_WORKERS", 16), envInt("BENCH_LISTS", 5)
-	c := framework.StartAggregated(t)
+	// BENCH_LAUNCHER_POD_CHECKS=off measures virt-api without the HangarLauncherPod admission
+	// plugin, for a before/after pair on the same code.
+	checks := os.Getenv("BENCH_LAUNCHER_POD_CHECKS") != "off"
+	c := framework.StartAggregatedWith(t, func(o *virtapi.Options) {
+		if !checks {
+			o.RecommendedOptions.Admission.DisablePlugins = []string{podadmission.PluginName}
+		}
+	})
 	ctx := context.Background()
 	client, err := dynamic.NewForConfig(c.Admin)
 	require.NoError(t, err)
 	installCRD(t, c, client)
 
+	vmGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	vmiGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	// The first two compare Hangar with a CRD on VMs that do not run (Halted). The others are
+	// the creates that pay for the launcher pod checks (the pod is built and checked against
+	// the namespace): VMs that run, and instances.
 	apis := []struct {
-		name string
-		gvr  schema.GroupVersionResource
+		name   string
+		gvr    schema.GroupVersionResource
+		object func(schema.GroupVersionResource, int) *unstructured.Unstructured
 	}{
-		{"kube-apiserver -> virt-api", schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}},
-		{"CRD in kube-apiserver", crdGVR},
+		{"kube-apiserver -> virt-api", vmGVR, vmObject("Halted")},
+		{"CRD in kube-apiserver", crdGVR, vmObject("Halted")},
+		{"virt-api, VMs Always", vmGVR, vmObject("Always")},
+		{"virt-api, instances", vmiGVR, vmiObject},
 	}
+	const checkedFrom = 2 // these namespaces get a quota and a LimitRange for the checks to look at
 	type result struct {
 		createsPerSecond                  float64
 		listP50, listP95, listAllInOneP50 time.Duration
@@ -59,6 +78,9 @@ func TestAPIThroughput(t *testing.T) {
 		ns := fmt.Sprintf("bench-%d", i)
 		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		require.NoError(t, err)
+		if i >= checkedFrom {
+			namespacePolicies(t, c, ns)
+		}
 		res := client.Resource(a.gvr).Namespace(ns)
 
 		start := time.Now()
@@ -70,7 +92,7 @@ func TestAPIThroughput(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for n := range jobs {
-					if _, err := res.Create(ctx, vmObject(a.gvr, n), metav1.CreateOptions{}); err != nil {
+					if _, err := res.Create(ctx, a.object(a.gvr, n), metav1.CreateOptions{}); err != nil {
 						errs <- err
 						return
 					}
@@ -111,7 +133,8 @@ func TestAPIThroughput(t *testing.T) {
 		results[i].listAllInOneP50 = percentile(whole, 50)
 	}
 
-	fmt.Printf("\nAPI throughput: %d VirtualMachines, %d concurrent clients, %d lists each\n", count, workers, lists)
+	fmt.Printf("\nAPI throughput: %d objects per row, %d concurrent clients, %d lists each; launcher pod checks %s\n",
+		count, workers, lists, map[bool]string{true: "on", false: "off"}[checks])
 	fmt.Printf("%-28s %12s %14s %14s %16s\n", "API", "creates/s", "list p50", "list p95", "list (1 page) p50")
 	for i, a := range apis {
 		r := results[i]
@@ -121,6 +144,23 @@ func TestAPIThroughput(t *testing.T) {
 	fmt.Printf("ratio Hangar/CRD: creates %.2f, list p50 %.2f\n\n",
 		results[0].createsPerSecond/results[1].createsPerSecond,
 		float64(results[0].listP50)/float64(results[1].listP50))
+}
+
+// namespacePolicies gives a namespace a quota and a LimitRange roomy enough for every create,
+// so the checks do their whole work.
+func namespacePolicies(t *testing.T, c *framework.Cluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "roomy"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100000"),
+			corev1.ResourceRequestsMemory: resource.MustParse("100Ti")}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.Kube.CoreV1().LimitRanges(ns).Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "roomy"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// Let virt-api's informers see them before the clock starts.
+	time.Sleep(time.Second)
 }
 
 func percentile(d []time.Duration, p int) time.Duration {
@@ -133,26 +173,43 @@ func percentile(d []time.Duration, p int) time.Duration {
 	return sorted[idx]
 }
 
-// vmObject is a small VirtualMachine, the same for both APIs but for the group.
-func vmObject(gvr schema.GroupVersionResource, n int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": gvr.GroupVersion().String(),
-		"kind":       "VirtualMachine",
-		"metadata":   map[string]interface{}{"name": fmt.Sprintf("vm-%05d", n), "labels": map[string]interface{}{"app": "bench"}},
-		"spec": map[string]interface{}{
-			"runStrategy": "Halted",
-			"template": map[string]interface{}{
-				"metadata": map[string]interface{}{"labels": map[string]interface{}{"app": "bench"}},
-				"spec": map[string]interface{}{
-					"domain": map[string]interface{}{
-						"resources": map[string]interface{}{"requests": map[string]interface{}{"memory": "128Mi"}},
-						"devices":   map[string]interface{}{"disks": []interface{}{map[string]interface{}{"name": "root", "disk": map[string]interface{}{"bus": "virtio"}}}},
-					},
-					"volumes": []interface{}{map[string]interface{}{"name": "root", "containerDisk": map[string]interface{}{"image": "example/disk"}}},
+// vmObject makes a small VirtualMachine with the given run strategy, the same for both APIs
+// but for the group.
+func vmObject(runStrategy string) func(schema.GroupVersionResource, int) *unstructured.Unstructured {
+	return func(gvr schema.GroupVersionResource, n int) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": gvr.GroupVersion().String(),
+			"kind":       "VirtualMachine",
+			"metadata":   map[string]interface{}{"name": fmt.Sprintf("vm-%05d", n), "labels": map[string]interface{}{"app": "bench"}},
+			"spec": map[string]interface{}{
+				"runStrategy": runStrategy,
+				"template": map[string]interface{}{
+					"metadata": map[string]interface{}{"labels": map[string]interface{}{"app": "bench"}},
+					"spec":     instanceSpec(),
 				},
 			},
-		},
+		}}
+	}
+}
+
+// vmiObject is the instance of vmObject's template.
+func vmiObject(gvr schema.GroupVersionResource, n int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": gvr.GroupVersion().String(),
+		"kind":       "VirtualMachineInstance",
+		"metadata":   map[string]interface{}{"name": fmt.Sprintf("vmi-%05d", n), "labels": map[string]interface{}{"app": "bench"}},
+		"spec":       instanceSpec(),
 	}}
+}
+
+func instanceSpec() map[string]interface{} {
+	return map[string]interface{}{
+		"domain": map[string]interface{}{
+			"resources": map[string]interface{}{"requests": map[string]interface{}{"memory": "128Mi"}},
+			"devices":   map[string]interface{}{"disks": []interface{}{map[string]interface{}{"name": "root", "disk": map[string]interface{}{"bus": "virtio"}}}},
+		},
+		"volumes": []interface{}{map[string]interface{}{"name": "root", "containerDisk": map[string]interface{}{"image": "example/disk"}}},
+	}
 }
 
 // installCRD installs VirtualMachine's schema, as virt-api publishes it, as a CRD.

@@ -22,6 +22,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	vmicontroller "github.com/hangarvm/hangar/pkg/controller/vmi"
 )
 
@@ -208,6 +209,80 @@ func TestController(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int32(1), sc.Status.Replicas)
 		assert.Equal(t, "set=pool", sc.Status.Selector)
+	})
+
+	// virt-api checks the launcher pod of every instance, whoever creates it: the replica
+	// set's instances in a namespace whose quota leaves no room for a pod are refused (403),
+	// and the set says why in its ReplicaFailure condition, retrying at the work queue's
+	// back-off pace.
+	t.Run("a replica set in a namespace without room for pods says why", func(t *testing.T) {
+		c := c.with(t)
+		c.startController()
+		ns := c.namespace("no-room")
+		_, err := c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "none"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		probe := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: guest()}
+		waitFor(t, wait, "virt-api sees the quota", func() (bool, error) {
+			_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(err), nil
+		})
+
+		_, err = c.Hangar.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Create(ctx, newReplicaSet("full", 2), metav1.CreateOptions{})
+		require.NoError(t, err)
+		creates := "POST /apis/kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances 403"
+		waitFor(t, wait, "the ReplicaFailure condition", func() (bool, error) {
+			rs, err := c.Hangar.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Get(ctx, "full", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range rs.Status.Conditions {
+				if cond.Type == v1.VirtualMachineInstanceReplicaSetReplicaFailure {
+					assert.Equal(t, replicaset.FailedCreateReason, cond.Reason)
+					assert.Contains(t, cond.Message, "virtualmachineinstances.kubevirt.io is forbidden: launcher pod: exceeded quota: none, "+
+						"requested: pods=1, used: pods=0, limited: pods=0")
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		list, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, list.Items)
+		// The tries back off (5 ms doubling): a handful in a few seconds, not a loop.
+		before := c.requests.count(creates)
+		time.Sleep(5 * time.Second)
+		assert.Less(t, c.requests.count(creates)-before, 20, "creates refused in 5 s")
+	})
+
+	// A VM admitted before its namespace ran out of room: the instance the controller creates
+	// for it is checked too, and the VM's Failure condition says why.
+	t.Run("a VM whose instance is refused says why", func(t *testing.T) {
+		c := c.with(t)
+		ns := c.namespace("filled-up")
+		_, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("late", v1.RunStrategyAlways), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "none"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		probe := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: guest()}
+		waitFor(t, wait, "virt-api sees the quota", func() (bool, error) {
+			_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(err), nil
+		})
+
+		c.startController()
+		waitFor(t, wait, "the VM's Failure condition", func() (bool, error) {
+			for _, cond := range c.vm(ns, "late").Status.Conditions {
+				if cond.Type == v1.VirtualMachineFailure && cond.Status == corev1.ConditionTrue {
+					assert.Contains(t, cond.Message, `virtualmachineinstances.kubevirt.io "late" is forbidden: launcher pod: exceeded quota: none`)
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		_, err = c.vmi(ns, "late")
+		assert.True(t, apierrors.IsNotFound(err), "no instance: %v", err)
 	})
 
 	t.Run("garbage collection", func(t *testing.T) {

@@ -133,6 +133,22 @@ func (s *Store) Apply(cm *corev1.ConfigMap) {
 // Watch keeps the store in step with the ConfigMap namespace/name until ctx ends. It returns
 // once the first list has been applied, so the controllers start with the real configuration.
 func (s *Store) Watch(ctx context.Context, client kubernetes.Interface, namespace, name string) error {
+	synced, err := s.Start(ctx, client, namespace, name)
+	if err != nil {
+		return err
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced) {
+		return fmt.Errorf("configmap %s/%s: cache did not sync", namespace, name)
+	}
+	return nil
+}
+
+// Start is Watch without the wait: it returns at once with a function that tells whether
+// the first list has been applied. virt-api uses it, waiting for the list only when a
+// request needs the configuration.
+func (s *Store) Start(ctx context.Context, client kubernetes.Interface, namespace, name string) (cache.InformerSynced, error) {
+	// The list and watch name the one ConfigMap (a field selector on metadata.name), so RBAC
+	// can grant them by resourceNames: nothing else in the namespace is readable.
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -147,7 +163,7 @@ func (s *Store) Watch(ctx context.Context, client kubernetes.Interface, namespac
 		cm, ok := obj.(*corev1.ConfigMap)
 		return ok && cm.Namespace == namespace && cm.Name == name
 	}
-	_, err := informer.AddEventHandler(cache.FilteringResourceEventHandler{
+	registration, err := informer.AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: ours,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { s.Apply(obj.(*corev1.ConfigMap)) },
@@ -156,11 +172,10 @@ func (s *Store) Watch(ctx context.Context, client kubernetes.Interface, namespac
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return fmt.Errorf("configmap %s/%s: cache did not sync", namespace, name)
-	}
-	return nil
+	// The registration's HasSynced, unlike the informer's, waits until the handler has
+	// applied the first list, not only until the list has arrived.
+	return registration.HasSynced, nil
 }

@@ -11,10 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -72,10 +75,11 @@ func newVMI(name string, opts ...vmiOpt) *v1.VirtualMachineInstance {
 }
 
 type fixture struct {
-	t        *testing.T
-	kv       *kvfake.Clientset
-	c        *Controller
-	recorder *record.FakeRecorder
+	t         *testing.T
+	kv        *kvfake.Clientset
+	c         *Controller
+	recorder  *record.FakeRecorder
+	rsIndexer cache.Indexer
 }
 
 func newFixture(t *testing.T, rs *v1.VirtualMachineInstanceReplicaSet, vmis ...*v1.VirtualMachineInstance) *fixture {
@@ -94,7 +98,7 @@ func newFixture(t *testing.T, rs *v1.VirtualMachineInstanceReplicaSet, vmis ...*
 	for _, v := range vmis {
 		require.NoError(t, vmiInformer.Informer().GetIndexer().Add(v))
 	}
-	f.c = c
+	f.c, f.rsIndexer = c, rsInformer.Informer().GetIndexer()
 	f.kv.ClearActions()
 	return f
 }
@@ -290,6 +294,41 @@ func TestCreateFailure(t *testing.T) {
 	f.c.expectations.Delete("ns/web")
 	require.NoError(t, f.c.sync(context.Background(), "ns/web"))
 	assert.Nil(t, f.condition(v1.VirtualMachineInstanceReplicaSetReplicaFailure))
+}
+
+// In a namespace whose quota leaves no room for a launcher pod, virt-api refuses every
+// instance with the same 403. The set says so once (condition and event) and does not rewrite
+// its status on every try: its own status write brings it back at once, and a write on each
+// try would make that a loop; instead the retries are the work queue's rate-limited ones.
+func TestCreateForbidden(t *testing.T) {
+	f := newFixture(t, newRS(3))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: v1.GroupName, Resource: "virtualmachineinstances"}, "",
+		errors.New("launcher pod: exceeded quota: q1, requested: pods=1, used: pods=0, limited: pods=0"))
+	f.kv.PrependReactor("create", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, forbidden
+	})
+	statusWrites := func() int {
+		return len(testutil.Filter(f.kv.Actions(), "update", "virtualmachineinstancereplicasets", "status"))
+	}
+
+	err := f.c.sync(context.Background(), "ns/web")
+	require.True(t, apierrors.IsForbidden(err), "the error goes back to the queue, rate-limited: %v", err)
+	assert.Len(t, f.created(), 1, "the first batch is one instance: it fails, the set stops")
+	cond := f.condition(v1.VirtualMachineInstanceReplicaSetReplicaFailure)
+	require.NotNil(t, cond)
+	assert.Equal(t, FailedCreateReason, cond.Reason)
+	assert.Contains(t, cond.Message, "virtualmachineinstances.kubevirt.io is forbidden: launcher pod: exceeded quota: q1")
+	assert.Equal(t, "Warning FailedCreate Error creating VMI: virtualmachineinstances.kubevirt.io is forbidden: "+
+		"launcher pod: exceeded quota: q1, requested: pods=1, used: pods=0, limited: pods=0", <-f.recorder.Events)
+	assert.Equal(t, 1, statusWrites())
+
+	require.NoError(t, f.rsIndexer.Update(f.rs()))
+	for range 3 {
+		err = f.c.sync(context.Background(), "ns/web")
+		require.True(t, apierrors.IsForbidden(err), "%v", err)
+	}
+	assert.Equal(t, 1, statusWrites(), "the same refusal writes no new status")
+	assert.Len(t, f.created(), 4, "one try per sync")
 }
 
 func TestPauseEvents(t *testing.T) {

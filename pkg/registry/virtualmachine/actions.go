@@ -23,12 +23,19 @@ type LauncherPods interface {
 	DeleteLauncherPods(ctx context.Context, namespace string, vmiUID types.UID, gracePeriodSeconds int64) error
 }
 
+// StartChecker refuses the start of a VM whose launcher pod the cluster would refuse
+// (pkg/podadmission), with the API error to answer.
+type StartChecker interface {
+	CheckStart(ctx context.Context, vm *kubevirt.VirtualMachine) error
+}
+
 // Actions carries out the imperative actions of VirtualMachines.
 type Actions struct {
 	vms      rest.StandardStorage
 	vmStatus rest.Updater
 	vmis     rest.Getter
 	pods     LauncherPods
+	starts   StartChecker
 }
 
 // NewActions returns the actions on the given VM storage; vmis reads instances, pods (nil
@@ -36,6 +43,11 @@ type Actions struct {
 func NewActions(storage *Storage, vmis rest.Getter, pods LauncherPods) *Actions {
 	return &Actions{vms: storage.VirtualMachine, vmStatus: storage.Status, vmis: vmis, pods: pods}
 }
+
+// CheckStarts makes start check the launcher pod of the instance it would start. The
+// admission chain, which checks VM creates and updates, does not run for the actions' own
+// writes to the storage.
+func (a *Actions) CheckStarts(c StartChecker) { a.starts = c }
 
 // vmPart says which part of a VM an action writes: the spec or the status.
 type vmPart int
@@ -49,8 +61,9 @@ const (
 // why the action cannot be done.
 type decision func(vm *kubevirt.VirtualMachine) (vmPart, error)
 
-// apply carries out a decision on the named VM.
-func (a *Actions) apply(ctx context.Context, name string, dryRun bool, decide decision) error {
+// apply carries out a decision on the named VM. check, when not nil, vets the VM as read
+// once the decision is known, before anything is written.
+func (a *Actions) apply(ctx context.Context, name string, dryRun bool, decide decision, check func(*kubevirt.VirtualMachine) error) error {
 	obj, err := a.vms.Get(ctx, name, &metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -58,6 +71,11 @@ func (a *Actions) apply(ctx context.Context, name string, dryRun bool, decide de
 	part, err := decide(obj.(*kubevirt.VirtualMachine).DeepCopy())
 	if err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(obj.(*kubevirt.VirtualMachine)); err != nil {
+			return err
+		}
 	}
 	var store rest.Updater = a.vms
 	if part == statusPart {

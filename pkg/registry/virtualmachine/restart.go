@@ -29,7 +29,7 @@ func (a *Actions) Restart(ctx context.Context, name string, body []byte) error {
 	dryRun := action.IsDryRun(opts.DryRun)
 	err = a.apply(ctx, name, dryRun, func(vm *kubevirt.VirtualMachine) (vmPart, error) {
 		return decideRestart(vm, vmi)
-	})
+	}, nil)
 	if err != nil || opts.GracePeriodSeconds == nil || dryRun || a.pods == nil {
 		return err
 	}

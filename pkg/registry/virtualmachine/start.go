@@ -18,9 +18,15 @@ func (a *Actions) Start(ctx context.Context, name string, body []byte) error {
 	if err != nil {
 		return err
 	}
+	var check func(*kubevirt.VirtualMachine) error
+	if a.starts != nil {
+		// Every start that is not refused starts an instance (now, or through a request the
+		// controller carries out), whose launcher pod the cluster may refuse: say so now.
+		check = func(vm *kubevirt.VirtualMachine) error { return a.starts.CheckStart(ctx, vm) }
+	}
 	return a.apply(ctx, name, action.IsDryRun(opts.DryRun), func(vm *kubevirt.VirtualMachine) (vmPart, error) {
 		return decideStart(vm, vmi, opts)
-	})
+	}, check)
 }
 
 // decideStart follows KubeVirt: Halted turns on (or asks for a paused start), Manual and

@@ -49,7 +49,7 @@ func (a *Actions) Stop(ctx context.Context, name string, body []byte) error {
 	}
 	return a.apply(ctx, name, dryRun, func(vm *kubevirt.VirtualMachine) (vmPart, error) {
 		return decideStop(vm, vmi, opts)
-	})
+	}, nil)
 }
 
 // setGracePeriod shortens the instance's termination grace period: the node agent reads it
