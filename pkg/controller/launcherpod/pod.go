@@ -7,6 +7,7 @@ package launcherpod
 
 import (
 	"fmt"
+	"math"
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 )
 
 // Annotations and names KubeVirt gives launcher pods; tools select pods by them and by the
@@ -24,14 +26,14 @@ const (
 	// DomainAnnotation carries the instance's name.
 	DomainAnnotation = "kubevirt.io/domain"
 	// ComputeContainer is the container that runs virt-launcher and the guest.
-	ComputeContainer = "compute"
+	ComputeContainer = names.ComputeContainer
 	// KVMResource is the device-plugin resource that exposes /dev/kvm to an unprivileged pod.
 	KVMResource corev1.ResourceName = "devices.kubevirt.io/kvm"
 	// TunResource is the device-plugin resource that exposes /dev/net/tun, for the taps of
 	// the guest's interfaces.
 	TunResource corev1.ResourceName = "devices.kubevirt.io/tun"
 	// SocketVolume is the volume of the handler/launcher socket directory.
-	SocketVolume = "sockets"
+	SocketVolume = names.SocketVolume
 	// SocketMountPath is where the launcher finds its socket directory.
 	SocketMountPath = "/var/run/hangar/sockets"
 	// GracePeriodMargin is added to the instance's grace period: the guest gets the instance's
@@ -75,7 +77,10 @@ func GuestMemory(vmi *v1.VirtualMachineInstance) (resource.Quantity, bool) {
 	return resource.Quantity{}, false
 }
 
-// VCPUs is the number of virtual CPUs of the guest.
+// VCPUs is the number of virtual CPUs of the guest. Validation bounds the product
+// (validation.MaxVCPUs); the product of three uint32s can still exceed an int64, so an
+// unvalidated topology saturates at math.MaxInt64 instead of wrapping to a small or
+// negative count.
 func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
 	cpu := vmi.Spec.Domain.CPU
 	if cpu == nil {
@@ -83,9 +88,13 @@ func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
 	}
 	n := int64(1)
 	for _, f := range []uint32{cpu.Cores, cpu.Sockets, cpu.Threads} {
-		if f > 0 {
-			n *= int64(f)
+		if f == 0 {
+			continue
 		}
+		if n > math.MaxInt64/int64(f) {
+			return math.MaxInt64
+		}
+		n *= int64(f)
 	}
 	return n
 }
@@ -110,18 +119,26 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 		r.Limits[corev1.ResourceMemory] = limit
 	}
 
+	limit, hasLimit := spec.Limits[corev1.ResourceCPU]
 	if q, ok := spec.Requests[corev1.ResourceCPU]; ok {
 		r.Requests[corev1.ResourceCPU] = q.DeepCopy()
 	} else {
-		// As KubeVirt: without an explicit request every vCPU asks for 1/ratio of a CPU.
+		// As KubeVirt: without an explicit request every vCPU asks for 1/ratio of a CPU, but
+		// never more than the limit: the pod API refuses a request above its limit (4 vCPUs
+		// under a 100m limit would ask for 400m).
 		ratio := int64(cfg.CPUAllocationRatio)
 		if ratio < 1 {
 			ratio = 1
 		}
-		r.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(VCPUs(vmi)*1000/ratio, resource.DecimalSI)
+		vcpus := min(VCPUs(vmi), math.MaxInt64/1000)
+		request := *resource.NewMilliQuantity(vcpus*1000/ratio, resource.DecimalSI)
+		if hasLimit && request.Cmp(limit) > 0 {
+			request = limit.DeepCopy()
+		}
+		r.Requests[corev1.ResourceCPU] = request
 	}
-	if q, ok := spec.Limits[corev1.ResourceCPU]; ok {
-		r.Limits[corev1.ResourceCPU] = q.DeepCopy()
+	if hasLimit {
+		r.Limits[corev1.ResourceCPU] = limit.DeepCopy()
 	}
 
 	if !cfg.UseEmulation {

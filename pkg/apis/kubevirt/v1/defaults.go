@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -93,7 +95,11 @@ func setDefaultCPU(domain *DomainSpec) {
 		if !ok {
 			q, ok = domain.Resources.Requests[corev1.ResourceCPU]
 		}
-		if ok && q.MilliValue() > 1000 {
+		if ok && q.Cmp(*resource.NewQuantity(math.MaxUint32, resource.DecimalSI)) > 0 {
+			// More cores than a uint32 holds: MilliValue would overflow and the conversion
+			// wrap to any count. Validation refuses this request and this topology.
+			cores = math.MaxUint32
+		} else if ok && q.MilliValue() > 1000 {
 			cores = uint32((q.MilliValue() + 999) / 1000)
 		}
 		domain.CPU = &CPU{Cores: cores}
