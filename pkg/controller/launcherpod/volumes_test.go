@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 )
 
@@ -225,6 +226,7 @@ func TestBuildGuestFiles(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			assert.Empty(t, podrules.ValidatePod(pod), "the pod API would refuse this pod")
 			spec := pod.Spec
 
 			var gotInit []initContainer

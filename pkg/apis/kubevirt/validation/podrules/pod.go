@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage/names"
 )
 
 // ValidatePod checks a new pod against the subset of the pod API's ValidatePodCreate that
@@ -17,7 +18,12 @@ import (
 // the scheduling fields. It is no replacement for the API server; it lets tests (the fuzz
 // targets among them) hold the pod builder to the rules without one.
 func ValidatePod(pod *corev1.Pod) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMeta(&pod.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	meta := pod.ObjectMeta.DeepCopy()
+	if meta.Name == "" && meta.GenerateName != "" {
+		// The API server names the pod before it validates it, as here.
+		meta.Name = names.SimpleNameGenerator.GenerateName(meta.GenerateName)
+	}
+	allErrs := apimachineryvalidation.ValidateObjectMeta(meta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	spec := &pod.Spec
 	specPath := field.NewPath("spec")
 
