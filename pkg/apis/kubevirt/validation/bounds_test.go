@@ -26,10 +26,16 @@ type specCase struct {
 // with the field's path, and at it (where there is an "at") is accepted.
 var boundCases = []specCase{
 	// vCPUs: cores × sockets × threads ≤ MaxVCPUs, without overflow.
-	{"288 vCPUs", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.CPU = &kubevirt.CPU{Cores: 9, Sockets: 4, Threads: 8} }, nil},
-	{"289 vCPUs", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.CPU = &kubevirt.CPU{Cores: 289, Sockets: 1, Threads: 1} },
+	{"288 vCPUs", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.CPU = &kubevirt.CPU{Cores: 9, Sockets: 4, Threads: 8}
+	}, nil},
+	{"289 vCPUs", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.CPU = &kubevirt.CPU{Cores: 289, Sockets: 1, Threads: 1}
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.cpu.cores"}}},
-	{"a product over 288", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.CPU = &kubevirt.CPU{Cores: 16, Sockets: 16, Threads: 2} },
+	{"a product over 288", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.CPU = &kubevirt.CPU{Cores: 16, Sockets: 16, Threads: 2}
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.cpu"}}},
 	{"2^21 each overflows an int64 product", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Domain.CPU = &kubevirt.CPU{Cores: 1 << 21, Sockets: 1 << 21, Threads: 1 << 21}
@@ -37,29 +43,43 @@ var boundCases = []specCase{
 	{"max uint32 threads", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.CPU.Threads = math.MaxUint32 },
 		[]wantErr{{field.ErrorTypeInvalid, "domain.cpu.threads"}}},
 	// CPU requests and limits.
-	{"288 CPUs requested", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("288") }, nil},
-	{"289 CPUs requested", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("289") },
+	{"288 CPUs requested", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("288")
+	}, nil},
+	{"289 CPUs requested", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("289")
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.resources.requests[cpu]"}}},
 	{"1e18 CPUs limited", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1e18")}
 	}, []wantErr{{field.ErrorTypeInvalid, "domain.resources.limits[cpu]"}}},
-	{"negative CPU request", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("-1") },
+	{"negative CPU request", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("-1")
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.resources.requests[cpu]"}}},
 	// Memory.
 	{"16Ti of guest memory", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Domain.Memory.Guest = ptr.To(resource.MustParse("16Ti"))
 		s.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("16Ti")
 	}, nil},
-	{"guest memory over 16Ti", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Memory.Guest = ptr.To(resource.MustParse("16385Gi")) },
+	{"guest memory over 16Ti", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Memory.Guest = ptr.To(resource.MustParse("16385Gi"))
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.memory.guest"}}},
-	{"1e30 bytes of guest memory", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Memory.Guest = ptr.To(resource.MustParse("1e30")) },
+	{"1e30 bytes of guest memory", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Memory.Guest = ptr.To(resource.MustParse("1e30"))
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.memory.guest"}}},
-	{"memory request over 16Ti", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("17Ti") },
+	{"memory request over 16Ti", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("17Ti")
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.resources.requests[memory]"}}},
 	{"memory limit over 16Ti", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Ei")}
 	}, []wantErr{{field.ErrorTypeInvalid, "domain.resources.limits[memory]"}}},
-	{"guest memory under 1Mi", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Memory.Guest = ptr.To(resource.MustParse("1023Ki")) },
+	{"guest memory under 1Mi", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Memory.Guest = ptr.To(resource.MustParse("1023Ki"))
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.memory.guest"}}},
 	{"negative memory limit", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Gi")}
@@ -74,38 +94,64 @@ var boundCases = []specCase{
 	{"a negative empty disk", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Volumes[0] = emptyDisk("root", "-1Gi") },
 		[]wantErr{{field.ErrorTypeInvalid, "volumes[0].emptyDisk.capacity"}}},
 	// terminationGracePeriodSeconds.
-	{"a grace period of one year", func(s *kubevirt.VirtualMachineInstanceSpec) { s.TerminationGracePeriodSeconds = ptr.To(MaxTerminationGracePeriodSeconds) }, nil},
-	{"a grace period over a year", func(s *kubevirt.VirtualMachineInstanceSpec) { s.TerminationGracePeriodSeconds = ptr.To(MaxTerminationGracePeriodSeconds + 1) },
+	{"a grace period of one year", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.TerminationGracePeriodSeconds = ptr.To(MaxTerminationGracePeriodSeconds)
+	}, nil},
+	{"a grace period over a year", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.TerminationGracePeriodSeconds = ptr.To(MaxTerminationGracePeriodSeconds + 1)
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "terminationGracePeriodSeconds"}}},
 	{"a grace period that overflows with the launcher's margin", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.TerminationGracePeriodSeconds = ptr.To[int64](math.MaxInt64)
 	}, []wantErr{{field.ErrorTypeInvalid, "terminationGracePeriodSeconds"}}},
 	// bootOrder.
-	{"boot order 2^31-1", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Disks[0].BootOrder = ptr.To[uint](math.MaxInt32) }, nil},
-	{"boot order 2^31", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Disks[0].BootOrder = ptr.To[uint](math.MaxInt32 + 1) },
+	{"boot order 2^31-1", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Disks[0].BootOrder = ptr.To[uint](math.MaxInt32)
+	}, nil},
+	{"boot order 2^31", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Disks[0].BootOrder = ptr.To[uint](math.MaxInt32 + 1)
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.disks[0].bootOrder"}}},
-	{"interface boot order 2^32", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].BootOrder = ptr.To[uint](1 << 32) },
+	{"interface boot order 2^32", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].BootOrder = ptr.To[uint](1 << 32)
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.interfaces[0].bootOrder"}}},
 	// Ports.
 	{"port 65535", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].Ports[0].Port = 65535 }, nil},
 	{"port 65536", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].Ports[0].Port = 65536 },
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.interfaces[0].ports[0].port"}}},
 	// Serial numbers.
-	{"a 256-character disk serial", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Disks[0].Serial = strings.Repeat("a", 256) }, nil},
-	{"a 257-character disk serial", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Disks[0].Serial = strings.Repeat("a", 257) },
+	{"a 256-character disk serial", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Disks[0].Serial = strings.Repeat("a", 256)
+	}, nil},
+	{"a 257-character disk serial", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Disks[0].Serial = strings.Repeat("a", 257)
+	},
 		[]wantErr{{field.ErrorTypeTooLong, "domain.devices.disks[0].serial"}}},
 	{"a firmware serial with a space", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Firmware = &kubevirt.Firmware{Serial: "a b"} },
 		[]wantErr{{field.ErrorTypeInvalid, "domain.firmware.serial"}}},
 	// MACs.
-	{"a locally administered unicast MAC", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:00:00:01" }, nil},
-	{"a MAC in dashes", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].MacAddress = "de-ad-00-00-be-af" }, nil},
-	{"a multicast MAC", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].MacAddress = "01:00:5e:00:00:01" },
+	{"a locally administered unicast MAC", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:00:00:01"
+	}, nil},
+	{"a MAC in dashes", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].MacAddress = "de-ad-00-00-be-af"
+	}, nil},
+	{"a multicast MAC", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].MacAddress = "01:00:5e:00:00:01"
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.interfaces[0].macAddress"}}},
-	{"the broadcast MAC", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].MacAddress = "ff:ff:ff:ff:ff:ff" },
+	{"the broadcast MAC", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].MacAddress = "ff:ff:ff:ff:ff:ff"
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.interfaces[0].macAddress"}}},
-	{"the zero MAC", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].MacAddress = "00:00:00:00:00:00" },
+	{"the zero MAC", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].MacAddress = "00:00:00:00:00:00"
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.interfaces[0].macAddress"}}},
-	{"an EUI-64 MAC", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:00:00:00:00:01" },
+	{"an EUI-64 MAC", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:00:00:00:00:01"
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.devices.interfaces[0].macAddress"}}},
 	// vmNetworkCIDR.
 	{"a /30 guest network", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Networks[0].Pod.VMNetworkCIDR = "192.168.7.4/30" }, nil},
@@ -133,7 +179,9 @@ var boundCases = []specCase{
 	{"a firmware UUID", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Domain.Firmware = &kubevirt.Firmware{UUID: "5d307ca9-b3ef-428c-8861-06e72d69f223"}
 	}, nil},
-	{"a firmware UUID libvirt cannot read", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Domain.Firmware = &kubevirt.Firmware{UUID: "not-a-uuid"} },
+	{"a firmware UUID libvirt cannot read", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Firmware = &kubevirt.Firmware{UUID: "not-a-uuid"}
+	},
 		[]wantErr{{field.ErrorTypeInvalid, "domain.firmware.uuid"}}},
 	// Derived names: a containerDisk's init container, a claim's pod volume and device path.
 	{"a 48-character containerDisk volume", func(s *kubevirt.VirtualMachineInstanceSpec) { renameVolume(s, 0, strings.Repeat("r", 48)) }, nil},

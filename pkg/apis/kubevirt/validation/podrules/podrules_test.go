@@ -181,9 +181,13 @@ func TestValidatePod(t *testing.T) {
 			[]string{"FieldValueInvalid spec.containers[0].volumeDevices[0].devicePath"}},
 		{"a device of an emptyDir", func(p *corev1.Pod) { p.Spec.Containers[0].VolumeDevices[0].Name = "disks" },
 			[]string{"FieldValueInvalid spec.containers[0].volumeDevices[0].name", "FieldValueInvalid spec.containers[0].volumeDevices[0].name"}},
-		{"a request above its limit", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("10m") },
+		{"a request above its limit", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("10m")
+		},
 			[]string{"FieldValueInvalid spec.containers[0].resources.requests[cpu]"}},
-		{"a negative request", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("-1") },
+		{"a negative request", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("-1")
+		},
 			[]string{"FieldValueInvalid spec.containers[0].resources.requests[cpu]"}},
 		{"a device plugin resource requested but not limited", func(p *corev1.Pod) { delete(p.Spec.Containers[0].Resources.Limits, "devices.kubevirt.io/kvm") },
 			[]string{"FieldValueInvalid spec.containers[0].resources.requests[devices.kubevirt.io/kvm]"}},
