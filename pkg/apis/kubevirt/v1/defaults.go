@@ -95,11 +95,12 @@ func setDefaultCPU(domain *DomainSpec) {
 		if !ok {
 			q, ok = domain.Resources.Requests[corev1.ResourceCPU]
 		}
-		if ok && q.Cmp(*resource.NewQuantity(math.MaxUint32, resource.DecimalSI)) > 0 {
-			// More cores than a uint32 holds: MilliValue would overflow and the conversion
-			// wrap to any count. Validation refuses this request and this topology.
+		// The approximate value first: exact arithmetic on a quantity such as 1e999999999
+		// takes hours, and more cores than a uint32 holds would wrap. Validation refuses
+		// such a request and the topology it gives.
+		if f := q.AsApproximateFloat64(); ok && (math.IsNaN(f) || f > math.MaxUint32) {
 			cores = math.MaxUint32
-		} else if ok && q.MilliValue() > 1000 {
+		} else if ok && f > 1 && q.MilliValue() > 1000 {
 			cores = uint32((q.MilliValue() + 999) / 1000)
 		}
 		domain.CPU = &CPU{Cores: cores}

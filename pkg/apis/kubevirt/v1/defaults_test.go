@@ -116,6 +116,23 @@ func TestVirtualMachineInstanceSpecDefaults(t *testing.T) {
 			},
 		},
 		{
+			// Exact arithmetic on this quantity takes hours; a regression hangs here.
+			name: "cores from a CPU limit of 1e999999999",
+			spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1e999999999")}}}},
+			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
+				assert.Equal(t, &v1.CPU{Cores: math.MaxUint32, Sockets: 1, Threads: 1}, s.Domain.CPU)
+			},
+		},
+		{
+			name: "a negative CPU request gives one core",
+			spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1e999999999")}}}},
+			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
+				assert.Equal(t, &v1.CPU{Cores: 1, Sockets: 1, Threads: 1}, s.Domain.CPU)
+			},
+		},
+		{
 			name: "partial topology filled with ones",
 			spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{CPU: &v1.CPU{Sockets: 2, Model: "host-model"}}},
 			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {

@@ -85,6 +85,18 @@ var boundCases = []specCase{
 		s.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Gi")}
 	}, []wantErr{{field.ErrorTypeInvalid, "domain.resources.limits[memory]"}, {field.ErrorTypeInvalid, "domain.resources.requests[memory]"},
 		{field.ErrorTypeInvalid, "domain.memory.guest"}}},
+	// Quantities whose exact comparison would take hours (the decimal scaled by 10^999999999):
+	// refused from their approximate value. A regression hangs these cases.
+	{"guest memory of 1e999999999 bytes", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Memory.Guest = ptr.To(resource.MustParse("1e999999999"))
+	}, []wantErr{{field.ErrorTypeInvalid, "domain.memory.guest"}}},
+	{"requests and limits of ±1e999999999", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		s.Domain.Resources.Requests["example.com/widget"] = resource.MustParse("-1e999999999")
+		s.Domain.Resources.Limits = corev1.ResourceList{"example.com/widget": resource.MustParse("1e999999998"), corev1.ResourceCPU: resource.MustParse("1e999999999")}
+	}, []wantErr{{field.ErrorTypeInvalid, "domain.resources.requests[example.com/widget]"}, {field.ErrorTypeInvalid, "domain.resources.limits[example.com/widget]"},
+		{field.ErrorTypeInvalid, "domain.resources.limits[cpu]"}}},
+	{"an empty disk of 1e999999999 bytes", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Volumes[0] = emptyDisk("root", "1e999999999") },
+		[]wantErr{{field.ErrorTypeInvalid, "volumes[0].emptyDisk.capacity"}}},
 	// emptyDisk.capacity.
 	{"a 16Ti empty disk", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Volumes[0] = emptyDisk("root", "16Ti") }, nil},
 	{"an empty disk over 16Ti", func(s *kubevirt.VirtualMachineInstanceSpec) { s.Volumes[0] = emptyDisk("root", "16385Gi") },

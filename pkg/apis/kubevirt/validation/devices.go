@@ -87,7 +87,7 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 			capPath := idx.Child("emptyDisk", "capacity")
 			if s.Capacity.Sign() <= 0 {
 				*allErrs = append(*allErrs, field.Invalid(capPath, s.Capacity.String(), "must be greater than zero"))
-			} else if s.Capacity.Cmp(MaxEmptyDiskCapacity) > 0 {
+			} else if exceeds(s.Capacity, MaxEmptyDiskCapacity) {
 				*allErrs = append(*allErrs, field.Invalid(capPath, s.Capacity.String(), fmt.Sprintf("must be at most %s", MaxEmptyDiskCapacity.String())))
 			}
 		}

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -51,20 +52,31 @@ var boundedResources = map[corev1.ResourceName]resource.Quantity{
 func validateResourcesAndMemory(domain *kubevirt.DomainSpec, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	resPath := path.Child("resources")
+	// usable are the quantities that exact comparisons are safe on.
+	usable := func(q resource.Quantity, p *field.Path) bool {
+		if !moderate(q) {
+			allErrs = append(allErrs, field.Invalid(p, q.String(), "is too large in magnitude"))
+			return false
+		}
+		return true
+	}
 	check := func(list corev1.ResourceList, p *field.Path) {
 		for name, q := range list {
+			if !usable(q, p.Key(string(name))) {
+				continue
+			}
 			if q.Sign() < 0 {
 				allErrs = append(allErrs, field.Invalid(p.Key(string(name)), q.String(), "must not be negative"))
 			}
-			if max, ok := boundedResources[name]; ok && q.Cmp(max) > 0 {
-				allErrs = append(allErrs, field.Invalid(p.Key(string(name)), q.String(), fmt.Sprintf("must be at most %s", max.String())))
+			if bound, ok := boundedResources[name]; ok && exceeds(q, bound) {
+				allErrs = append(allErrs, field.Invalid(p.Key(string(name)), q.String(), fmt.Sprintf("must be at most %s", bound.String())))
 			}
 		}
 	}
 	check(domain.Resources.Requests, resPath.Child("requests"))
 	check(domain.Resources.Limits, resPath.Child("limits"))
 	for name, limit := range domain.Resources.Limits {
-		if req, ok := domain.Resources.Requests[name]; ok && req.Cmp(limit) > 0 {
+		if req, ok := domain.Resources.Requests[name]; ok && moderate(req) && moderate(limit) && req.Cmp(limit) > 0 {
 			allErrs = append(allErrs, field.Invalid(resPath.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to the %s limit %s", name, limit.String())))
 		}
@@ -76,19 +88,40 @@ func validateResourcesAndMemory(domain *kubevirt.DomainSpec, path *field.Path) f
 			"the guest needs memory: set domain.memory.guest or domain.resources.requests.memory"))
 	}
 	guest := *domain.Memory.Guest
-	if guest.Cmp(MinGuestMemory) < 0 {
-		allErrs = append(allErrs, field.Invalid(guestPath, guest.String(),
-			fmt.Sprintf("must be at least %s", MinGuestMemory.String())))
+	switch {
+	case exceeds(guest, MaxGuestMemory):
+		return append(allErrs, field.Invalid(guestPath, guest.String(), fmt.Sprintf("must be at most %s", MaxGuestMemory.String())))
+	case !moderate(guest) || guest.Cmp(MinGuestMemory) < 0:
+		return append(allErrs, field.Invalid(guestPath, guest.String(), fmt.Sprintf("must be at least %s", MinGuestMemory.String())))
 	}
-	if guest.Cmp(MaxGuestMemory) > 0 {
-		allErrs = append(allErrs, field.Invalid(guestPath, guest.String(),
-			fmt.Sprintf("must be at most %s", MaxGuestMemory.String())))
-	}
-	if limit, ok := domain.Resources.Limits[corev1.ResourceMemory]; ok && guest.Cmp(limit) > 0 {
+	if limit, ok := domain.Resources.Limits[corev1.ResourceMemory]; ok && moderate(limit) && guest.Cmp(limit) > 0 {
 		allErrs = append(allErrs, field.Invalid(guestPath, guest.String(),
 			fmt.Sprintf("must be less than or equal to the memory limit %s", limit.String())))
 	}
 	return allErrs
+}
+
+// Quantities such as 1e999999999 parse, and exact arithmetic on them takes hours (the
+// decimal is scaled by 10^999999999 to compare it): a single request would keep virt-api
+// busy. Their approximate value is cheap, so these look at it first.
+
+// moderate reports whether q lies within ±2^63, where exact comparisons are cheap; no
+// resource quantity is larger (the scheduler counts them in an int64).
+func moderate(q resource.Quantity) bool {
+	f := q.AsApproximateFloat64()
+	return !math.IsNaN(f) && math.Abs(f) <= math.MaxInt64
+}
+
+// exceeds reports whether q > bound, comparing exactly only moderate quantities.
+func exceeds(q, bound resource.Quantity) bool {
+	f, b := q.AsApproximateFloat64(), bound.AsApproximateFloat64()
+	switch {
+	case math.IsNaN(f) || f > 2*b:
+		return true
+	case f < -2*b:
+		return false
+	}
+	return q.Cmp(bound) > 0
 }
 
 // validateCPU checks each factor of the topology and their product, MaxVCPUs at most.
