@@ -19,6 +19,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/install"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
+	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
@@ -27,8 +28,8 @@ import (
 )
 
 // The fuzz targets hold validation to its promise: whatever it accepts, the rest of Hangar
-// can run. Each decodes input as virt-api does (JSON into v1, the scheme's defaults, then
-// the internal version), validates it, and for an accepted object checks that the launcher
+// can run. Each decodes input as virt-api does (the body guard, JSON into v1, the scheme's
+// defaults, then the internal version), validates it, and for an accepted object checks that the launcher
 // pod builds and passes the pod API's rules (podrules.ValidatePod), and that the launcher's
 // domain and network plans come out. Nothing may panic on the way. CI runs each target
 // briefly (hack/fuzz.sh); inputs that once failed are kept in testdata/fuzz.
@@ -44,6 +45,9 @@ var (
 )
 
 func decode(data []byte, defaultKind string) (runtime.Object, bool) {
+	if bodyguard.Check(data, "application/json") != "" {
+		return nil, false // virt-api refuses the body before decoding it (a 400)
+	}
 	gvk := v1.SchemeGroupVersion.WithKind(defaultKind)
 	obj, _, err := decoder.Decode(data, &gvk, nil)
 	return obj, err == nil // malformed input is a 400 before validation
@@ -73,6 +77,24 @@ func fillMeta(name, namespace *string) {
 	if *namespace == "" {
 		*namespace = "ns"
 	}
+}
+
+// hangAfter is far beyond what admitting one object takes (microseconds to milliseconds).
+const hangAfter = 10 * time.Second
+
+// watchdog turns a hang into a crash that names the input: the fuzzer has no time limit of
+// its own and would only stall. A quantity of 1e999999999 once kept defaulting busy for
+// hours; one request like it would occupy virt-api as long. Call as defer watchdog(input)().
+func watchdog(input any) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(hangAfter):
+			panic(fmt.Sprintf("admitting this input took over %s: %q", hangAfter, input))
+		}
+	}()
+	return func() { close(done) }
 }
 
 // checkRunnable asserts an accepted instance runs: its launcher pod builds and passes the
@@ -141,6 +163,7 @@ func FuzzVirtualMachineInstance(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog(data)()
 		obj, ok := decode(data, "VirtualMachineInstance")
 		if !ok {
 			return
@@ -161,6 +184,7 @@ func FuzzTemplates(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog(data)()
 		obj, ok := decode(data, "VirtualMachine")
 		if !ok {
 			return
@@ -210,7 +234,11 @@ func FuzzBounds(f *testing.F) {
 	f.Add(uint32(9), uint32(4), uint32(8), "1e30", "1e18", "-1", int64(-1), uint64(0), "00:00:00:00:00:00", "0.0.0.0/8", "0", "reg:5000/d@sha256:00")
 	f.Fuzz(func(t *testing.T, cores, sockets, threads uint32, memory, cpu, capacity string, grace int64, bootOrder uint64,
 		mac, cidr, volume, image string) {
+		defer watchdog([]any{cores, sockets, threads, memory, cpu, capacity, grace, bootOrder, mac, cidr, volume, image})()
 		q := func(s string) (resource.Quantity, bool) {
+			if bodyguard.Problem(s) != "" {
+				return resource.Quantity{}, false // refused before decoding
+			}
 			v, err := resource.ParseQuantity(s)
 			return v, err == nil // an unparsable quantity is a 400 at decoding
 		}
