@@ -232,9 +232,13 @@ func FuzzBounds(f *testing.F) {
 	f.Add(uint32(1), uint32(1), uint32(1), "128Mi", "100m", "1Gi", int64(30), uint64(1), "de:ad:00:00:be:af", "10.0.2.0/24", "root", "example/disk:1")
 	f.Add(uint32(1<<21), uint32(1<<21), uint32(1<<21), "16Ti", "288", "16Ti", int64(math.MaxInt64), uint64(math.MaxUint32+1), "01:00:5e:00:00:01", "10.0.2.0/31", "a-volume-name-of-exactly-forty-nine-characters-01", "Example/Disk")
 	f.Add(uint32(9), uint32(4), uint32(8), "1e30", "1e18", "-1", int64(-1), uint64(0), "00:00:00:00:00:00", "0.0.0.0/8", "0", "reg:5000/d@sha256:00")
+	// At the bounds, valid: a step past any one of them must be refused.
+	f.Add(uint32(288), uint32(1), uint32(1), "16Ti", "288", "16Ti", int64(365*24*3600), uint64(math.MaxInt32), "02:00:00:00:00:00",
+		"192.168.0.4/30", "a-volume-name-of-exactly-forty-eight-characters0", "registry.local:5000/disks/fedora:40")
 	f.Fuzz(func(t *testing.T, cores, sockets, threads uint32, memory, cpu, capacity string, grace int64, bootOrder uint64,
 		mac, cidr, volume, image string) {
 		defer watchdog([]any{cores, sockets, threads, memory, cpu, capacity, grace, bootOrder, mac, cidr, volume, image})()
+		volume = labelish(volume)
 		q := func(s string) (resource.Quantity, bool) {
 			if bodyguard.Problem(s) != "" {
 				return resource.Quantity{}, false // refused before decoding
@@ -276,6 +280,17 @@ func FuzzBounds(f *testing.F) {
 		}
 		admitInstance(t, internal)
 	})
+}
+
+// labelish maps s onto the characters of a DNS label, keeping its length: the volume name's
+// length is what the bounds are about, and random bytes would rarely make a valid name.
+func labelish(s string) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
+	b := []byte(s)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // The seeds must be accepted, or the fuzzer would start far from what runs.
