@@ -181,11 +181,10 @@ func validateFirmware(fw *kubevirt.Firmware, path *field.Path) field.ErrorList {
 	if c.ImagePullSecret != "" {
 		allErrs = append(allErrs, podrules.ValidateObjectName(c.ImagePullSecret, cPath.Child("imagePullSecret"))...)
 	}
-	if c.KernelPath == "" && c.InitrdPath == "" {
-		allErrs = append(allErrs, field.Required(cPath, "at least one of kernelPath and initrdPath must be set"))
-	}
-	if c.KernelPath == "" && fw.KernelBoot.KernelArgs != "" {
-		allErrs = append(allErrs, field.Required(cPath.Child("kernelPath"), "kernelArgs need a kernel"))
+	// KubeVirt takes an initrd alone, but QEMU loads an initrd only with a kernel (-initrd
+	// needs -kernel), so the domain could never start.
+	if c.KernelPath == "" {
+		allErrs = append(allErrs, field.Required(cPath.Child("kernelPath"), "the kernel to boot; an initrd alone cannot boot"))
 	}
 	allErrs = append(allErrs, validateImagePath(c.KernelPath, cPath.Child("kernelPath"))...)
 	allErrs = append(allErrs, validateImagePath(c.InitrdPath, cPath.Child("initrdPath"))...)
