@@ -2,8 +2,9 @@
 # Runs Hangar's tests, as CI does: build, vet, generated-code drift, unit and integration
 # tests (a real virt-api on a real embedded etcd; behind a real kube-apiserver through
 # APIServices), a short run of each fuzz target (hack/fuzz.sh), the node tests
-# (virt-launcher and virt-handler with a real libvirtd and QEMU guests), then the end-to-end suite on the local cluster (hack/cluster) with Hangar deployed
-# from artifacts/: guests boot, consoles answer. Prints each stage's duration.
+# (virt-launcher and virt-handler with a real libvirtd and QEMU guests), then the end-to-end
+# suite on the local cluster (hack/cluster) with Hangar deployed from artifacts/: guests
+# boot, consoles answer. Prints each stage's duration.
 #
 # Cold, the Kubernetes build dominates (~12-20 min on 2 cores); warm, the whole run takes a
 # few minutes. The end-to-end stages need root. A cluster that was already running is left
