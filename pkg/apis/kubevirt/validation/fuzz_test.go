@@ -19,8 +19,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/install"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
-	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
+	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
@@ -29,10 +29,11 @@ import (
 
 // The fuzz targets hold validation to its promise: whatever it accepts, the rest of Hangar
 // can run. Each decodes input as virt-api does (the body guard, JSON into v1, the scheme's
-// defaults, then the internal version), validates it, and for an accepted object checks that the launcher
-// pod builds and passes the pod API's rules (podrules.ValidatePod), and that the launcher's
-// domain and network plans come out. Nothing may panic on the way. CI runs each target
-// briefly (hack/fuzz.sh); inputs that once failed are kept in testdata/fuzz.
+// defaults, then the internal version), validates it, and for an accepted object checks
+// that the launcher pod builds and passes the pod API's rules (podrules.ValidatePod), and
+// that the launcher's domain and network plans come out. Nothing may panic or hang on the
+// way. CI runs each target briefly (hack/fuzz.sh); inputs that once failed are kept in
+// testdata/fuzz.
 
 var (
 	scheme = func() *runtime.Scheme {
