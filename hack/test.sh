@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs Hangar's tests, as CI does: build, vet, generated-code drift, unit and integration
 # tests (a real virt-api on a real embedded etcd; behind a real kube-apiserver through
-# APIServices), the node tests (virt-launcher and virt-handler with a real libvirtd and QEMU
-# guests), then the end-to-end suite on the local cluster (hack/cluster) with Hangar deployed
-# from artifacts/: guests boot, consoles answer. Prints each stage's duration.
+# APIServices), a short run of each fuzz target (hack/fuzz.sh), the node tests
+# (virt-launcher and virt-handler with a real libvirtd and QEMU guests), then the end-to-end
+# suite on the local cluster (hack/cluster) with Hangar deployed from artifacts/: guests
+# boot, consoles answer. Prints each stage's duration.
 #
 # Cold, the Kubernetes build dominates (~12-20 min on 2 cores); warm, the whole run takes a
 # few minutes. The end-to-end stages need root. A cluster that was already running is left
@@ -49,6 +50,7 @@ stage "go vet" go vet -tags kube,e2e ./...
 stage "verify codegen" hack/verify-codegen.sh
 stage "kubernetes binaries" hack/cluster/build.sh
 stage "unit and integration tests" go test -count=1 -tags kube ./...
+stage "fuzz validation (15s per target)" hack/fuzz.sh
 stage "node tests (libvirtd, QEMU)" hack/test-node.sh
 e2e
 echo "=== all stages passed ($((SECONDS - START))s)"

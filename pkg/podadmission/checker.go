@@ -34,6 +34,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 )
 
@@ -126,7 +127,7 @@ func newChecker(kube kubernetes.Interface, ns corelisters.NamespaceLister, quota
 
 // Run starts reading the cluster configuration; it returns at once.
 func (c *Checker) Run(ctx context.Context) error {
-	synced, err := c.config.Start(ctx, c.kube, c.configNamespace, c.configName)
+	synced, err := configwatch.Start(ctx, c.config, c.kube, c.configNamespace, c.configName)
 	if err != nil {
 		return fmt.Errorf("watch cluster configuration %s/%s: %w", c.configNamespace, c.configName, err)
 	}

@@ -102,19 +102,8 @@ func TestBuiltPodValidation(t *testing.T) {
 		wantField string
 		wantMsg   string
 	}{
-		{"a name with a dot makes an invalid hostname", testVMI(func(v *v1.VirtualMachineInstance) { v.Name = "web.1" }),
-			"metadata.name", "hostname must be a DNS label"},
-		{"spec.hostname names the field", testVMI(func(v *v1.VirtualMachineInstance) { v.Name = "web.1"; v.Spec.Hostname = "a.b" }),
+		{"spec.hostname that is no DNS label names the field", testVMI(func(v *v1.VirtualMachineInstance) { v.Spec.Hostname = "a.b" }),
 			"spec.hostname", "hostname must be a DNS label"},
-		{"a hostname cut at 63 characters must not end with a dash",
-			testVMI(func(v *v1.VirtualMachineInstance) {
-				v.Name = strings.Repeat("a", 62) + "-b"
-			}), "metadata.name", "hostname must be a DNS label"},
-		{"a CPU limit below the CPU virt-controller requests per vCPU",
-			testVMI(func(v *v1.VirtualMachineInstance) {
-				v.Spec.Domain.CPU = &v1.CPU{Cores: 4}
-				v.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: q("100m")}
-			}), "spec.domain.resources", "container compute: cpu request 400m is more than its limit 100m"},
 		{"an instance the launcher pod cannot be built for", testVMI(func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Resources.Requests = nil
 		}), "spec", "the launcher pod cannot be built: instance ns/vm1 has no memory size"},
@@ -132,64 +121,88 @@ func TestBuiltPodValidation(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.wantField+": Invalid value")
 		})
 	}
-	t.Run("a valid instance passes", func(t *testing.T) {
-		refusal, err := checkerWith(t, nil).check(context.Background(), testVMI())
-		require.NoError(t, err)
-		assert.Nil(t, refusal)
-	})
+	for name, vmi := range map[string]*v1.VirtualMachineInstance{
+		"a valid instance passes": testVMI(),
+		// As KubeVirt: the hostname is the name up to its first dot.
+		"a name with a dot passes":      testVMI(func(v *v1.VirtualMachineInstance) { v.Name = "web.1" }),
+		"a long name is cut to a label": testVMI(func(v *v1.VirtualMachineInstance) { v.Name = strings.Repeat("a", 62) + "-b" }),
+		// The builder asks for no more CPU per vCPU than the limit.
+		"a CPU limit below 100m per vCPU": testVMI(func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.CPU = &v1.CPU{Cores: 4}
+			v.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: q("100m")}
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			refusal, err := checkerWith(t, nil).check(context.Background(), vmi)
+			require.NoError(t, err)
+			assert.Nil(t, refusal)
+		})
+	}
 }
 
+// TestPodSecurityOfLauncherPods: launcher pods meet restricted, so every namespace admits them
+// whatever its level; exemptions change nothing.
 func TestPodSecurityOfLauncherPods(t *testing.T) {
-	enforce := func(level string) map[string]string {
-		return map[string]string{psaapi.EnforceLevelLabel: level}
+	for _, labels := range []map[string]string{
+		nil,
+		{psaapi.EnforceLevelLabel: "privileged"},
+		{psaapi.EnforceLevelLabel: "baseline"},
+		{psaapi.EnforceLevelLabel: "restricted"},
+		{psaapi.EnforceLevelLabel: "restricted", psaapi.EnforceVersionLabel: "v1.30"},
+		{psaapi.EnforceLevelLabel: "bogus"}, // restricted:latest
+	} {
+		for _, ps := range []*PodSecurity{nil, podSecurity(t, "restricted", nil, false)} {
+			c := checkerWith(t, ps, namespace("ns", labels))
+			refusal, err := c.check(context.Background(), testVMI())
+			require.NoError(t, err)
+			assert.Nil(t, refusal, "labels %v", labels)
+		}
 	}
+}
+
+// TestPodSecurityLevelOfANamespace: which level applies, seen through a pod that breaks
+// baseline (a hostPath volume), as an older launcher pod did.
+func TestPodSecurityLevelOfANamespace(t *testing.T) {
+	hostPathPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "compute", Image: "x"}},
+		Volumes:    []corev1.Volume{{Name: "sockets", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/run"}}}},
+	}}
+	enforce := func(level string) map[string]string { return map[string]string{psaapi.EnforceLevelLabel: level} }
 	tests := []struct {
-		name    string
-		ps      *PodSecurity
-		labels  map[string]string
-		wantMsg []string // empty: allowed
+		name   string
+		ps     *PodSecurity
+		labels map[string]string
+		want   string // "" allowed
 	}{
-		{name: "no label, privileged default", labels: nil},
-		{name: "privileged namespace", labels: enforce("privileged")},
-		// Today's launcher pod mounts its socket directory from the host.
-		{name: "baseline refuses the hostPath socket volume", labels: enforce("baseline"),
-			wantMsg: []string{`launcher pod would violate PodSecurity "baseline:latest"`, `hostPath volumes (volume "sockets")`}},
-		{name: "restricted names every rule", labels: enforce("restricted"),
-			wantMsg: []string{`"restricted:latest"`, `volume "sockets" uses restricted volume type "hostPath"`, "runAsNonRoot != true", "seccompProfile"}},
-		{name: "the enforce-version label is honoured",
-			labels:  map[string]string{psaapi.EnforceLevelLabel: "baseline", psaapi.EnforceVersionLabel: "v1.30"},
-			wantMsg: []string{`"baseline:v1.30"`}},
-		{name: "an unreadable label is restricted:latest, as PodSecurity does", labels: enforce("bogus"),
-			wantMsg: []string{`"restricted:latest"`}},
-		{name: "the default level of the flag applies without a label", ps: podSecurity(t, "baseline", nil, false),
-			wantMsg: []string{`"baseline:latest"`}},
+		{name: "no label, privileged default", ps: podSecurity(t, "privileged", nil, false)},
+		{name: "privileged namespace", ps: podSecurity(t, "privileged", nil, false), labels: enforce("privileged")},
+		{name: "baseline", ps: podSecurity(t, "privileged", nil, false), labels: enforce("baseline"),
+			want: `launcher pod would violate PodSecurity "baseline:latest": hostPath volumes (volume "sockets")`},
+		{name: "restricted names every rule", ps: podSecurity(t, "privileged", nil, false), labels: enforce("restricted"),
+			want: `"restricted:latest"`},
+		{name: "the enforce-version label is honoured", ps: podSecurity(t, "privileged", nil, false),
+			labels: map[string]string{psaapi.EnforceLevelLabel: "baseline", psaapi.EnforceVersionLabel: "v1.30"}, want: `"baseline:v1.30"`},
+		{name: "an unreadable label is restricted:latest, as PodSecurity does", ps: podSecurity(t, "privileged", nil, false),
+			labels: enforce("bogus"), want: `"restricted:latest"`},
+		{name: "the default level of the flag applies without a label", ps: podSecurity(t, "baseline", nil, false), want: `"baseline:latest"`},
 		{name: "a label below the default wins", ps: podSecurity(t, "restricted", nil, false), labels: enforce("privileged")},
 		{name: "an exempt namespace is not checked", ps: podSecurity(t, "privileged", []string{"ns"}, false), labels: enforce("restricted")},
 		{name: "an exempt virt-controller is not checked", ps: podSecurity(t, "privileged", nil, true), labels: enforce("restricted")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := checkerWith(t, tc.ps, namespace("ns", tc.labels))
-			refusal, err := c.check(context.Background(), testVMI())
-			require.NoError(t, err)
-			if len(tc.wantMsg) == 0 {
-				assert.Nil(t, refusal)
+			got := tc.ps.Check(hostPathPod, tc.labels)
+			if tc.want == "" {
+				assert.Empty(t, got)
 				return
 			}
-			require.NotNil(t, refusal)
-			assert.False(t, refusal.Invalid, "PodSecurity answers 403")
-			for _, m := range tc.wantMsg {
-				assert.Contains(t, refusal.Message, m)
-			}
-			err = refusal.Error(vmiResource, vmiKind, "vm1", nil)
-			assert.True(t, apierrors.IsForbidden(err))
-			assert.Contains(t, err.Error(), `virtualmachineinstances.kubevirt.io "vm1" is forbidden: launcher pod would violate PodSecurity`)
+			assert.Contains(t, got, tc.want)
 		})
 	}
 }
 
-// The launcher pod is being made to pass restricted; whatever it becomes, the evaluation of
-// pods that do not must stay refused. These pods stand in for a launcher pod.
+// Launcher pods pass restricted; the evaluation of pods that do not must stay refused. These
+// pods stand in for a launcher pod.
 func TestPodSecurityLevels(t *testing.T) {
 	restrictedPod := func() *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: corev1.PodSpec{
@@ -267,10 +280,10 @@ func TestCheckInternalObjects(t *testing.T) {
 	assert.Equal(t, `virtualmachines.kubevirt.io "vm" is forbidden: launcher pod: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0`, err.Error())
 
 	// The VM's template is where its instance's fields are.
-	vm.Name = "web.1"
+	vm.Spec.Template.Spec.Hostname = "a.b"
 	err = c.CheckStart(context.Background(), vm)
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
-	assert.Contains(t, err.Error(), "spec.template.metadata.name: Invalid value")
+	assert.Contains(t, err.Error(), "spec.template.spec.hostname: Invalid value")
 }
 
 func TestNotReady(t *testing.T) {

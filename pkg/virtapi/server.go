@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangarvm/hangar/pkg/apiserver"
+	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
@@ -86,7 +87,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	buildChain := serverConfig.BuildHandlerChainFunc
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
-		return apiserver.WithDeprecationWarnings(buildChain(handler, c))
+		// The guard sits inside authentication and authorization: it reads only the bodies
+		// of requests that may write.
+		return apiserver.WithDeprecationWarnings(buildChain(bodyguard.WithQuantityGuard(handler, c.MaxRequestBodyBytes), c))
 	}
 	nodes, err := o.nodes(serverConfig.ClientConfig)
 	if err != nil {

@@ -137,6 +137,8 @@ func TestVirtualMachineActions(t *testing.T) {
 			assert.Equal(t, http.StatusNotFound, code)
 			code, _ = put(t, path, ns, "o-vm", "stop", `{"gracePeriod":"soon"}`)
 			assert.Equal(t, http.StatusBadRequest, code)
+			code, body = put(t, path, ns, "o-vm", "stop", `{"gracePeriod":9223372036854775807}`)
+			assert.Equal(t, http.StatusBadRequest, code, "a grace period past the instance's bound: %s", body)
 			code, _ = put(t, path, ns, "a-vm", "restart", `{"gracePeriodSeconds":30}`)
 			assert.Equal(t, http.StatusBadRequest, code, "only a forced restart takes a grace period")
 		})

@@ -1,20 +1,16 @@
-// Package config is virt-controller's cluster configuration: a ConfigMap, watched so a change
-// (say, turning on software emulation) applies to the next launcher pod without a restart.
+// Package config is virt-controller's cluster configuration: a ConfigMap, watched (by
+// package watch) so a change (say, turning on software emulation) applies to the next
+// launcher pod without a restart. It does not import client-go, so the launcher pod builder,
+// which takes a ClusterConfig, builds without it (the fuzz tests instrument every dependency).
 package config
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -128,54 +124,4 @@ func (s *Store) Apply(cm *corev1.ConfigMap) {
 	s.current.Store(&c)
 	klog.V(2).InfoS("Cluster configuration", "useEmulation", c.UseEmulation, "launcherImage", c.LauncherImage,
 		"memoryOverhead", c.MemoryOverhead.String())
-}
-
-// Watch keeps the store in step with the ConfigMap namespace/name until ctx ends. It returns
-// once the first list has been applied, so the controllers start with the real configuration.
-func (s *Store) Watch(ctx context.Context, client kubernetes.Interface, namespace, name string) error {
-	synced, err := s.Start(ctx, client, namespace, name)
-	if err != nil {
-		return err
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced) {
-		return fmt.Errorf("configmap %s/%s: cache did not sync", namespace, name)
-	}
-	return nil
-}
-
-// Start is Watch without the wait: it returns at once with a function that tells whether
-// the first list has been applied. virt-api uses it, waiting for the list only when a
-// request needs the configuration.
-func (s *Store) Start(ctx context.Context, client kubernetes.Interface, namespace, name string) (cache.InformerSynced, error) {
-	// The list and watch name the one ConfigMap (a field selector on metadata.name), so RBAC
-	// can grant them by resourceNames: nothing else in the namespace is readable.
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	informer := factory.Core().V1().ConfigMaps().Informer()
-	// The field selector is an optimisation; the filter is the guarantee.
-	ours := func(obj any) bool {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		cm, ok := obj.(*corev1.ConfigMap)
-		return ok && cm.Namespace == namespace && cm.Name == name
-	}
-	registration, err := informer.AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: ours,
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { s.Apply(obj.(*corev1.ConfigMap)) },
-			UpdateFunc: func(_, obj any) { s.Apply(obj.(*corev1.ConfigMap)) },
-			DeleteFunc: func(any) { s.Apply(nil) },
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	// The registration's HasSynced, unlike the informer's, waits until the handler has
-	// applied the first list, not only until the list has arrived.
-	return registration.HasSynced, nil
 }

@@ -7,6 +7,7 @@ package launcherpod
 
 import (
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
@@ -24,7 +26,7 @@ const (
 	// DomainAnnotation carries the instance's name.
 	DomainAnnotation = "kubevirt.io/domain"
 	// ComputeContainer is the container that runs virt-launcher and the guest.
-	ComputeContainer = "compute"
+	ComputeContainer = names.ComputeContainer
 	// KVMResource is the device-plugin resource that exposes /dev/kvm to an unprivileged pod.
 	KVMResource corev1.ResourceName = "devices.kubevirt.io/kvm"
 	// TunResource is the device-plugin resource that exposes /dev/net/tun, for the taps of
@@ -32,12 +34,12 @@ const (
 	TunResource corev1.ResourceName = "devices.kubevirt.io/tun"
 	// SocketVolume is the emptyDir of the sockets virt-handler reaches the launcher through
 	// (below the kubelet's pods directory, by this name).
-	SocketVolume = api.SocketVolume
+	SocketVolume = names.SocketVolume
 	// SocketMountPath is where the launcher finds its socket directory.
 	SocketMountPath = "/var/run/hangar/sockets"
 	// PrivateVolume is the launcher's own emptyDir: libvirt's and QEMU's state, the serial
 	// socket, cloud-init ISOs, the console log. The root file system is read-only.
-	PrivateVolume = "hangar-private"
+	PrivateVolume = names.PrivateVolume
 	// PrivateMountPath is where the launcher keeps its private files.
 	PrivateMountPath = "/var/run/hangar/private"
 	// StateDir and RunDir are below PrivateMountPath: libvirt's session directories, and the
@@ -45,7 +47,7 @@ const (
 	StateDir = PrivateMountPath + "/libvirt"
 	RunDir   = PrivateMountPath + "/run"
 	// EphemeralVolume holds the guest's ephemeral disks: containerDisk overlays, empty disks.
-	EphemeralVolume = "hangar-ephemeral-disks"
+	EphemeralVolume = names.EphemeralVolume
 	// EphemeralMountPath is virt-launcher's --ephemeral-dir.
 	EphemeralMountPath = "/var/run/hangar/ephemeral-disks"
 	// GracePeriodMargin is added to the instance's grace period: the guest gets the instance's
@@ -84,7 +86,10 @@ func GuestMemory(vmi *v1.VirtualMachineInstance) (resource.Quantity, bool) {
 	return resource.Quantity{}, false
 }
 
-// VCPUs is the number of virtual CPUs of the guest.
+// VCPUs is the number of virtual CPUs of the guest. Validation bounds the product
+// (validation.MaxVCPUs); the product of three uint32s can still exceed an int64, so an
+// unvalidated topology saturates at math.MaxInt64 instead of wrapping to a small or
+// negative count.
 func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
 	cpu := vmi.Spec.Domain.CPU
 	if cpu == nil {
@@ -92,9 +97,13 @@ func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
 	}
 	n := int64(1)
 	for _, f := range []uint32{cpu.Cores, cpu.Sockets, cpu.Threads} {
-		if f > 0 {
-			n *= int64(f)
+		if f == 0 {
+			continue
 		}
+		if n > math.MaxInt64/int64(f) {
+			return math.MaxInt64
+		}
+		n *= int64(f)
 	}
 	return n
 }
@@ -119,18 +128,26 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 		r.Limits[corev1.ResourceMemory] = limit
 	}
 
+	limit, hasLimit := spec.Limits[corev1.ResourceCPU]
 	if q, ok := spec.Requests[corev1.ResourceCPU]; ok {
 		r.Requests[corev1.ResourceCPU] = q.DeepCopy()
 	} else {
-		// As KubeVirt: without an explicit request every vCPU asks for 1/ratio of a CPU.
+		// As KubeVirt: without an explicit request every vCPU asks for 1/ratio of a CPU, but
+		// never more than the limit: the pod API refuses a request above its limit (4 vCPUs
+		// under a 100m limit would ask for 400m).
 		ratio := int64(cfg.CPUAllocationRatio)
 		if ratio < 1 {
 			ratio = 1
 		}
-		r.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(VCPUs(vmi)*1000/ratio, resource.DecimalSI)
+		vcpus := min(VCPUs(vmi), math.MaxInt64/1000)
+		request := *resource.NewMilliQuantity(vcpus*1000/ratio, resource.DecimalSI)
+		if hasLimit && request.Cmp(limit) > 0 {
+			request = limit.DeepCopy()
+		}
+		r.Requests[corev1.ResourceCPU] = request
 	}
-	if q, ok := spec.Limits[corev1.ResourceCPU]; ok {
-		r.Limits[corev1.ResourceCPU] = q.DeepCopy()
+	if hasLimit {
+		r.Limits[corev1.ResourceCPU] = limit.DeepCopy()
 	}
 
 	if !cfg.UseEmulation {
@@ -173,13 +190,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 		grace = *vmi.Spec.TerminationGracePeriodSeconds
 	}
 
-	hostname := vmi.Spec.Hostname
-	if hostname == "" {
-		hostname = vmi.Name
-	}
-	if len(hostname) > 63 {
-		hostname = hostname[:63]
-	}
+	hostname := names.Hostname(vmi.Name, vmi.Spec.Hostname)
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

@@ -1,6 +1,7 @@
 package launcherpod
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 )
 
@@ -93,6 +95,20 @@ func TestResources(t *testing.T) {
 			},
 		},
 		{
+			// The pod API refuses a request above the limit: 4 vCPUs at 100m each would ask
+			// for 400m under a 100m limit.
+			name: "the per-vCPU CPU request never exceeds the CPU limit",
+			vmi: func(vmi *v1.VirtualMachineInstance) {
+				vmi.Spec.Domain.CPU = &v1.CPU{Cores: 4, Sockets: 1, Threads: 1}
+				vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: q("100m")}
+			},
+			emulation: true,
+			want: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("100m")},
+			},
+		},
+		{
 			name:    "no memory size at all",
 			vmi:     func(vmi *v1.VirtualMachineInstance) { vmi.Spec.Domain.Resources.Requests = nil },
 			wantErr: true,
@@ -145,6 +161,7 @@ func TestBuild(t *testing.T) {
 
 	pod, err := Build(vmi, nil, &cfg)
 	require.NoError(t, err)
+	assert.Empty(t, podrules.ValidatePod(pod), "the pod API would refuse this pod")
 
 	assert.Equal(t, "virt-launcher-vm1-", pod.GenerateName)
 	assert.Empty(t, pod.Name)
@@ -255,4 +272,22 @@ func TestEphemeralVolumeSize(t *testing.T) {
 			assert.Equal(t, 0, want.Cmp(*vol.EmptyDir.SizeLimit), "got %s", vol.EmptyDir.SizeLimit.String())
 		})
 	}
+}
+
+// 2^21 cores, sockets and threads multiply to 2^63: an int64 product wrapped to a negative
+// count and the launcher pod asked for no CPU. Validation refuses the topology; the count
+// saturates for whatever reaches the builder unvalidated.
+func TestVCPUsDoNotWrap(t *testing.T) {
+	vmi := testVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.CPU = &v1.CPU{Cores: 1 << 21, Sockets: 1 << 21, Threads: 1 << 21}
+	})
+	assert.Equal(t, int64(math.MaxInt64), VCPUs(vmi))
+	cfg := config.Defaults()
+	r, err := Resources(vmi, &cfg)
+	require.NoError(t, err)
+	assert.Positive(t, r.Requests.Cpu().Sign())
+
+	assert.Equal(t, int64(24), VCPUs(testVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.CPU = &v1.CPU{Cores: 4, Sockets: 2, Threads: 3}
+	})))
 }

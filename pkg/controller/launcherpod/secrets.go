@@ -9,6 +9,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 )
 
 // The Secrets a cloudInitNoCloud volume names (secretRef, networkDataSecretRef) reach the
@@ -21,7 +22,7 @@ const (
 	SecretsDir = "/var/run/hangar/secrets"
 	// SecretVolumePrefix starts the pod volume of each Secret: hangar-secret-<n>, n counting
 	// the distinct Secrets in the order the instance's volumes name them.
-	SecretVolumePrefix = "hangar-secret-"
+	SecretVolumePrefix = names.SecretVolumePrefix
 )
 
 // CloudInitSecretNames are the Secrets the instance's cloudInitNoCloud volumes name, each once.

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
@@ -28,7 +28,7 @@ const (
 	PVCMountDir = "/var/run/kubevirt-private/vmi-disks"
 	// BlockDeviceDir holds the device of each block persistentVolumeClaim volume as
 	// <BlockDeviceDir>/<volume>, KubeVirt's devicePath.
-	BlockDeviceDir = "/dev"
+	BlockDeviceDir = names.BlockDeviceDir
 )
 
 // VolumeModes are the volumeModes of the claims an instance's persistentVolumeClaim volumes
@@ -50,15 +50,6 @@ func ClaimNames(vmi *v1.VirtualMachineInstance) []string {
 	return names
 }
 
-// containerDevEntries are what the runtime and the kubelet put in a container's /dev
-// themselves (the devices plugin's kvm and net/tun among them): a block volume's devicePath
-// must not shadow them.
-var containerDevEntries = map[string]bool{
-	"console": true, "core": true, "fd": true, "full": true, "kvm": true, "mqueue": true, "net": true,
-	"null": true, "ptmx": true, "pts": true, "random": true, "shm": true, "stderr": true, "stdin": true,
-	"stdout": true, "termination-log": true, "tty": true, "urandom": true, "zero": true,
-}
-
 // The copy helper: kernelBoot and containerDisk images may have no shell and no cp, so a
 // first init container puts the launcher image's static hangar-copy (cmd/hangar-copy) into an
 // emptyDir, and one init container per image runs it from there.
@@ -68,20 +59,20 @@ const (
 	// CopyHelperDir is where the init containers mount the helper's emptyDir.
 	CopyHelperDir = "/var/run/hangar/bin"
 	// CopyHelperContainer is the init container that installs the helper.
-	CopyHelperContainer = "install-copy-helper"
+	CopyHelperContainer = names.CopyHelperContainer
 	// KernelBootContainer is the init container that copies the kernelBoot image's files.
-	KernelBootContainer = "kernel-boot"
+	KernelBootContainer = names.KernelBootContainer
 	// ContainerDiskContainerPrefix starts the name of a containerDisk's init container.
-	ContainerDiskContainerPrefix = "container-disk-"
+	ContainerDiskContainerPrefix = names.ContainerDiskContainerPrefix
 )
 
 // Pod volumes of the launcher's own; persistentVolumeClaim volumes are named as the
-// instance's volumes are (as in KubeVirt), so an instance volume may not take these names,
-// nor any starting with SecretVolumePrefix.
+// instance's volumes are (as in KubeVirt), so an instance volume may not take these names
+// (names.IsReservedPodVolume), nor any starting with SecretVolumePrefix.
 const (
-	CopyHelperVolume    = "hangar-copy-helper"
-	KernelBootVolume    = "hangar-kernel-boot"
-	ContainerDiskVolume = "hangar-container-disks"
+	CopyHelperVolume    = names.CopyHelperVolume
+	KernelBootVolume    = names.KernelBootVolume
+	ContainerDiskVolume = names.ContainerDiskVolume
 )
 
 // copyUser is the user the copying init containers run as: KubeVirt's qemu user, whose
@@ -103,7 +94,6 @@ type guestFiles struct {
 // modes must hold the volumeMode of every claim the instance names.
 func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcherImage string, guaranteed bool) (guestFiles, error) {
 	var g guestFiles
-	reserved := map[string]bool{SocketVolume: true, PrivateVolume: true, EphemeralVolume: true, CopyHelperVolume: true, KernelBootVolume: true, ContainerDiskVolume: true}
 	var copies []corev1.Container
 	containerDisks := false
 	addSecret := func(name string) {
@@ -138,7 +128,7 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 		addSecret(kb.ImagePullSecret)
 	}
 
-	for i, vol := range vmi.Spec.Volumes {
+	for _, vol := range vmi.Spec.Volumes {
 		switch {
 		case vol.ContainerDisk != nil:
 			cd := vol.ContainerDisk
@@ -149,16 +139,19 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			if cd.Path != "" {
 				src = cd.Path
 			}
-			name := ContainerDiskContainerPrefix + vol.Name
-			if len(name) > 63 { // a container name is a DNS label
-				name = fmt.Sprintf("%s%d", ContainerDiskContainerPrefix, i)
+			// Validation keeps these names DNS labels and unique; an index as a fallback
+			// could equal another volume's derived name ("container-disk-0").
+			if len(vol.Name) > names.MaxContainerDiskVolumeName {
+				return g, fmt.Errorf("instance %s/%s: containerDisk volume name %s is longer than %d characters: its init container name would not be a DNS label",
+					vmi.Namespace, vmi.Name, vol.Name, names.MaxContainerDiskVolumeName)
 			}
+			name := names.ContainerDiskContainer(vol.Name)
 			dest := path.Join(ContainerDiskMountPath, path.Clean("/"+vol.Name))
 			copies = append(copies, copyContainer(name, cd.Image, cd.ImagePullPolicy, ContainerDiskVolume, ContainerDiskMountPath, dest, []string{src}, guaranteed))
 			addSecret(cd.ImagePullSecret)
 			containerDisks = true
 		case vol.PersistentVolumeClaim != nil:
-			if reserved[vol.Name] || strings.HasPrefix(vol.Name, SecretVolumePrefix) {
+			if names.IsReservedPodVolume(vol.Name) {
 				return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
 			}
 			claim := vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource
@@ -172,7 +165,7 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			})
 			switch mode {
 			case corev1.PersistentVolumeBlock:
-				if containerDevEntries[vol.Name] {
+				if names.ShadowsContainerDevice(vol.Name) {
 					return g, fmt.Errorf("instance %s/%s: block volume %s would shadow %s/%s in the launcher", vmi.Namespace, vmi.Name, vol.Name, BlockDeviceDir, vol.Name)
 				}
 				g.devices = append(g.devices, corev1.VolumeDevice{Name: vol.Name, DevicePath: path.Join(BlockDeviceDir, vol.Name)})

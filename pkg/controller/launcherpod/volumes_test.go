@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 )
 
@@ -130,11 +131,11 @@ func TestBuildGuestFiles(t *testing.T) {
 			wantSecrets: []string{"regcred"},
 		},
 		{
-			name: "a containerDisk name too long for a container name falls back to its index",
-			vmi:  withVolumes(containerDisk("a-volume-name-that-is-much-too-long-for-a-container-name-0123456789", v1.ContainerDiskSource{Image: "reg/d:1"})),
+			name: "a containerDisk name of 48 characters makes a 63-character init container name",
+			vmi:  withVolumes(containerDisk("a-volume-name-of-exactly-forty-eight-characters0", v1.ContainerDiskSource{Image: "reg/d:1"})),
 			wantInit: []initContainer{installHelper, {
-				name: "container-disk-0", image: "reg/d:1", pull: corev1.PullIfNotPresent,
-				command: []string{helper, "/var/run/hangar/container-disks/a-volume-name-that-is-much-too-long-for-a-container-name-0123456789", "/disk"},
+				name: "container-disk-a-volume-name-of-exactly-forty-eight-characters0", image: "reg/d:1", pull: corev1.PullIfNotPresent,
+				command: []string{helper, "/var/run/hangar/container-disks/a-volume-name-of-exactly-forty-eight-characters0", "/disk"},
 				mounts:  []corev1.VolumeMount{helperMount, {Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks"}},
 			}},
 			wantVolumes: map[string]corev1.VolumeSource{
@@ -142,6 +143,14 @@ func TestBuildGuestFiles(t *testing.T) {
 				ContainerDiskVolume: {EmptyDir: &corev1.EmptyDirVolumeSource{}},
 			},
 			wantMounts: []corev1.VolumeMount{{Name: ContainerDiskVolume, MountPath: "/var/run/hangar/container-disks", ReadOnly: true}},
+		},
+		{
+			// An index as a fallback name could equal another volume's derived name: a
+			// volume named "0" has the init container container-disk-0. Validation refuses
+			// the long name; the builder refuses it too rather than guess.
+			name:    "a containerDisk name too long for a container name is an error",
+			vmi:     withVolumes(containerDisk("a-volume-name-of-exactly-forty-nine-characters-01", v1.ContainerDiskSource{Image: "reg/d:1"})),
+			wantErr: "longer than 48 characters",
 		},
 		{
 			name:  "filesystem claims are mounted in the volume's vmi-disks directory, read-only when asked; no init containers",
@@ -225,6 +234,7 @@ func TestBuildGuestFiles(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			assert.Empty(t, podrules.ValidatePod(pod), "the pod API would refuse this pod")
 			spec := pod.Spec
 
 			var gotInit []initContainer

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	"github.com/hangarvm/hangar/pkg/controller/vm"
@@ -61,7 +62,7 @@ func DefaultOptions() Options {
 func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Interface, o Options) error {
 	metrics.Register()
 	cfg := config.NewStore(o.Defaults)
-	if err := cfg.Watch(ctx, kube, o.ConfigNamespace, o.ConfigName); err != nil {
+	if err := configwatch.Watch(ctx, cfg, kube, o.ConfigNamespace, o.ConfigName); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before the configuration was read
 		}

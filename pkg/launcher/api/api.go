@@ -6,6 +6,7 @@ package api
 
 import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 )
 
 // Version is the protocol version; it is the first path element of every call.
@@ -18,7 +19,7 @@ const LauncherUID = 107
 
 // SocketVolume is the launcher pod's emptyDir volume that holds its sockets: virt-handler
 // finds it below the kubelet's pods directory by this name.
-const SocketVolume = "hangar-sockets"
+const SocketVolume = names.SocketVolume
 
 // SocketName is the command socket's name in an instance's socket directory.
 const SocketName = "launcher.sock"

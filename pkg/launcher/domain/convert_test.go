@@ -246,3 +246,13 @@ func TestMACAddressIsStable(t *testing.T) {
 	other.Name = "other"
 	assert.NotEqual(t, MACAddress(vmi, iface), MACAddress(vmi, other))
 }
+
+// libvirt and the DHCP server take a MAC as xx:xx:xx:xx:xx:xx; validation accepts the other
+// spellings net.ParseMAC reads, as KubeVirt does, so the converter writes them canonically.
+func TestMACAddressIsCanonical(t *testing.T) {
+	vmi := testVMI()
+	for _, spelled := range []string{"DE:AD:00:00:BE:AF", "de-ad-00-00-be-af", "dead.0000.beaf"} {
+		iface := v1.Interface{Name: "default", MacAddress: spelled}
+		assert.Equal(t, "de:ad:00:00:be:af", MACAddress(vmi, iface), spelled)
+	}
+}

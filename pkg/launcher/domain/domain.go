@@ -6,6 +6,7 @@ package domain
 import (
 	"crypto/sha256"
 	"fmt"
+	"net"
 	"strings"
 
 	"libvirt.org/go/libvirtxml"
@@ -252,8 +253,15 @@ func setInterfaces(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Op
 // MACAddress is the interface's MAC: the spec's, else one derived from the instance's UID
 // and the interface name, so it is the same after every restart of the launcher and the
 // handler can report it without asking libvirt. 52:54:00 is QEMU's prefix.
+//
+// The spec's MAC is written as libvirt and the DHCP server expect it, lower-case with
+// colons: validation accepts every MAC-48 spelling net.ParseMAC reads (de-ad-00-00-be-af,
+// dead.0000.beaf), as KubeVirt does.
 func MACAddress(vmi *v1.VirtualMachineInstance, iface v1.Interface) string {
 	if iface.MacAddress != "" {
+		if mac, err := net.ParseMAC(iface.MacAddress); err == nil {
+			return mac.String()
+		}
 		return strings.ToLower(iface.MacAddress)
 	}
 	sum := sha256.Sum256([]byte(string(vmi.UID) + "/" + iface.Name))

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 )
 
@@ -75,15 +76,12 @@ func Plans(vmi *v1.VirtualMachineInstance) ([]Plan, error) {
 		if len(plans) > 0 {
 			return nil, fmt.Errorf("interface %s: only one interface can use the pod network", iface.Name)
 		}
-		hostname := vmi.Spec.Hostname
-		if hostname == "" {
-			hostname = vmi.Name
-		}
 		p := Plan{
 			Interface: iface.Name,
 			Bridge:    fmt.Sprintf("hangar-br%d", i),
 			Tap:       fmt.Sprintf("hangar-tap%d", i),
-			Hostname:  hostname,
+			// The pod's hostname, so the guest and its pod agree.
+			Hostname: names.Hostname(vmi.Name, vmi.Spec.Hostname),
 		}
 		switch {
 		case iface.Masquerade != nil:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
@@ -28,6 +29,10 @@ func (a *Actions) Stop(ctx context.Context, name string, body []byte) error {
 	}
 	if opts.GracePeriod != nil && *opts.GracePeriod < 0 {
 		return apierrors.NewBadRequest("gracePeriod must be greater than or equal to 0")
+	}
+	if opts.GracePeriod != nil && *opts.GracePeriod > validation.MaxTerminationGracePeriodSeconds {
+		// It becomes the instance's terminationGracePeriodSeconds, which has this bound.
+		return apierrors.NewBadRequest(fmt.Sprintf("gracePeriod must be at most %d", validation.MaxTerminationGracePeriodSeconds))
 	}
 	vmi, err := a.instance(ctx, name)
 	if err != nil {

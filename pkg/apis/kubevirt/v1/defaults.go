@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -93,7 +95,12 @@ func setDefaultCPU(domain *DomainSpec) {
 		if !ok {
 			q, ok = domain.Resources.Requests[corev1.ResourceCPU]
 		}
-		if ok && q.MilliValue() > 1000 {
+		// The approximate value first: exact arithmetic on a quantity such as 1e999999999
+		// takes hours, and more cores than a uint32 holds would wrap. Validation refuses
+		// such a request and the topology it gives.
+		if f := q.AsApproximateFloat64(); ok && (math.IsNaN(f) || f > math.MaxUint32) {
+			cores = math.MaxUint32
+		} else if ok && f > 1 && q.MilliValue() > 1000 {
 			cores = uint32((q.MilliValue() + 999) / 1000)
 		}
 		domain.CPU = &CPU{Cores: cores}

@@ -1,6 +1,7 @@
 package v1_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,6 +103,33 @@ func TestVirtualMachineInstanceSpecDefaults(t *testing.T) {
 				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2500m")}}}},
 			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
 				assert.Equal(t, &v1.CPU{Cores: 3, Sockets: 1, Threads: 1}, s.Domain.CPU)
+			},
+		},
+		{
+			// MilliValue of 1e18 CPUs overflows an int64; the count must not wrap to a
+			// small, valid-looking topology (validation then refuses both).
+			name: "cores from an absurd CPU request saturate instead of wrapping",
+			spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1e18")}}}},
+			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
+				assert.Equal(t, &v1.CPU{Cores: math.MaxUint32, Sockets: 1, Threads: 1}, s.Domain.CPU)
+			},
+		},
+		{
+			// Exact arithmetic on this quantity takes hours; a regression hangs here.
+			name: "cores from a CPU limit of 1e999999999",
+			spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1e999999999")}}}},
+			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
+				assert.Equal(t, &v1.CPU{Cores: math.MaxUint32, Sockets: 1, Threads: 1}, s.Domain.CPU)
+			},
+		},
+		{
+			name: "a negative CPU request gives one core",
+			spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1e999999999")}}}},
+			check: func(t *testing.T, s *v1.VirtualMachineInstanceSpec) {
+				assert.Equal(t, &v1.CPU{Cores: 1, Sockets: 1, Threads: 1}, s.Domain.CPU)
 			},
 		},
 		{

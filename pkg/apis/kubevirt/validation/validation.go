@@ -83,7 +83,7 @@ func ValidateVirtualMachineInstanceUpdate(vmi, old *kubevirt.VirtualMachineInsta
 	oldSpec := old.Spec.DeepCopy()
 	oldSpec.TerminationGracePeriodSeconds = vmi.Spec.TerminationGracePeriodSeconds
 	if vmi.Spec.TerminationGracePeriodSeconds != nil {
-		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(*vmi.Spec.TerminationGracePeriodSeconds,
+		allErrs = append(allErrs, validateGracePeriod(*vmi.Spec.TerminationGracePeriodSeconds,
 			field.NewPath("spec", "terminationGracePeriodSeconds"))...)
 	}
 	if !apiequality.Semantic.DeepEqual(vmi.Spec, *oldSpec) {

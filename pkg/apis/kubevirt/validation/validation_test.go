@@ -191,7 +191,10 @@ func TestValidateVirtualMachineInstanceSpec(t *testing.T) {
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.cpu.sockets"}}},
 		{"kernel boot without paths", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &kubevirt.Firmware{KernelBoot: &kubevirt.KernelBoot{Container: &kubevirt.KernelBootContainer{Image: "k"}}}
-		}, []wantErr{{field.ErrorTypeRequired, "spec.domain.firmware.kernelBoot.container"}}},
+		}, []wantErr{{field.ErrorTypeRequired, "spec.domain.firmware.kernelBoot.container.kernelPath"}}},
+		{"kernel boot with an initrd alone (QEMU takes -initrd only with -kernel)", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Domain.Firmware = &kubevirt.Firmware{KernelBoot: &kubevirt.KernelBoot{Container: &kubevirt.KernelBootContainer{Image: "k", InitrdPath: "/initrd"}}}
+		}, []wantErr{{field.ErrorTypeRequired, "spec.domain.firmware.kernelBoot.container.kernelPath"}}},
 		{"kernel args without a kernel", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &kubevirt.Firmware{KernelBoot: &kubevirt.KernelBoot{KernelArgs: "console=ttyS0"}}
 		}, []wantErr{{field.ErrorTypeRequired, "spec.domain.firmware.kernelBoot.container"}}},

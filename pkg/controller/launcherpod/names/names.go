@@ -1,0 +1,95 @@
+// Package names holds the names a launcher pod derives from an instance's volume names:
+// init containers, pod volumes and device paths. API validation (pkg/apis/kubevirt/validation)
+// refuses volume names whose derived names would be invalid or clash, and the pod builder
+// (pkg/controller/launcherpod) derives them, both from here, so the two cannot drift apart.
+// It depends on nothing but the standard library, so the API packages can import it.
+package names
+
+import "strings"
+
+// ContainerDiskContainerPrefix starts the name of a containerDisk's init container:
+// ContainerDiskContainerPrefix + the volume's name.
+const ContainerDiskContainerPrefix = "container-disk-"
+
+// MaxContainerDiskVolumeName is the longest containerDisk volume name whose init container
+// name is still a DNS label (63 characters), as a container name must be.
+const MaxContainerDiskVolumeName = 63 - len(ContainerDiskContainerPrefix)
+
+// ContainerDiskContainer is the init container that copies a containerDisk volume's image.
+// Volume names are unique and each is at most MaxContainerDiskVolumeName long, so these
+// names are unique too; they cannot clash with the launcher's own containers, which do not
+// start with the prefix.
+func ContainerDiskContainer(volume string) string {
+	return ContainerDiskContainerPrefix + volume
+}
+
+// Containers of the launcher's own, beside one per containerDisk.
+const (
+	// ComputeContainer runs virt-launcher and the guest.
+	ComputeContainer = "compute"
+	// CopyHelperContainer installs the copy helper the other init containers run.
+	CopyHelperContainer = "install-copy-helper"
+	// KernelBootContainer copies the kernelBoot image's files.
+	KernelBootContainer = "kernel-boot"
+)
+
+// Pod volumes of the launcher's own. A persistentVolumeClaim volume becomes a pod volume of
+// the instance volume's name (as in KubeVirt), so such a volume may not take one of these.
+const (
+	// SocketVolume holds the sockets virt-handler reaches the launcher through; the handler
+	// finds it below the kubelet's pods directory by this name.
+	SocketVolume = "hangar-sockets"
+	// PrivateVolume holds libvirt's and QEMU's state, the console log, cloud-init ISOs.
+	PrivateVolume = "hangar-private"
+	// EphemeralVolume holds the guest's ephemeral disks.
+	EphemeralVolume     = "hangar-ephemeral-disks"
+	CopyHelperVolume    = "hangar-copy-helper"
+	KernelBootVolume    = "hangar-kernel-boot"
+	ContainerDiskVolume = "hangar-container-disks"
+	// SecretVolumePrefix starts the pod volume of each cloud-init Secret: hangar-secret-<n>.
+	SecretVolumePrefix = "hangar-secret-"
+)
+
+// IsReservedPodVolume reports whether name is one of the launcher's own pod volumes, or may
+// become one.
+func IsReservedPodVolume(name string) bool {
+	switch name {
+	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume:
+		return true
+	}
+	return strings.HasPrefix(name, SecretVolumePrefix)
+}
+
+// BlockDeviceDir holds the device of each block persistentVolumeClaim volume as
+// BlockDeviceDir/<volume>, KubeVirt's devicePath.
+const BlockDeviceDir = "/dev"
+
+// containerDevEntries are what the runtime and the kubelet put in a container's /dev
+// themselves (the device plugins' kvm and net/tun among them): a block volume's devicePath
+// must not shadow them.
+var containerDevEntries = map[string]bool{
+	"console": true, "core": true, "fd": true, "full": true, "kvm": true, "mqueue": true, "net": true,
+	"null": true, "ptmx": true, "pts": true, "random": true, "shm": true, "stderr": true, "stdin": true,
+	"stdout": true, "termination-log": true, "tty": true, "urandom": true, "zero": true,
+}
+
+// ShadowsContainerDevice reports whether BlockDeviceDir/<volume> would hide an entry the
+// container's /dev needs. Whether a claim is a block device is known only when the pod is
+// built, so validation refuses these names for every persistentVolumeClaim volume.
+func ShadowsContainerDevice(volume string) bool {
+	return containerDevEntries[volume]
+}
+
+// Hostname is the launcher pod's (and the guest's DHCP) hostname for an instance: its
+// spec.hostname, else its name up to the first dot (as KubeVirt does, so "web.1" runs as
+// "web"), cut to a DNS label's 63 characters without a trailing dash.
+func Hostname(name, specHostname string) string {
+	if specHostname != "" {
+		return specHostname
+	}
+	hostname, _, _ := strings.Cut(name, ".")
+	if len(hostname) > 63 {
+		hostname = hostname[:63]
+	}
+	return strings.TrimRight(hostname, "-")
+}
