@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Deploys Hangar onto the local cluster (hack/cluster/up.sh) from artifacts/overlays/local:
 # builds the component images and imports them into the node's containerd, makes virt-api's
-# serving certificate, the etcd volume, applies the manifests, fills in the APIServices'
-# caBundle and waits until the APIServices are Available. Idempotent.
+# serving certificate, etcd's certificates (mutual TLS), virt-api's encryption key, the etcd
+# volume, applies the manifests, fills in the APIServices' caBundle and waits until the
+# APIServices are Available. Idempotent: certificates and the encryption key are made once
+# and kept under _cluster/hangar/pki.
 #
 # On a real cluster, do what this script does by hand or with cert-manager: a Secret
 # hangar/virt-api-tls for the DNS name virt-api.hangar.svc, the APIServices' caBundle set to
-# its CA, and images pushed to your registry (kustomize edit set image).
+# its CA, etcd's certificates, the encryption configuration, and images pushed to your
+# registry (kustomize edit set image). See artifacts/overlays/production/README.md.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
@@ -15,6 +18,11 @@ source "${REPO_ROOT}/hack/cluster/pki.sh"
 HANGAR_DIR="${CLUSTER_DIR}/hangar"
 PKI_DIR="${HANGAR_DIR}/pki"
 IMAGE_BIN_DIR="${REPO_ROOT}/_output/images"
+# virt-api's EncryptionConfiguration with its key: made once, never replaced (objects written
+# with a key cannot be read without it).
+ENCRYPTION_CONFIG="${PKI_DIR}/encryption-config.yaml"
+# The ClusterIP of the hangar-etcd Service (etcd_service_address).
+ETCD_SERVICE_IP=""
 # etcd in the pod runs as this user; its hostPath volume must be writable by it.
 ETCD_UID=65532
 
@@ -78,6 +86,23 @@ rendered_manifests() {
 	printf '%s\n' "${manifests}"
 }
 
+# etcd_service_address creates the namespace and etcd's Services (the objects of the
+# overlay labelled hangar-etcd that are not its pods) and reads the client Service's
+# ClusterIP: virt-api dials etcd there (no cluster DNS here), so etcd's serving certificate
+# must name it, and a Service's address is known only once it exists.
+etcd_service_address() {
+	kubectl_admin apply -f "${REPO_ROOT}/artifacts/base/namespace.yaml" >/dev/null
+	rendered_manifests | kubectl_admin apply --server-side --force-conflicts \
+		--selector app.kubernetes.io/name=hangar-etcd -f - >/dev/null
+	ETCD_SERVICE_IP="$(kubectl_admin -n hangar get service hangar-etcd -o jsonpath='{.spec.clusterIP}')"
+	[[ -n ${ETCD_SERVICE_IP} ]] || die "the Service hangar/hangar-etcd has no ClusterIP"
+}
+
+# cert_names_ip CERT IP: whether the certificate's subjectAltName holds the address.
+cert_names_ip() {
+	openssl x509 -in "${PKI_DIR}/$1.crt" -noout -ext subjectAltName 2>/dev/null | grep -qwF "IP Address:$2"
+}
+
 make_certificates() {
 	mkdir -p "${PKI_DIR}"
 	chmod 700 "${PKI_DIR}"
@@ -88,23 +113,84 @@ make_certificates() {
 	# client certificate named virt-api.
 	new_cert virt-handler hangar-ca "/CN=virt-handler" serverAuth "DNS:virt-handler"
 	new_cert virt-api-handler-client hangar-ca "/CN=virt-api" clientAuth
+
+	# etcd: CAs of their own, so that no other certificate of the cluster opens etcd. One
+	# for the client port (its serving certificate and virt-api's client certificate), one
+	# for the peer port, so that a client certificate is no member's.
+	new_ca hangar-etcd-ca "hangar-etcd-ca"
+	new_ca hangar-etcd-peer-ca "hangar-etcd-peer-ca"
+	# A recreated Service has another address: issue the serving certificate again.
+	if [[ -f ${PKI_DIR}/hangar-etcd-server.crt ]] && ! cert_names_ip hangar-etcd-server "${ETCD_SERVICE_IP}"; then
+		rm -f "${PKI_DIR}/hangar-etcd-server.crt"
+	fi
+	local member=hangar-etcd-0.hangar-etcd-peers.hangar.svc
+	new_cert hangar-etcd-server hangar-etcd-ca "/CN=hangar-etcd" serverAuth \
+		"DNS:hangar-etcd,DNS:hangar-etcd.hangar,DNS:hangar-etcd.hangar.svc,DNS:hangar-etcd.hangar.svc.cluster.local,DNS:${member},DNS:${member}.cluster.local,DNS:localhost,IP:${ETCD_SERVICE_IP},IP:127.0.0.1"
+	# A member serves and dials the peer port with the same certificate.
+	new_cert hangar-etcd-peer hangar-etcd-peer-ca "/CN=hangar-etcd-peer" serverAuth,clientAuth \
+		"DNS:${member},DNS:${member}.cluster.local"
+	# No subjectAltName: etcd checks a client certificate's SANs against the address the
+	# connection comes from.
+	new_cert virt-api-etcd-client hangar-etcd-ca "/CN=virt-api" clientAuth
 }
 
-# apply_tls_secret NAME CERT: a Secret with tls.crt, tls.key and the CA as ca.crt.
+# make_encryption_config writes virt-api's EncryptionConfiguration with a random key, once.
+# A key this directory lost but the cluster still holds is taken back from the Secret.
+make_encryption_config() {
+	[[ -s ${ENCRYPTION_CONFIG} ]] && return 0
+	local existing
+	existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
+		-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
+	if [[ -n ${existing} ]]; then
+		(umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+		return 0
+	fi
+	local key
+	key="$(head -c 32 /dev/urandom | base64 -w0)"
+	(
+		umask 077
+		cat >"${ENCRYPTION_CONFIG}.tmp" <<YAML
+# virt-api's encryption at rest (k8s.io/apiserver --encryption-provider-config). Resources
+# of an API group are named resource.group; identity reads objects written before encryption.
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources:
+  - virtualmachines.kubevirt.io
+  - virtualmachineinstances.kubevirt.io
+  - virtualmachineinstancereplicasets.kubevirt.io
+  providers:
+  - secretbox:
+      keys:
+      - name: key1
+        secret: ${key}
+  - identity: {}
+YAML
+	)
+	mv -f "${ENCRYPTION_CONFIG}.tmp" "${ENCRYPTION_CONFIG}"
+}
+
+# apply_tls_secret NAME CERT [CA]: a Secret with tls.crt, tls.key and the CA (hangar-ca unless
+# given) as ca.crt.
 apply_tls_secret() {
-	local name="$1" cert="$2"
+	local name="$1" cert="$2" ca="${3:-hangar-ca}"
 	kubectl_admin -n hangar create secret generic "${name}" --type=kubernetes.io/tls \
 		--from-file=tls.crt="${PKI_DIR}/${cert}.crt" --from-file=tls.key="${PKI_DIR}/${cert}.key" \
-		--from-file=ca.crt="${PKI_DIR}/hangar-ca.crt" \
+		--from-file=ca.crt="${PKI_DIR}/${ca}.crt" \
 		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 }
 
 # apply_prerequisites creates what the manifests refer to but do not contain.
 apply_prerequisites() {
-	kubectl_admin apply -f "${REPO_ROOT}/artifacts/base/namespace.yaml" >/dev/null
 	apply_tls_secret virt-api-tls virt-api
 	apply_tls_secret virt-handler-tls virt-handler
 	apply_tls_secret virt-api-handler-client virt-api-handler-client
+	apply_tls_secret hangar-etcd-server hangar-etcd-server hangar-etcd-ca
+	apply_tls_secret hangar-etcd-peer hangar-etcd-peer hangar-etcd-peer-ca
+	apply_tls_secret virt-api-etcd-client virt-api-etcd-client hangar-etcd-ca
+	kubectl_admin -n hangar create secret generic virt-api-encryption \
+		--from-file=encryption-config.yaml="${ENCRYPTION_CONFIG}" \
+		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 
 	local volume="${HANGAR_DIR}/volumes/etcd-0"
 	mkdir -p "${volume}"
@@ -165,7 +251,9 @@ main() {
 	local start=${SECONDS}
 	kubectl_admin get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running: hack/cluster/up.sh"
 	run_step deploy "images" build_images
+	run_step deploy "etcd address" etcd_service_address
 	run_step deploy "certificates" make_certificates
+	run_step deploy "encryption key" make_encryption_config
 	run_step deploy "prerequisites" apply_prerequisites
 	run_step deploy "manifests" apply_manifests
 	run_step deploy "ready" wait_ready

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
 )
@@ -23,6 +24,18 @@ type Config struct {
 	ClientPort, PeerPort int
 	// UnsafeNoFsync trades durability for speed, for tests only.
 	UnsafeNoFsync bool
+	// ClientTLS, when set, serves clients over TLS and admits only those presenting a
+	// certificate of ClientTLS.TrustedCAFile, as Hangar's deployed etcd does
+	// (artifacts/base/etcd). Without it etcd speaks plain HTTP, on loopback only.
+	ClientTLS *TLSFiles
+}
+
+// TLSFiles are the PEM files of etcd's client port.
+type TLSFiles struct {
+	// CertFile and KeyFile are etcd's serving certificate; it must name 127.0.0.1.
+	CertFile, KeyFile string
+	// TrustedCAFile is the CA whose client certificates etcd accepts.
+	TrustedCAFile string
 }
 
 // Server is a running embedded etcd.
@@ -50,6 +63,17 @@ func Start(cfg Config) (*Server, error) {
 	ec.Name = "hangar"
 	ec.Dir = filepath.Join(cfg.Dir, "member-data")
 	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))}
+	if cfg.ClientTLS != nil {
+		clientURL.Scheme = "https"
+		ec.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       cfg.ClientTLS.CertFile,
+			KeyFile:        cfg.ClientTLS.KeyFile,
+			TrustedCAFile:  cfg.ClientTLS.TrustedCAFile,
+			ClientCertAuth: true,
+		}
+		// As deployed: no JSON gateway beside gRPC; virt-api and etcdctl speak gRPC.
+		ec.EnableGRPCGateway = false
+	}
 	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))}
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}

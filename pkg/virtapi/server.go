@@ -70,6 +70,13 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			return checker.Run(ctx)
 		})
 	}
+	if path := o.RecommendedOptions.Etcd.EncryptionProviderConfigFilepath; path != "" {
+		named, err := encryptedResources(path)
+		if err != nil {
+			return nil, err
+		}
+		serverConfig.RESTOptionsGetter = requireEncryptionConfig{RESTOptionsGetter: serverConfig.RESTOptionsGetter, path: path, named: named}
+	}
 	serverConfig.ShutdownDelayDuration = o.ShutdownDelay
 	if o.Standalone {
 		klog.Warning("STANDALONE MODE: authentication and authorization are OFF; every client of " +
