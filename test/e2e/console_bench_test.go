@@ -15,11 +15,18 @@ import (
 	gwebsocket "github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	controllerconfig "github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	launcherapi "github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/test/integration/framework"
 )
+
+// kubeletPodsDir is a node's kubelet pods directory, seen from the host.
+func kubeletPodsDir(string) string {
+	return filepath.Join(framework.RepoRoot(), "_cluster", "kubelet", "pods")
+}
 
 // consoleConn is one way to the guest's serial console: the chain a user's console takes
 // (client -> kube-apiserver -> virt-api -> virt-handler -> the launcher's console socket ->
@@ -150,7 +157,7 @@ func TestConsoleFigures(t *testing.T) {
 	keys, lines := benchEnv("BENCH_KEYS", 200), benchEnv("BENCH_LINES", 20000)
 	ns := namespace(t, "bench-console")
 	ctx := context.Background()
-	vmi, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
+	_, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
 		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: guestSpec()}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	s := attach(t, ns, "echo", "console")
@@ -160,8 +167,21 @@ func TestConsoleFigures(t *testing.T) {
 	<-s.closed
 
 	chain := func() *consoleConn { return websocketConsole(openStream(t, ns, "echo", "console")) }
+	// Directly: the launcher pod's console socket on its node, reached as virt-handler
+	// reaches it (below the kubelet's pods directory, the peer checked).
+	running := waitVMI(t, ns, "echo", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	pods, err := podsockets.OpenRoot(kubeletPodsDir(running.Status.NodeName))
+	require.NoError(t, err)
+	defer pods.Close()
+	var podUID types.UID
+	for uid := range running.Status.ActivePods {
+		podUID = uid
+	}
+	dir, err := pods.Dir(podUID, launcherapi.SocketVolume)
+	require.NoError(t, err)
+	defer dir.Close()
 	direct := func() *consoleConn {
-		conn, err := net.Dial("unix", filepath.Join(controllerconfig.DefaultSocketDir, string(vmi.UID), launcherapi.ConsoleSocketName))
+		conn, err := dir.Dial(launcherapi.ConsoleSocketName)
 		require.NoError(t, err)
 		return socketConsole(conn)
 	}

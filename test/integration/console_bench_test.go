@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"k8s.io/apimachinery/pkg/types"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -70,7 +68,7 @@ func (a *nodeAgent) echoConsole(t *testing.T, vmi *v1.VirtualMachineInstance, bu
 			}()
 		}
 	}()
-	return path
+	return dir
 }
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
