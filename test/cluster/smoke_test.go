@@ -169,7 +169,7 @@ func TestNodesPodsAndServices(t *testing.T) {
 
 	for _, from := range pods {
 		for _, to := range pods {
-			out := kubectl(t, "-n", ns, "exec", from.Name, "--", "wget", "-qO-", "-T", "5", "http://"+to.Status.PodIP+":8080")
+			out := kubectl(t, "-n", ns, "exec", from.Name, "--", "wget", "-qO-", "http://"+to.Status.PodIP+":8080")
 			assert.Equal(t, to.Name, strings.TrimSpace(out), "%s (%s) -> %s (%s)", from.Name, from.Spec.NodeName, to.Name, to.Spec.NodeName)
 		}
 		// The Service by its name, through the cluster DNS, from every node.
@@ -178,7 +178,7 @@ func TestNodesPodsAndServices(t *testing.T) {
 		svc, err := kube.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Contains(t, out, svc.Spec.ClusterIP, "DNS answer on %s", from.Spec.NodeName)
-		out = kubectl(t, "-n", ns, "exec", from.Name, "--", "wget", "-qO-", "-T", "5", "http://web:8080")
+		out = kubectl(t, "-n", ns, "exec", from.Name, "--", "wget", "-qO-", "http://web:8080")
 		assert.Contains(t, out, "web-", "the Service answers on %s", from.Spec.NodeName)
 	}
 

@@ -163,7 +163,7 @@ func TestGuestReachesServiceOnOtherNode(t *testing.T) {
 			fqdn := "web." + ns + ".svc.cluster.local"
 			console.typeUntil(t, "nslookup "+fqdn+" >/dev/null && echo resolved-$((1+1))", "resolved-2")
 			// The short name too: the guest's search path comes from the pod's by DHCP.
-			console.typeUntil(t, "wget -qO- -T 5 http://web/ ; echo fetched-$((2+1))", "served-by-"+nodes[0])
+			console.typeUntil(t, "wget -qO- http://web/ ; echo fetched-$((2+1))", "served-by-"+nodes[0])
 		})
 	}
 }

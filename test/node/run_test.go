@@ -56,6 +56,17 @@ var (
 	nodeErr  error
 )
 
+// TestMain removes what the emulated node left on the host: the cgroup parent of the
+// launchers (each launcher's own cgroup goes with its test) and the node's directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if nodeVal != nil {
+		_ = os.Remove(nodeVal.cgroups)
+		_ = os.RemoveAll(nodeVal.base)
+	}
+	os.Exit(code)
+}
+
 // testNode prepares the emulated node once per test binary.
 func testNode(t *testing.T) *node {
 	t.Helper()

@@ -61,7 +61,13 @@ type loopProvisioner struct {
 	client kubernetes.Interface
 }
 
-var _ controller.Provisioner = &loopProvisioner{}
+var (
+	_ controller.Provisioner      = &loopProvisioner{}
+	_ controller.BlockProvisioner = &loopProvisioner{}
+)
+
+// SupportsBlock: the library provisions Block claims only for provisioners that say so.
+func (p *loopProvisioner) SupportsBlock(context.Context) bool { return true }
 
 // Provision makes a sparse file of the claim's size on its node and a Block volume of it.
 func (p *loopProvisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {

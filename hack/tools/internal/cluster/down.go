@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Down stops exactly what Up started and undoes its changes to the host: every node's pods
@@ -142,28 +144,77 @@ func (s *Settings) purge() error {
 }
 
 // DetachLoopDevices detaches loop devices whose backing files are in the cluster directory
-// (block volumes of the loop provisioner, or a test's).
+// (block volumes of the loop provisioner, or a test's), and before them the loop devices
+// stacked on those: the kubelet holds every mapped block volume open through a loop device
+// of its own, which a stopped kubelet never detaches.
 func (s *Settings) DetachLoopDevices() ([]string, error) {
+	type fileID struct{ dev, ino uint64 }
+	ours := map[fileID]string{} // our devices' nodes in /dev -> their backing files
+	backing := map[string]fileID{}
 	entries, _ := os.ReadDir("/sys/block")
-	var did []string
-	var errs []error
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "loop") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/sys/block", e.Name(), "loop", "backing_file"))
+		id, err := loopBacking("/dev/" + e.Name())
 		if err != nil {
+			continue // not attached
+		}
+		backing[e.Name()] = id
+		b, err := os.ReadFile(filepath.Join("/sys/block", e.Name(), "loop", "backing_file"))
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(b)), s.ClusterDir+"/") {
 			continue
 		}
-		backing := strings.TrimSpace(string(b))
-		if !strings.HasPrefix(backing, s.ClusterDir+"/") {
-			continue
+		var st unix.Stat_t
+		if unix.Stat("/dev/"+e.Name(), &st) == nil {
+			ours[fileID{st.Dev, st.Ino}] = strings.TrimSpace(string(b))
 		}
-		if err := run("losetup", "-d", "/dev/"+e.Name()); err != nil {
-			errs = append(errs, err)
-			continue
+	}
+	var did []string
+	var errs []error
+	detach := func(name, what string) {
+		if err := loopDetach("/dev/" + name); err != nil {
+			errs = append(errs, fmt.Errorf("detach /dev/%s: %w", name, err))
+			return
 		}
-		did = append(did, fmt.Sprintf("detached /dev/%s (%s)", e.Name(), backing))
+		did = append(did, fmt.Sprintf("detached /dev/%s (%s)", name, what))
+	}
+	for name, id := range backing { // stacked ones first
+		if file, ok := ours[id]; ok {
+			detach(name, "the kubelet's, on the device of "+filepath.Base(file))
+		}
+	}
+	for name := range backing {
+		b, _ := os.ReadFile(filepath.Join("/sys/block", name, "loop", "backing_file"))
+		if file := strings.TrimSpace(string(b)); strings.HasPrefix(file, s.ClusterDir+"/") {
+			detach(name, file)
+		}
 	}
 	return did, errors.Join(errs...)
+}
+
+// loopBacking is the device and inode of the loop device's backing file.
+func loopBacking(dev string) (id struct{ dev, ino uint64 }, err error) {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return id, err
+	}
+	defer unix.Close(fd)
+	info, err := unix.IoctlLoopGetStatus64(fd)
+	if err != nil {
+		return id, err
+	}
+	id.dev, id.ino = info.Device, info.Inode
+	return id, nil
+}
+
+// loopDetach detaches the loop device; a device still open is detached by the kernel when
+// its last user closes it.
+func loopDetach(dev string) error {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0)
 }

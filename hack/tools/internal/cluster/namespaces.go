@@ -188,10 +188,20 @@ func (s *Settings) EnsureCgroupRoot(n *Node) error {
 	return nil
 }
 
+// cleanupHierarchies are the hierarchies in which the node's pods may leave cgroups: on a
+// hybrid host runc also makes every container's cgroup in the v2 "unified" hierarchy.
+func cleanupHierarchies() []string {
+	hs := cgroupHierarchies()
+	if unified := "/sys/fs/cgroup/unified"; len(hs) > 1 && exists(filepath.Join(unified, "cgroup.procs")) {
+		hs = append(hs, unified)
+	}
+	return hs
+}
+
 // cgroupProcesses lists the processes below the node's cgroup root.
 func cgroupProcesses(n *Node) []int {
 	seen := map[int]bool{}
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cleanupHierarchies() {
 		_ = filepath.WalkDir(filepath.Join(h, n.CgroupRoot()), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
@@ -227,7 +237,7 @@ func (s *Settings) RemoveCgroupRoot(n *Node) ([]string, error) {
 	}
 	var errs []error
 	removed := 0
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cleanupHierarchies() {
 		root := filepath.Join(h, n.CgroupRoot())
 		var dirs []string
 		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {

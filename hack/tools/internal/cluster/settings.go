@@ -44,10 +44,10 @@ type Settings struct {
 	DNSServiceIP        netip.Addr
 	ClusterDomain       string
 
-	EtcdPort, EtcdPeerPort, APIServerPort                int
-	ControllerManagerPort, SchedulerPort                 int
-	KubeletPort, KubeletHealthzPort                      int
-	ProxyHealthzPort, ProxyMetricsPort                   int
+	EtcdPort, EtcdPeerPort, APIServerPort                  int
+	ControllerManagerPort, SchedulerPort                   int
+	KubeletPort, KubeletHealthzPort                        int
+	ProxyHealthzPort, ProxyMetricsPort                     int
 	PauseImage, BusyboxImage, CoreDNSImage, LocalPathImage string
 	// EtcdFsync turns etcd's fsync on (off by default: the data is disposable).
 	EtcdFsync bool

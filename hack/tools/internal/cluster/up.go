@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"golang.org/x/sys/unix"
 )
 
 // Lock takes the cluster directory's lock: one up or down at a time. It is released when the
