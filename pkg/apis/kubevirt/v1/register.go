@@ -70,6 +70,7 @@ func AddFieldLabelConversions(scheme *runtime.Scheme, gv schema.GroupVersion) er
 		supported := map[string]bool{"metadata.name": true, "metadata.namespace": true}
 		if kind == "VirtualMachineInstance" {
 			supported["status.nodeName"], supported["status.phase"] = true, true
+			supported["status.migrationState.targetNode"] = true
 		}
 		err := scheme.AddFieldLabelConversionFunc(gv.WithKind(kind), func(label, value string) (string, string, error) {
 			if !supported[label] {
