@@ -112,6 +112,9 @@ make_certificates() {
 	# client certificate named virt-api.
 	new_cert virt-handler hangar-ca "/CN=virt-handler" serverAuth "DNS:virt-handler"
 	new_cert virt-api-handler-client hangar-ca "/CN=virt-api" clientAuth
+	# The nodes' migration identities: virt-controller holds this CA's key and signs each
+	# node's request (certificates.k8s.io, signer hangarvm.io/migration).
+	new_ca hangar-migration-ca "hangar-migration-ca"
 
 	# etcd: CAs of their own, so that no other certificate of the cluster opens etcd. One
 	# for the client port (its serving certificate and virt-api's client certificate), one
@@ -184,6 +187,10 @@ apply_prerequisites() {
 	apply_tls_secret virt-api-tls virt-api
 	apply_tls_secret virt-handler-tls virt-handler
 	apply_tls_secret virt-api-handler-client virt-api-handler-client
+	apply_tls_secret hangar-migration-ca hangar-migration-ca hangar-migration-ca
+	kubectl_admin -n hangar create secret generic hangar-migration-ca-bundle \
+		--from-file=ca.crt="${PKI_DIR}/hangar-migration-ca.crt" \
+		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 	apply_tls_secret hangar-etcd-server hangar-etcd-server hangar-etcd-ca
 	apply_tls_secret hangar-etcd-peer hangar-etcd-peer hangar-etcd-peer-ca
 	apply_tls_secret virt-api-etcd-client virt-api-etcd-client hangar-etcd-ca

@@ -31,6 +31,9 @@ const (
 	AppLabel = "kubevirt.io"
 	// LauncherAppLabelValue is AppLabel's value on launcher pods.
 	LauncherAppLabelValue = "virt-launcher"
+	// MigrationJobLabel marks a migration's target launcher pod with the migration's UID
+	// (KubeVirt's label).
+	MigrationJobLabel = "kubevirt.io/migrationJobUID"
 	// CreatedByLabel carries the UID of the instance a launcher pod runs.
 	CreatedByLabel = "kubevirt.io/created-by"
 )
