@@ -237,7 +237,9 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 	target := newest(targets)
 	switch {
 	case ms.Completed:
-		return c.handOff(s, vmi, vs, target, setPhase), nil
+		c.handOff(&s, vmi, vs, target)
+		setPhase(v1.MigrationSucceeded)
+		return s, nil
 	case ms.Failed:
 		fail(ms.FailureReason)
 		return s, nil
@@ -312,8 +314,7 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 
 // handOff gives a completed migration's instance to its target node: status.nodeName and
 // the active pods say the target's, and the source pod (its launcher done) goes.
-func (c *Controller) handOff(s step, vmi *v1.VirtualMachineInstance, vs *v1.VirtualMachineInstanceStatus, target *corev1.Pod,
-	setPhase func(v1.VirtualMachineInstanceMigrationPhase)) step {
+func (c *Controller) handOff(s *step, vmi *v1.VirtualMachineInstance, vs *v1.VirtualMachineInstanceStatus, target *corev1.Pod) {
 	ms := vs.MigrationState
 	if vs.NodeName != ms.TargetNode {
 		for uid, node := range vs.ActivePods {
@@ -342,8 +343,6 @@ func (c *Controller) handOff(s step, vmi *v1.VirtualMachineInstance, vs *v1.Virt
 		}
 	}
 	s.mig.MigrationState = ms.DeepCopy()
-	setPhase(v1.MigrationSucceeded)
-	return s
 }
 
 // createTarget makes the target launcher pod: the instance's pod, kept off the source node
