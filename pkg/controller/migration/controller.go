@@ -78,6 +78,7 @@ type Controller struct {
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, migInformer kvinformers.VirtualMachineInstanceMigrationInformer,
 	vmiInformer kvinformers.VirtualMachineInstanceInformer, podInformer, handlerInformer coreinformers.PodInformer,
 	cfg *config.Store, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	RegisterMetrics(migInformer.Lister())
 	c := &Controller{
 		kubevirt: kubevirt, kube: kube,
 		lister: migInformer.Lister(), migIndexer: migInformer.Informer().GetIndexer(),

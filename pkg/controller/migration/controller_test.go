@@ -2,6 +2,7 @@ package migration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	metricstestutil "k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -122,7 +125,7 @@ func runningVMI(mutate ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineIn
 
 func launcherPod(name string, uid types.UID, node string, job types.UID) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid,
-		Labels: map[string]string{v1.AppLabel: v1.LauncherAppLabelValue},
+		Labels:          map[string]string{v1.AppLabel: v1.LauncherAppLabelValue},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm", UID: "vmi-uid", Controller: ptr.To(true)}}},
 		Spec:   corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
@@ -252,4 +255,25 @@ func TestParallelMigrationsPerNodeAreLimited(t *testing.T) {
 	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel})
 	require.NoError(t, err)
 	assert.Empty(t, pods.Items)
+}
+
+func TestMigrationMetrics(t *testing.T) {
+	done := newMigration(v1.MigrationSucceeded, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{StartTimestamp: ptr.To(metav1.Unix(1700000000, 0)), EndTimestamp: ptr.To(metav1.Unix(1700000042, 0))}
+	})
+	f := newFixture(t, done, runningVMI())
+	pending := newMigration(v1.MigrationPending, func(m *v1.VirtualMachineInstanceMigration) { m.Name, m.UID = "other", "other" })
+	require.NoError(t, f.c.migIndexer.Add(pending))
+	err := metricstestutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(`
+# HELP kubevirt_vmi_migration_end_time_seconds [ALPHA] The time at which the migration ended.
+# TYPE kubevirt_vmi_migration_end_time_seconds gauge
+kubevirt_vmi_migration_end_time_seconds{namespace="ns",vmi="vm",vmim="mig"} 1.700000042e+09
+# HELP kubevirt_vmi_migration_succeeded [ALPHA] Indicates if the VMI migration succeeded.
+# TYPE kubevirt_vmi_migration_succeeded gauge
+kubevirt_vmi_migration_succeeded{namespace="ns",vmi="vm",vmim="mig"} 1
+# HELP kubevirt_vmi_migrations_in_pending_phase [ALPHA] Number of current pending migrations.
+# TYPE kubevirt_vmi_migrations_in_pending_phase gauge
+kubevirt_vmi_migrations_in_pending_phase 1
+`), "kubevirt_vmi_migration_end_time_seconds", "kubevirt_vmi_migration_succeeded", "kubevirt_vmi_migrations_in_pending_phase")
+	require.NoError(t, err)
 }
