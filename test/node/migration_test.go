@@ -125,3 +125,60 @@ func TestLauncherLiveMigration(t *testing.T) {
 	assert.NotContains(t, seen.String(), banner, "the guest did not boot again")
 	mu.Unlock()
 }
+
+// slowMigration starts a migration held at 1 MiB/s, so that it is still under way when the
+// test interferes, and returns both launchers.
+func slowMigration(t *testing.T, name string) (source, target *launcherRun) {
+	vmi := kernelBootVMI(name)
+	source = startLauncherWith(t, launcherOptions{sharedRunPath: true}, vmi)
+	require.Equal(t, api.PhaseRunning, source.sync().Phase)
+	source.waitConsoleLog(banner, 60*time.Second)
+	target = startLauncherWith(t, launcherOptions{sharedRunPath: true}, vmi)
+	_, err := target.client.PrepareMigrationTarget(context.Background(), vmi, "m-slow")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	carryStreams(ctx, t, source.dir, target.dir, "m-slow")
+	_, err = source.client.Migrate(context.Background(), api.MigrateRequest{UID: "m-slow",
+		Options: api.MigrationOptions{BandwidthMiB: 1, ProgressTimeoutSeconds: 600, CompletionTimeoutPerGiBSeconds: 6000}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		m := source.State().Migration
+		return m != nil && m.DataProcessedBytes > 0
+	}, 60*time.Second, 100*time.Millisecond, "memory flows: %+v", source.State().Migration)
+	return source, target
+}
+
+// migrationEnd waits until the source's migration ends.
+func migrationEnd(t *testing.T, source *launcherRun) api.State {
+	var st api.State
+	require.Eventually(t, func() bool {
+		st = source.State()
+		return st.Migration != nil && st.Migration.EndedAt != nil
+	}, 60*time.Second, 100*time.Millisecond, "the migration ends: %+v", st.Migration)
+	return st
+}
+
+// TestLauncherMigrationAbortKeepsTheGuestOnTheSource: a cancel mid-flight stops the
+// migration; the guest runs on where it was.
+func TestLauncherMigrationAbortKeepsTheGuestOnTheSource(t *testing.T) {
+	source, _ := slowMigration(t, "abort")
+	_, err := source.client.AbortMigration(context.Background(), "m-slow")
+	require.NoError(t, err)
+	st := migrationEnd(t, source)
+	assert.True(t, st.Migration.Failed)
+	assert.Equal(t, api.AbortSucceeded, st.Migration.AbortStatus)
+	assert.Equal(t, api.PhaseRunning, st.Phase, "the guest runs on on the source")
+}
+
+// TestLauncherMigrationTargetDiesKeepsTheGuestOnTheSource: the target's pod dies
+// mid-flight; the migration fails with a reason and the guest runs on on the source.
+func TestLauncherMigrationTargetDiesKeepsTheGuestOnTheSource(t *testing.T) {
+	source, target := slowMigration(t, "orphan")
+	target.kill()
+	st := migrationEnd(t, source)
+	assert.True(t, st.Migration.Failed)
+	assert.NotEmpty(t, st.Migration.Reason)
+	t.Logf("failure: %s: %s", st.Migration.Reason, st.Migration.Message)
+	assert.Equal(t, api.PhaseRunning, st.Phase, "the guest runs on on the source")
+}
