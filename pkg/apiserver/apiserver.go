@@ -20,6 +20,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
 )
 
@@ -84,6 +85,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	migrations, err := virtualmachineinstancemigration.NewStorage(Scheme, optsGetter, vmis.VirtualMachineInstance)
+	if err != nil {
+		return nil, err
+	}
 	var pods virtualmachine.LauncherPods
 	if c.ExtraConfig.KubeClientConfig != nil {
 		kube, err := kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig)
@@ -118,6 +123,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtualmachineinstancereplicasets":        replicaSets.VirtualMachineInstanceReplicaSet,
 		"virtualmachineinstancereplicasets/status": replicaSets.Status,
 		"virtualmachineinstancereplicasets/scale":  replicaSets.Scale,
+		"virtualmachineinstancemigrations":         migrations.VirtualMachineInstanceMigration,
+		"virtualmachineinstancemigrations/status":  migrations.Status,
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(kubevirt.GroupName, Scheme, metav1.ParameterCodec, Codecs)
