@@ -6,8 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/migratable"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
 // setMigratable records on a Running instance's status whether it can be live migrated (the

@@ -16,7 +16,7 @@ func claimVolume(name string) v1.Volume {
 
 func specWith(binding v1.InterfaceBindingMethod, volumes ...v1.Volume) *v1.VirtualMachineInstanceSpec {
 	return &v1.VirtualMachineInstanceSpec{
-		Domain: v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{{Name: "default", InterfaceBindingMethod: binding}}}},
+		Domain:   v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{{Name: "default", InterfaceBindingMethod: binding}}}},
 		Networks: []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}},
 		Volumes:  volumes,
 	}
