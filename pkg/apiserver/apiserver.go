@@ -98,6 +98,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		pods = launcherPods{kube: kube}
 	}
 	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
+	vmActions.SetMigrations(migrations.VirtualMachineInstanceMigration)
 	if c.ExtraConfig.LauncherPods != nil {
 		vmActions.CheckStarts(c.ExtraConfig.LauncherPods)
 	}
@@ -113,6 +114,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtualmachines/start":                    action.New(vmActions.Start),
 		"virtualmachines/stop":                     action.New(vmActions.Stop),
 		"virtualmachines/restart":                  action.New(vmActions.Restart),
+		"virtualmachines/migrate":                  action.New(vmActions.Migrate),
 		"virtualmachineinstances":                  vmis.VirtualMachineInstance,
 		"virtualmachineinstances/status":           vmis.Status,
 		"virtualmachineinstances/pause":            action.New(commands.Pause),
@@ -138,6 +140,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "start", doc: "start a VirtualMachine", options: v1.StartOptions{}, act: vmActions.Start},
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "stop", doc: "stop a VirtualMachine", options: v1.StopOptions{}, act: vmActions.Stop},
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "restart", doc: "restart a VirtualMachine", options: v1.RestartOptions{}, act: vmActions.Restart},
+		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "migrate", doc: "live migrate the VirtualMachine's instance to another node", options: v1.MigrateOptions{}, act: vmActions.Migrate},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "pause", doc: "pause a running instance", options: v1.PauseOptions{}, act: commands.Pause},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unpause", doc: "unpause a paused instance", options: v1.UnpauseOptions{}, act: commands.Unpause},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "softreboot", doc: "ask the guest to reboot (ACPI)", act: commands.SoftReboot},
