@@ -136,12 +136,18 @@ make_certificates() {
 # make_encryption_config writes virt-api's EncryptionConfiguration with a random key, once.
 # A key this directory lost but the cluster still holds is taken back from the Secret.
 make_encryption_config() {
-	[[ -s ${ENCRYPTION_CONFIG} ]] && return 0
-	local existing
-	existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
-		-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
-	if [[ -n ${existing} ]]; then
-		(umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+	if [[ ! -s ${ENCRYPTION_CONFIG} ]]; then
+		local existing
+		existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
+			-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
+		[[ -n ${existing} ]] && (umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+	fi
+	if [[ -s ${ENCRYPTION_CONFIG} ]]; then
+		# A configuration made before migrations were served lacks them, and virt-api refuses
+		# to store a resource in plaintext: add the resource, keeping the key.
+		if ! grep -q 'virtualmachineinstancemigrations.kubevirt.io' "${ENCRYPTION_CONFIG}"; then
+			sed -i 's/^\(\s*\)- virtualmachineinstancereplicasets.kubevirt.io$/&\n\1- virtualmachineinstancemigrations.kubevirt.io/' "${ENCRYPTION_CONFIG}"
+		fi
 		return 0
 	fi
 	local key
@@ -158,6 +164,7 @@ resources:
   - virtualmachines.kubevirt.io
   - virtualmachineinstances.kubevirt.io
   - virtualmachineinstancereplicasets.kubevirt.io
+  - virtualmachineinstancemigrations.kubevirt.io
   providers:
   - secretbox:
       keys:
