@@ -2,8 +2,8 @@
 # Deploys Hangar onto the local cluster (hack/cluster/up.sh) from artifacts/overlays/local:
 # builds the component images and imports them into the node's containerd, makes virt-api's
 # serving certificate, etcd's certificates (mutual TLS), virt-api's encryption key, the etcd
-# volume, applies the manifests, fills in the APIServices' caBundle and waits until the
-# APIServices are Available. Idempotent: certificates and the encryption key are made once
+# volume, applies the manifests, fills in the caBundle of the APIServices and of the eviction
+# webhook and waits until the APIServices are Available. Idempotent: certificates and the encryption key are made once
 # and kept under _cluster/hangar/pki.
 #
 # On a real cluster, do what this script does by hand or with cert-manager: a Secret
@@ -238,6 +238,8 @@ apply_manifests() {
 		kubectl_admin patch apiservice "${apiservice}" --type=merge \
 			-p "{\"spec\":{\"caBundle\":\"${ca_bundle}\"}}" >/dev/null
 	done
+	kubectl_admin patch validatingwebhookconfiguration virt-api-validator --type=json \
+		-p "[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"${ca_bundle}\"}]" >/dev/null
 }
 
 wait_ready() {

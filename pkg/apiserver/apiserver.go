@@ -16,6 +16,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/evictionwebhook"
 	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
@@ -96,6 +97,16 @@ func (c CompletedConfig) New() (*Server, error) {
 			return nil, err
 		}
 		pods = launcherPods{kube: kube}
+		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
+		checker := c.ExtraConfig.LauncherPods
+		genericServer.Handler.NonGoRestfulMux.Handle(evictionwebhook.Path, evictionwebhook.New(launcherPods{kube: kube},
+			evacuations{vmis: vmis.VirtualMachineInstance, status: vmis.Status},
+			func() kubevirt.EvictionStrategy {
+				if checker == nil {
+					return ""
+				}
+				return kubevirt.EvictionStrategy(checker.ClusterConfig().EvictionStrategy)
+			}))
 	}
 	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
 	vmActions.SetMigrations(migrations.VirtualMachineInstanceMigration)
