@@ -188,10 +188,10 @@ func TestMigrationThroughKubeAPIServer(t *testing.T) {
 		assert.True(t, apierrors.IsForbidden(err), "edit must not create migrations: %v", err)
 		for _, group := range []string{"kubevirt.io", "subresources.kubevirt.io"} {
 			var code int
-			editor.Discovery().RESTClient().Put().AbsPath("/apis/"+group+"/v1/namespaces/"+ns+"/virtualmachines/vm/migrate").
+			editor.Discovery().RESTClient().Put().AbsPath("/apis/" + group + "/v1/namespaces/" + ns + "/virtualmachines/vm/migrate").
 				Body([]byte(`{"dryRun":["All"]}`)).Do(ctx).StatusCode(&code)
 			assert.Equal(t, http.StatusForbidden, code, group)
-			mover.Discovery().RESTClient().Put().AbsPath("/apis/"+group+"/v1/namespaces/"+ns+"/virtualmachines/vm/migrate").
+			mover.Discovery().RESTClient().Put().AbsPath("/apis/" + group + "/v1/namespaces/" + ns + "/virtualmachines/vm/migrate").
 				Body([]byte(`{"dryRun":["All"]}`)).Do(ctx).StatusCode(&code)
 			assert.Equal(t, http.StatusAccepted, code, group)
 		}
