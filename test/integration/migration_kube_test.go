@@ -5,15 +5,12 @@ package integration
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,26 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
-
-// registerEvictionWebhook applies the manifest's ValidatingWebhookConfiguration, pointed at
-// the in-process virt-api as the APIServices are (port and caBundle).
-func registerEvictionWebhook(t *testing.T, c *framework.Cluster) {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "artifacts/base/virt-api/webhooks.yaml"))
-	require.NoError(t, err)
-	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
-	require.NoError(t, yaml.UnmarshalStrict(raw, &cfg))
-	require.Len(t, cfg.Webhooks, 1)
-	cfg.Webhooks[0].ClientConfig.Service.Port = ptr.To(int32(c.VirtAPI.Port()))
-	cfg.Webhooks[0].ClientConfig.CABundle = c.CA.PEM
-	_, err = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &cfg, metav1.CreateOptions{})
-	require.NoError(t, err)
-}
 
 // fakeLauncher creates a pod as virt-controller would for the instance, bound to node (no
 // kubelet runs it), and records it in the instance's status as the controller does.
@@ -86,7 +67,7 @@ func evict(c *framework.Cluster, ns, pod string) error {
 // behind a real kube-apiserver, with the manifests' RBAC and webhook configuration.
 func TestMigrationThroughKubeAPIServer(t *testing.T) {
 	c := framework.StartAggregated(t)
-	registerEvictionWebhook(t, c)
+	require.NoError(t, c.RegisterEvictionWebhook())
 	ctx := context.Background()
 
 	t.Run("eviction of a LiveMigrate instance's launcher becomes an evacuation", func(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package manager runs virt-controller's controllers together: shared informers, the cluster
-// configuration, the event recorder and the three controllers. cmd/virt-controller runs it
+// configuration, the event recorder and the controllers. cmd/virt-controller runs it
 // under leader election; tests and benchmarks run it directly.
 package manager
 
@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
@@ -110,6 +111,10 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	evacuationController, err := evacuation.New(kubevirt, vmiInformer, kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations(), cfg, recorder)
+	if err != nil {
+		return err
+	}
 
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
@@ -120,13 +125,14 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	defer kubeFactory.Shutdown()
 	defer eventFactory.Shutdown()
 
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	go func() { errs <- vmController.Run(ctx, o.VMWorkers) }()
 	go func() { errs <- vmiController.Run(ctx, o.VMIWorkers) }()
 	go func() { errs <- rsController.Run(ctx, o.ReplicaSetWorkers) }()
+	go func() { errs <- evacuationController.Run(ctx) }()
 	klog.InfoS("virt-controller running")
 	var first error
-	for range 3 {
+	for range cap(errs) {
 		if err := <-errs; err != nil && first == nil && ctx.Err() == nil {
 			first = err // caches that did not sync because ctx ended are no failure
 		}

@@ -39,9 +39,6 @@ type VirtAPI struct {
 	customize func(o *virtapi.Options)
 }
 
-// Port is the port virt-api serves on (127.0.0.1), for webhooks pointed at it.
-func (s *VirtAPI) Port() int { return s.port }
-
 // StartVirtAPI starts virt-api in standalone mode with a fresh embedded etcd, and stops it
 // when the test ends.
 func StartVirtAPI(t testing.TB) *VirtAPI {
