@@ -24,8 +24,8 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
+	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	"github.com/hangarvm/hangar/pkg/controller/vm"
