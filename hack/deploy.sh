@@ -2,8 +2,8 @@
 # Deploys Hangar onto the local cluster (hack/cluster/up.sh) from artifacts/overlays/local:
 # builds the component images and imports them into the node's containerd, makes virt-api's
 # serving certificate, etcd's certificates (mutual TLS), virt-api's encryption key, the etcd
-# volume, applies the manifests, fills in the APIServices' caBundle and waits until the
-# APIServices are Available. Idempotent: certificates and the encryption key are made once
+# volume, applies the manifests, fills in the caBundle of the APIServices and of the eviction
+# webhook and waits until the APIServices are Available. Idempotent: certificates and the encryption key are made once
 # and kept under _cluster/hangar/pki.
 #
 # On a real cluster, do what this script does by hand or with cert-manager: a Secret
@@ -139,12 +139,18 @@ make_certificates() {
 # make_encryption_config writes virt-api's EncryptionConfiguration with a random key, once.
 # A key this directory lost but the cluster still holds is taken back from the Secret.
 make_encryption_config() {
-	[[ -s ${ENCRYPTION_CONFIG} ]] && return 0
-	local existing
-	existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
-		-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
-	if [[ -n ${existing} ]]; then
-		(umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+	if [[ ! -s ${ENCRYPTION_CONFIG} ]]; then
+		local existing
+		existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
+			-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
+		[[ -n ${existing} ]] && (umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+	fi
+	if [[ -s ${ENCRYPTION_CONFIG} ]]; then
+		# A configuration made before migrations were served lacks them, and virt-api refuses
+		# to store a resource in plaintext: add the resource, keeping the key.
+		if ! grep -q 'virtualmachineinstancemigrations.kubevirt.io' "${ENCRYPTION_CONFIG}"; then
+			sed -i 's/^\(\s*\)- virtualmachineinstancereplicasets.kubevirt.io$/&\n\1- virtualmachineinstancemigrations.kubevirt.io/' "${ENCRYPTION_CONFIG}"
+		fi
 		return 0
 	fi
 	local key
@@ -161,6 +167,7 @@ resources:
   - virtualmachines.kubevirt.io
   - virtualmachineinstances.kubevirt.io
   - virtualmachineinstancereplicasets.kubevirt.io
+  - virtualmachineinstancemigrations.kubevirt.io
   providers:
   - secretbox:
       keys:
@@ -238,6 +245,8 @@ apply_manifests() {
 		kubectl_admin patch apiservice "${apiservice}" --type=merge \
 			-p "{\"spec\":{\"caBundle\":\"${ca_bundle}\"}}" >/dev/null
 	done
+	kubectl_admin patch validatingwebhookconfiguration virt-api-validator --type=json \
+		-p "[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"${ca_bundle}\"}]" >/dev/null
 }
 
 wait_ready() {

@@ -1,5 +1,5 @@
 // Package manager runs virt-controller's controllers together: shared informers, the cluster
-// configuration, the event recorder and the three controllers. cmd/virt-controller runs it
+// configuration, the event recorder and the controllers. cmd/virt-controller runs it
 // under leader election; tests and benchmarks run it directly.
 package manager
 
@@ -25,6 +25,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
+	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/migration"
 	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
@@ -126,6 +127,10 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	evacuationController, err := evacuation.New(kubevirt, vmiInformer, kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations(), cfg, recorder)
+	if err != nil {
+		return err
+	}
 	// virt-handler pods, for the address of each node's migration proxy.
 	handlerFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
 		informers.WithNamespace(o.Migration.HandlerNamespace),
@@ -141,6 +146,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		func() error { return vmiController.Run(ctx, o.VMIWorkers) },
 		func() error { return rsController.Run(ctx, o.ReplicaSetWorkers) },
 		func() error { return migController.Run(ctx, 3) },
+		func() error { return evacuationController.Run(ctx) },
 	}
 	var csrFactory informers.SharedInformerFactory
 	if o.MigrationCA != nil {

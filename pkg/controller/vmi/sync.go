@@ -116,6 +116,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		nodeDown, nodeGraceLeft = c.nodeUnresponsive(pod.Spec.NodeName)
 	}
 	status := nextStatus(vmi, pod, creationPending, nodeDown, waiting, mountFailure, now)
+	c.setMigratable(vmi, &status, now)
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status
