@@ -210,7 +210,8 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			return s, nil
 		}
 		cluster, byNode := c.activeCounts()
-		if cluster >= DefaultParallelMigrationsPerCluster || byNode[vmi.Status.NodeName] >= DefaultParallelOutboundMigrationsPerNode {
+		maxCluster, maxNode := c.limits()
+		if cluster >= maxCluster || byNode[vmi.Status.NodeName] >= maxNode {
 			s.requeue = 2 * time.Second
 			return s, nil
 		}
@@ -410,16 +411,17 @@ func (c *Controller) volumeModes(vmi *v1.VirtualMachineInstance) (launcherpod.Vo
 	return modes, nil
 }
 
-// migrationConfiguration is what the handlers apply, from the cluster configuration.
+// migrationConfiguration is what the handlers apply: the cluster configuration's
+// migrations block (every field set) as it is when the migration starts.
 func (c *Controller) migrationConfiguration() *v1.MigrationConfiguration {
-	return &v1.MigrationConfiguration{
-		ParallelMigrationsPerCluster:      ptr.To[uint32](DefaultParallelMigrationsPerCluster),
-		ParallelOutboundMigrationsPerNode: ptr.To[uint32](DefaultParallelOutboundMigrationsPerNode),
-		CompletionTimeoutPerGiB:           ptr.To[int64](150),
-		ProgressTimeout:                   ptr.To[int64](150),
-		AllowAutoConverge:                 ptr.To(false),
-		AllowPostCopy:                     ptr.To(false),
-	}
+	return c.config.Get().Migrations.DeepCopy()
+}
+
+// limits are the parallel migrations allowed in the cluster and out of one node.
+func (c *Controller) limits() (cluster, perNode int) {
+	m := c.config.Get().Migrations
+	return int(ptr.Deref(m.ParallelMigrationsPerCluster, DefaultParallelMigrationsPerCluster)),
+		int(ptr.Deref(m.ParallelOutboundMigrationsPerNode, DefaultParallelOutboundMigrationsPerNode))
 }
 
 func sourcePodName(vmi *v1.VirtualMachineInstance, c *Controller) string {
