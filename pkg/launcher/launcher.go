@@ -37,6 +37,9 @@ type Config struct {
 	ContainerDiskRoot string
 	// KernelBootRoot holds the files of the kernelBoot container image.
 	KernelBootRoot string
+	// LibvirtSocket is the private libvirtd's socket: a migration's target connects the
+	// source libvirtd's calls to it.
+	LibvirtSocket string
 	// SecretsDir holds, per Secret a cloudInitNoCloud volume names, <dir>/<secret>/<key>.
 	SecretsDir string
 	// PVCDir and BlockDir override domain.DefaultLayout's.
@@ -73,6 +76,15 @@ type Launcher struct {
 	finalOnce sync.Once
 	console   *consoleRelay
 	stopTimer *time.Timer
+
+	// copyDisks are the guest's disks a migration copies (target device names); hasSerial
+	// says whether the domain has a serial console.
+	copyDisks []string
+	hasSerial bool
+	// out is the migration under way out of this launcher.
+	out *outgoing
+	// incomingSeen: as a migration target, libvirt has defined the arriving domain.
+	incomingSeen bool
 }
 
 const keptEvents = 64
@@ -135,6 +147,12 @@ func (l *Launcher) setStateLocked(phase api.Phase, reason, message string) {
 	}
 	klog.InfoS("guest state", "phase", phase, "reason", reason, "message", message)
 	l.state.Phase, l.state.Reason, l.state.Message = phase, reason, message
+	l.recordLocked()
+}
+
+// recordLocked records the current state as an event and wakes long polls; the caller holds
+// l.mu.
+func (l *Launcher) recordLocked() {
 	l.state.Seq++
 	l.events = append(l.events, api.Event{Seq: l.state.Seq, State: l.state})
 	if len(l.events) > keptEvents {
@@ -180,8 +198,11 @@ func (l *Launcher) Events(ctx context.Context, after uint64, wait time.Duration)
 	}
 }
 
-// errConflict marks a command the guest's state does not allow.
-var errConflict = errors.New("conflict")
+// errConflict marks a command the guest's state does not allow; errInvalid a malformed one.
+var (
+	errConflict = errors.New("conflict")
+	errInvalid  = errors.New("invalid")
+)
 
 // Sync defines and starts the guest on the first call; later calls only report the state
 // (an instance's spec never changes).
@@ -210,36 +231,17 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (ap
 }
 
 func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
-	opts := domain.Options{
-		UseEmulation:   l.cfg.UseEmulation,
-		Layout:         l.Layout(),
-		KernelBootRoot: l.cfg.KernelBootRoot,
-	}
-	if err := os.MkdirAll(opts.Layout.EphemeralDir, 0o755); err != nil {
+	opts, ifaces, err := l.prepare(ctx, vmi)
+	if err != nil {
 		return err
-	}
-	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
-		return err
-	}
-	var ifaces []api.Interface
-	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
-		if l.cfg.Network == nil {
-			return fmt.Errorf("the instance has interfaces and this launcher sets up no network")
-		}
-		taps, reported, err := l.cfg.Network.Setup(ctx, vmi)
-		if err != nil {
-			return fmt.Errorf("network: %w", err)
-		}
-		opts.Taps, ifaces = taps, reported
-		opts.MACs = map[string]string{}
-		for _, i := range reported {
-			opts.MACs[i.Name] = i.MAC
-		}
 	}
 	dom, err := domain.Convert(vmi, opts)
 	if err != nil {
 		return err
 	}
+	l.mu.Lock()
+	l.copyDisks, l.hasSerial = disksToCopy(dom, opts.Layout), len(dom.Devices.Serials) > 0
+	l.mu.Unlock()
 	xml, err := dom.Marshal()
 	if err != nil {
 		return err
@@ -261,18 +263,9 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	}
 	// Attach the console before the first instruction runs: nothing the guest prints is lost.
 	if len(dom.Devices.Serials) > 0 {
-		serial, err := dialSerial(opts.Layout.SerialSocket, 10*time.Second)
-		if err != nil {
+		if err := l.attachConsole(opts.Layout.SerialSocket); err != nil {
 			return fmt.Errorf("serial console of %s: %w", name, err)
 		}
-		relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, "console.log"))
-		if err != nil {
-			serial.Close()
-			return fmt.Errorf("console relay: %w", err)
-		}
-		l.mu.Lock()
-		l.console = relay
-		l.mu.Unlock()
 	}
 	phase := api.PhaseRunning
 	if s := vmi.Spec.StartStrategy; s != nil && *s == v1.StartStrategyPaused {
@@ -285,6 +278,55 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	l.state.Domain = name
 	l.state.Interfaces = ifaces
 	l.setStateLocked(phase, "", "")
+	l.mu.Unlock()
+	return nil
+}
+
+// prepare makes what the guest's domain refers to: its volumes' files and, with the
+// handler's part done, its network. A start and a migration target both need it.
+func (l *Launcher) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance) (domain.Options, []api.Interface, error) {
+	opts := domain.Options{
+		UseEmulation:   l.cfg.UseEmulation,
+		Layout:         l.Layout(),
+		KernelBootRoot: l.cfg.KernelBootRoot,
+	}
+	if err := os.MkdirAll(opts.Layout.EphemeralDir, 0o755); err != nil {
+		return opts, nil, err
+	}
+	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
+		return opts, nil, err
+	}
+	var ifaces []api.Interface
+	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
+		if l.cfg.Network == nil {
+			return opts, nil, fmt.Errorf("the instance has interfaces and this launcher sets up no network")
+		}
+		taps, reported, err := l.cfg.Network.Setup(ctx, vmi)
+		if err != nil {
+			return opts, nil, fmt.Errorf("network: %w", err)
+		}
+		opts.Taps, ifaces = taps, reported
+		opts.MACs = map[string]string{}
+		for _, i := range reported {
+			opts.MACs[i.Name] = i.MAC
+		}
+	}
+	return opts, ifaces, nil
+}
+
+// attachConsole relays the guest's serial console from QEMU's socket.
+func (l *Launcher) attachConsole(socket string) error {
+	serial, err := dialSerial(socket, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, "console.log"))
+	if err != nil {
+		serial.Close()
+		return fmt.Errorf("console relay: %w", err)
+	}
+	l.mu.Lock()
+	l.console = relay
 	l.mu.Unlock()
 	return nil
 }
@@ -342,6 +384,12 @@ func (l *Launcher) Shutdown(grace *time.Duration) (api.State, error) {
 		l.setStateLocked(api.PhaseSucceeded, "Stopped", "stopped before the guest started")
 		return l.state, nil
 	}
+	if l.state.Phase == api.PhaseIncoming {
+		// A migration target whose guest has not arrived: nothing of the guest's is here to
+		// stop (a half-arrived domain goes with the launcher, and the source keeps the guest).
+		l.setStateLocked(api.PhaseSucceeded, "Stopped", "stopped before the migrating guest arrived")
+		return l.state, nil
+	}
 	if l.state.Phase != api.PhaseShuttingDown {
 		l.setStateLocked(api.PhaseShuttingDown, "", "")
 		var err error
@@ -377,6 +425,10 @@ func (l *Launcher) refresh() {
 		return // start() sets Running itself; the paused start is not a pause
 	}
 	ds, err := l.hv.State(name)
+	if phase == api.PhaseIncoming {
+		l.refreshIncoming(name, ds, err)
+		return
+	}
 	if errors.Is(err, virt.ErrNoDomain) {
 		l.setState(api.PhaseFailed, "DomainLost", "libvirt no longer knows the domain")
 		return
@@ -398,8 +450,15 @@ func phaseOf(ds virt.DomainState, stopAsked bool) (api.Phase, string) {
 		}
 		return api.PhaseRunning, ""
 	case virt.StatePaused:
-		if stopAsked {
+		switch {
+		case stopAsked:
 			return api.PhaseShuttingDown, ""
+		case ds.Reason == "Migration" || ds.Reason == "PostCopy":
+			// Stopped by libvirt for a migration's switch-over (or resumed elsewhere in
+			// post-copy): the guest is not paused from its user's point of view.
+			return api.PhaseRunning, ""
+		case ds.Reason == "PostCopyFailed":
+			return api.PhaseFailed, ReasonMigrationFailed
 		}
 		return api.PhasePaused, "PausedByUser"
 	case virt.StateShuttingDown:
@@ -415,6 +474,8 @@ func phaseOf(ds virt.DomainState, stopAsked bool) (api.Phase, string) {
 			return api.PhaseFailed, "Destroyed"
 		case "Crashed":
 			return api.PhaseFailed, "QEMUCrashed"
+		case "Migrated":
+			return api.PhaseSucceeded, ReasonMigrated
 		default:
 			return api.PhaseFailed, "QEMU" + ds.Reason
 		}

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
+	"github.com/hangarvm/hangar/pkg/evictionwebhook"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
 	"github.com/hangarvm/hangar/pkg/podadmission"
 )
@@ -154,6 +155,11 @@ func (o *Options) Complete() error {
 			// Every client is an admin: do not listen beyond this machine unless told to.
 			o.RecommendedOptions.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
 		}
+	} else {
+		// kube-apiserver calls admission webhooks without credentials unless its admission
+		// configuration gives it some, so the eviction webhook is open as /readyz is. It
+		// acts only on what it reads back from the API (pkg/evictionwebhook).
+		o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, evictionwebhook.Path)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
-// start, stop, restart, pause, unpause, soft-reboot, console, vnc, expose and version. It
-// speaks subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
+// start, stop, restart, pause, unpause, soft-reboot, migrate, migrate-cancel, console, vnc,
+// expose and version. It speaks subresources.kubevirt.io/v1, so it works against KubeVirt
+// clusters too.
 package virtctl
 
 import (
@@ -96,6 +97,7 @@ func NewCommand(streams Streams) *cobra.Command {
 	root.AddCommand(
 		newStartCommand(c), newStopCommand(c), newRestartCommand(c),
 		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c),
+		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
 	)
 	return root

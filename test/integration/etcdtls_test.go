@@ -44,6 +44,7 @@ resources:
   - virtualmachines.kubevirt.io
   - virtualmachineinstances.kubevirt.io
   - virtualmachineinstancereplicasets.kubevirt.io
+  - virtualmachineinstancemigrations.kubevirt.io
   providers:
   - secretbox:
       keys:

@@ -419,6 +419,9 @@ const (
 	// VirtualMachineInstanceSynchronized is false, with a reason, while the controller cannot
 	// do what the instance asks (a claim it names is missing, say).
 	VirtualMachineInstanceSynchronized VirtualMachineInstanceConditionType = "Synchronized"
+	// VirtualMachineInstanceIsMigratable says whether the instance can be live migrated; when
+	// False, its reason and message say why not.
+	VirtualMachineInstanceIsMigratable VirtualMachineInstanceConditionType = "LiveMigratable"
 )
 
 // VirtualMachineInstanceStatus is the observed state of an instance.
@@ -441,6 +444,14 @@ type VirtualMachineInstanceStatus struct {
 	QOSClass *corev1.PodQOSClass
 	// ActivePods maps the UIDs of the instance's launcher pods to their node names.
 	ActivePods map[types.UID]string
+	// MigrationState is the state of the instance's current or last live migration.
+	MigrationState *VirtualMachineInstanceMigrationState
+	// MigrationMethod says whether a migration copies the instance's local disks
+	// (BlockMigration) or moves memory and device state only (LiveMigration).
+	MigrationMethod VirtualMachineInstanceMigrationMethod
+	// EvacuationNodeName is the node the instance is to leave: set when an eviction of its
+	// launcher pod is turned into a migration. Only Hangar's components set it.
+	EvacuationNodeName string
 }
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.

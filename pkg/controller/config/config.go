@@ -7,12 +7,14 @@ package config
 import (
 	"fmt"
 	"strconv"
-	"time"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
 // ConfigMap keys.
@@ -51,6 +53,10 @@ type ClusterConfig struct {
 	CPUAllocationRatio int
 	// NodeUnresponsiveGracePeriod: see KeyNodeUnresponsiveGracePeriod.
 	NodeUnresponsiveGracePeriod time.Duration
+	// EvictionStrategy: see KeyEvictionStrategy; empty when unset.
+	EvictionStrategy v1.EvictionStrategy
+	// Migrations: see KeyMigrations (migrations.go); every field is set.
+	Migrations v1.MigrationConfiguration
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -63,6 +69,7 @@ func Defaults() ClusterConfig {
 		// node-monitor-grace-period (50 s by default, later than KubeVirt's 5 minutes of
 		// virt-handler heartbeat): a minute more of silence is not a hiccup.
 		NodeUnresponsiveGracePeriod: time.Minute,
+		Migrations:                  DefaultMigrations(),
 	}
 }
 
@@ -107,6 +114,11 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 			errs = append(errs, fmt.Errorf("%s: %q is not a positive integer", KeyCPUAllocationRatio, v))
 		} else {
 			c.CPUAllocationRatio = n
+		}
+	}
+	for _, parse := range []func(map[string]string, *ClusterConfig) error{parseEvictionStrategy, parseMigrations} {
+		if err := parse(data, &c); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return c, errs

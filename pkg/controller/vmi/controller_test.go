@@ -372,8 +372,9 @@ func TestSync(t *testing.T) {
 			})},
 			wantPhase: v1.Running, wantNode: "node-a",
 			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {
-				require.Len(t, vmi.Status.Conditions, 1)
-				assert.Equal(t, corev1.ConditionTrue, vmi.Status.Conditions[0].Status)
+				ready := condition(vmi, v1.VirtualMachineInstanceReady)
+				require.NotNil(t, ready)
+				assert.Equal(t, corev1.ConditionTrue, ready.Status)
 			},
 		},
 		{

@@ -79,7 +79,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.staleVersions.Replaced(key, cachedVersion, c.now())
 	}
 
-	pod := activePod(own)
+	pod := activePod(vmi, own)
 	var syncErr error
 	waiting := "" // why an instance that needs a pod cannot have one yet
 	creationPending := !c.expectations.Satisfied(string(vmi.UID))
@@ -116,6 +116,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		nodeDown, nodeGraceLeft = c.nodeUnresponsive(pod.Spec.NodeName)
 	}
 	status := nextStatus(vmi, pod, creationPending, nodeDown, waiting, mountFailure, now)
+	c.setMigratable(vmi, &status, now)
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status
@@ -247,10 +248,16 @@ func gracePeriod(vmi *v1.VirtualMachineInstance) int64 {
 	return launcherpod.DefaultGracePeriodSeconds
 }
 
-// activePod is the pod that runs the instance: the newest one, preferring those not being deleted.
-func activePod(pods []*corev1.Pod) *corev1.Pod {
+// activePod is the pod that runs the instance: the newest one, preferring those not being
+// deleted, on the instance's node once it has one. A migration's target pod (MigrationJobLabel)
+// is the migration controller's until the instance is handed over to its node.
+func activePod(vmi *v1.VirtualMachineInstance, pods []*corev1.Pod) *corev1.Pod {
 	var best *corev1.Pod
 	for _, p := range pods {
+		node := vmi.Status.NodeName
+		if node != "" && p.Spec.NodeName != node || node == "" && p.Labels[v1.MigrationJobLabel] != "" {
+			continue
+		}
 		if best == nil ||
 			(best.DeletionTimestamp != nil && p.DeletionTimestamp == nil) ||
 			((best.DeletionTimestamp == nil) == (p.DeletionTimestamp == nil) && best.CreationTimestamp.Before(&p.CreationTimestamp)) {

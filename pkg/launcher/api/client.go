@@ -96,6 +96,23 @@ func (c *Client) Shutdown(ctx context.Context, grace *int64) (State, error) {
 	return c.post(ctx, PathShutdown, ShutdownRequest{GracePeriodSeconds: grace})
 }
 
+// PrepareMigrationTarget makes the launcher of a migration's target pod ready to receive
+// the guest.
+func (c *Client) PrepareMigrationTarget(ctx context.Context, vmi *v1.VirtualMachineInstance, migrationUID string) (State, error) {
+	var s State
+	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathMigrationTarget, MigrationTargetRequest{VMI: vmi, UID: migrationUID}, &s)
+}
+
+// Migrate starts the migration of the guest; it returns at once.
+func (c *Client) Migrate(ctx context.Context, req MigrateRequest) (State, error) {
+	return c.post(ctx, PathMigrate, req)
+}
+
+// AbortMigration cancels the migration under way.
+func (c *Client) AbortMigration(ctx context.Context, migrationUID string) (State, error) {
+	return c.post(ctx, PathMigrationAbort, AbortRequest{UID: migrationUID})
+}
+
 func (c *Client) post(ctx context.Context, path string, body any) (State, error) {
 	var s State
 	return s, c.call(ctx, DefaultTimeout, http.MethodPost, path, body, &s)

@@ -21,6 +21,15 @@ type Layout struct {
 	SerialSocket string
 	// VNCSocket is the unix socket QEMU listens on for VNC.
 	VNCSocket string
+	// MigrationDir holds the unix sockets of a migration's streams: on the source the
+	// launcher listens on them for libvirtd and QEMU, on the target QEMU listens on them.
+	// libvirt uses one path on both ends, so it must be the same in every launcher pod.
+	MigrationDir string
+}
+
+// MigrationSocket is the socket of a migration stream ("libvirt", "memory", "disks").
+func (l Layout) MigrationSocket(stream string) string {
+	return filepath.Join(l.MigrationDir, stream+".sock")
 }
 
 // DefaultLayout is the layout inside a launcher pod, with run as the launcher's private
@@ -32,6 +41,7 @@ func DefaultLayout(run string) Layout {
 		BlockDir:     "/dev",
 		SerialSocket: filepath.Join(run, "serial.sock"),
 		VNCSocket:    filepath.Join(run, "vnc.sock"),
+		MigrationDir: filepath.Join(run, "migration"),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/virtapi"
@@ -216,6 +218,25 @@ func (c *Cluster) waitForRoleAggregation() error {
 		}
 		return true, nil
 	})
+}
+
+// RegisterEvictionWebhook applies the ValidatingWebhookConfiguration of artifacts/ (virt-api's
+// eviction webhook), pointed at the in-process virt-api as the APIServices are.
+func (c *Cluster) RegisterEvictionWebhook() error {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "artifacts/base/virt-api/webhooks.yaml"))
+	if err != nil {
+		return err
+	}
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
+		return err
+	}
+	for i := range cfg.Webhooks {
+		cfg.Webhooks[i].ClientConfig.Service.Port = ptr.To(int32(c.VirtAPI.port))
+		cfg.Webhooks[i].ClientConfig.CABundle = c.CA.PEM
+	}
+	_, err = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &cfg, metav1.CreateOptions{})
+	return err
 }
 
 // Kubectl runs kubectl as the admin.

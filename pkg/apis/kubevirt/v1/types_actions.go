@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The bodies of the imperative actions (PUT .../start, stop, restart, pause, unpause,
+// The bodies of the imperative actions (PUT .../start, stop, restart, migrate, pause, unpause,
 // softreboot), as KubeVirt's clients send them. Every field is optional and an empty body is
 // allowed. They are registered kinds so that the generated typed clients can send them.
 
@@ -90,4 +90,20 @@ type SoftRebootOptions struct {
 	// +optional
 	// +listType=atomic
 	DryRun []string `json:"dryRun,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// MigrateOptions are the options of the migrate action of a VirtualMachine: it creates a
+// VirtualMachineInstanceMigration of the VM's running instance.
+type MigrateOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// DryRun, when All, checks the request without creating the migration.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty"`
+	// AddedNodeSelector restricts the target nodes further; it never overrides the VM's own
+	// node selector or affinity.
+	// +optional
+	AddedNodeSelector map[string]string `json:"addedNodeSelector,omitempty"`
 }

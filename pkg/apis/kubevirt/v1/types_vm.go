@@ -10,6 +10,7 @@ import (
 // +genclient:method=Start,verb=update,subresource=start,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StartOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +genclient:method=Stop,verb=update,subresource=stop,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StopOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +genclient:method=Restart,verb=update,subresource=restart,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
+// +genclient:method=Migrate,verb=update,subresource=migrate,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrateOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // VirtualMachine handles the lifecycle of a VirtualMachineInstance: it creates, stops and

@@ -527,6 +527,21 @@ const (
 	// VirtualMachineInstanceSynchronized is false, with a reason, while the controller cannot
 	// do what the instance asks (a claim it names is missing, say).
 	VirtualMachineInstanceSynchronized VirtualMachineInstanceConditionType = "Synchronized"
+	// VirtualMachineInstanceIsMigratable says whether the instance can be live migrated; when
+	// False, its reason and message say why not.
+	VirtualMachineInstanceIsMigratable VirtualMachineInstanceConditionType = "LiveMigratable"
+)
+
+// Reasons of a False LiveMigratable condition, as KubeVirt reports them.
+const (
+	// VirtualMachineInstanceReasonDisksNotMigratable: a disk cannot follow the guest (a
+	// claim that is not ReadWriteMany).
+	VirtualMachineInstanceReasonDisksNotMigratable = "DisksNotLiveMigratable"
+	// VirtualMachineInstanceReasonInterfaceNotMigratable: an interface cannot follow the guest
+	// (the bridge binding on the pod network).
+	VirtualMachineInstanceReasonInterfaceNotMigratable = "InterfaceNotLiveMigratable"
+	// VirtualMachineInstanceReasonNotMigratable: another reason, given in the message.
+	VirtualMachineInstanceReasonNotMigratable = "NotMigratable"
 )
 
 // VirtualMachineInstanceStatus is the observed state of an instance.
@@ -564,6 +579,17 @@ type VirtualMachineInstanceStatus struct {
 	// ActivePods maps the UIDs of the instance's launcher pods to their node names.
 	// +optional
 	ActivePods map[types.UID]string `json:"activePods,omitempty"`
+	// MigrationState is the state of the instance's current or last live migration.
+	// +optional
+	MigrationState *VirtualMachineInstanceMigrationState `json:"migrationState,omitempty"`
+	// MigrationMethod says whether a migration copies the instance's local disks
+	// (BlockMigration) or moves memory and device state only (LiveMigration).
+	// +optional
+	MigrationMethod VirtualMachineInstanceMigrationMethod `json:"migrationMethod,omitempty"`
+	// EvacuationNodeName is the node the instance is to leave: set when an eviction of its
+	// launcher pod is turned into a migration. Only Hangar's components set it.
+	// +optional
+	EvacuationNodeName string `json:"evacuationNodeName,omitempty"`
 }
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.
