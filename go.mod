@@ -3,8 +3,11 @@ module github.com/hangarvm/hangar
 go 1.26
 
 tool (
+	golang.org/x/tools/cmd/goimports
 	k8s.io/code-generator
 	k8s.io/code-generator/cmd/deepcopy-gen
+	k8s.io/code-generator/cmd/go-to-protobuf
+	k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo
 )
 
 require (

@@ -73,6 +73,7 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 			namespace,
 			func() *kubevirtv1.VirtualMachine { return &kubevirtv1.VirtualMachine{} },
 			func() *kubevirtv1.VirtualMachineList { return &kubevirtv1.VirtualMachineList{} },
+			gentype.PrefersProtobuf[*kubevirtv1.VirtualMachine](),
 		),
 	}
 }
@@ -81,6 +82,7 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, startOptions *kubevirtv1.StartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -96,6 +98,7 @@ func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, 
 func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, stopOptions *kubevirtv1.StopOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -111,6 +114,7 @@ func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, s
 func (c *virtualMachines) Restart(ctx context.Context, virtualMachineName string, restartOptions *kubevirtv1.RestartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
