@@ -27,9 +27,9 @@ func protobufOf(t *testing.T, obj runtime.Object) []byte {
 func TestBodyDecode(t *testing.T) {
 	stop := &v1.StopOptions{GracePeriod: ptr.To[int64](7), DryRun: []string{metav1.DryRunAll}}
 	tests := []struct {
-		name      string
-		body      Body
-		want      *v1.StopOptions
+		name       string
+		body       Body
+		want       *v1.StopOptions
 		badRequest bool
 	}{
 		{"no body", Body{}, &v1.StopOptions{}, false},
