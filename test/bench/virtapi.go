@@ -1,0 +1,105 @@
+//go:build bench
+
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/hangarvm/hangar/test/integration/framework"
+)
+
+// direct is the admin talking to virt-api itself (its client certificate is of the cluster CA,
+// which virt-api trusts through kube-apiserver's extension-apiserver-authentication): for
+// /metrics and /debug/pprof, which kube-apiserver does not proxy.
+func direct(t testing.TB, c *framework.Cluster) rest.Interface {
+	cfg := rest.CopyConfig(c.Admin)
+	cfg.Host = c.VirtAPI.URL()
+	cfg.TLSClientConfig.ServerName = "localhost"
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	client, err := rest.UnversionedRESTClientFor(cfg)
+	require.NoError(t, err)
+	return client
+}
+
+// memory is virt-api's memory: the Go heap in use after a forced garbage collection, and the
+// resident set the kernel counts (what a memory limit applies to).
+type memory struct{ heap, rss float64 }
+
+func measureMemory(t testing.TB, client rest.Interface) memory {
+	ctx := context.Background()
+	// A heap profile with gc=1 collects first, so the heap figures below are live objects.
+	_, err := client.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+	require.NoError(t, err)
+	raw, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	require.NoError(t, err)
+	var m memory
+	scanner := bufio.NewScanner(bytes.NewReader(raw))
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		name, value, ok := strings.Cut(scanner.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			m.heap, err = strconv.ParseFloat(value, 64)
+		case "process_resident_memory_bytes":
+			m.rss, err = strconv.ParseFloat(value, 64)
+		}
+		require.NoError(t, err)
+	}
+	require.NotZero(t, m.heap, "go_memstats_heap_inuse_bytes in virt-api's /metrics")
+	require.NotZero(t, m.rss, "process_resident_memory_bytes in virt-api's /metrics")
+	return m
+}
+
+// profiler takes a CPU profile of virt-api during the first seconds of a row (its creates),
+// into $BENCH_PROFILE_DIR; nothing without it.
+type profiler struct {
+	t      testing.TB
+	client rest.Interface
+	dir    string
+	done   chan error
+}
+
+// profileSeconds is short enough to see creates only: a row of 5,000 takes longer.
+const profileSeconds = 6
+
+func startProfile(t testing.TB, c *framework.Cluster) *profiler {
+	return &profiler{t: t, client: direct(t, c), dir: os.Getenv("BENCH_PROFILE_DIR")}
+}
+
+func (p *profiler) begin() {
+	if p.dir == "" {
+		return
+	}
+	p.done = make(chan error, 1)
+	go func() {
+		raw, err := p.client.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(profileSeconds)).
+			Timeout(time.Minute).DoRaw(context.Background())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("virt-api-cpu-%d.pprof", time.Now().UnixNano())), raw, 0o644)
+		}
+		p.done <- err
+	}()
+}
+
+func (p *profiler) end() {
+	if p.dir == "" {
+		return
+	}
+	require.NoError(p.t, <-p.done)
+}
