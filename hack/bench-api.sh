@@ -9,8 +9,8 @@
 #
 # virt-api runs as a process of its own (built here), kube-apiserver too; each has an etcd
 # in the test process, both without fsync. BENCH_LAUNCHER_POD_CHECKS=off runs virt-api
-# without its launcher pod checks; BENCH_PROFILE_DIR=DIR saves a CPU profile of virt-api
-# during the typed clientset's creates. Needs the Kubernetes binaries
+# without its launcher pod checks; BENCH_PROFILE_DIR=DIR saves CPU profiles of virt-api
+# and kube-apiserver during each row's creates. Needs the Kubernetes binaries
 # (hack/cluster/build.sh). A benchmark, not a test: it fails only on errors.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

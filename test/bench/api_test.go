@@ -77,6 +77,7 @@ func TestAPIThroughput(t *testing.T) {
 	// plugin, for a before/after pair on the same code.
 	checks := os.Getenv("BENCH_LAUNCHER_POD_CHECKS") != "off"
 	binary := virtAPIBinary(t)
+	framework.KubeAPIServerProfiling = profileDir() != ""
 	results := make([][]result, len(apis))
 	var typedContentType string
 	for run := 0; run < runs; run++ {
@@ -96,13 +97,9 @@ func TestAPIThroughput(t *testing.T) {
 				if a.checked {
 					namespacePolicies(t, c, ns)
 				}
-				if i == rowTyped {
-					profile.begin()
-				}
+				profile.begin(i)
 				r := measure(t, a.new(cl, ns), count, workers, lists)
-				if i == rowTyped {
-					profile.end()
-				}
+				profile.end()
 				results[i] = append(results[i], r)
 			}
 			typedContentType = cl.typedContentType()
@@ -181,6 +178,9 @@ func printRun(title string, results [][]result, run int) {
 // printSummary prints each row's medians over the runs with their ranges, and the ratios of
 // the Hangar rows to the CRD row run by run.
 func printSummary(results [][]result) {
+	if len(results[0]) == 0 {
+		return // no run finished
+	}
 	fmt.Printf("%-26s %22s %26s %18s\n", "API (median [min-max])", "creates/s", "list p50 (pages of 500)", "list (1 page) p50")
 	for i, a := range apis {
 		var creates, listP50, whole []float64

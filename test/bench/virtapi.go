@@ -66,40 +66,56 @@ func measureMemory(t testing.TB, client rest.Interface) memory {
 	return m
 }
 
-// profiler takes a CPU profile of virt-api during the first seconds of a row (its creates),
-// into $BENCH_PROFILE_DIR; nothing without it.
+// profiler takes CPU profiles of virt-api and of kube-apiserver during the first seconds of
+// each row (its creates), into $BENCH_PROFILE_DIR as <server>-row<N>.pprof; nothing without
+// it. kube-apiserver's profile is the other half of an aggregated create (authentication,
+// the proxy) and the whole of a CRD's.
 type profiler struct {
-	t      testing.TB
-	client rest.Interface
-	dir    string
-	done   chan error
+	t       testing.TB
+	servers map[string]rest.Interface
+	dir     string
+	done    chan error
 }
 
 // profileSeconds is short enough to see creates only: a row of 5,000 takes longer.
 const profileSeconds = 6
 
+// profileDir is where profiles go; framework.KubeAPIServerProfiling must be set before the
+// cluster starts.
+func profileDir() string { return os.Getenv("BENCH_PROFILE_DIR") }
+
 func startProfile(t testing.TB, c *framework.Cluster) *profiler {
-	return &profiler{t: t, client: direct(t, c), dir: os.Getenv("BENCH_PROFILE_DIR")}
+	return &profiler{t: t, dir: profileDir(), servers: map[string]rest.Interface{
+		"virt-api":       direct(t, c),
+		"kube-apiserver": c.Kube.Discovery().RESTClient(),
+	}}
 }
 
-func (p *profiler) begin() {
+func (p *profiler) begin(row int) {
 	if p.dir == "" {
 		return
 	}
-	p.done = make(chan error, 1)
-	go func() {
-		raw, err := p.client.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(profileSeconds)).
-			Timeout(time.Minute).DoRaw(context.Background())
-		if err == nil {
-			err = os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("virt-api-cpu-%d.pprof", time.Now().UnixNano())), raw, 0o644)
-		}
-		p.done <- err
-	}()
+	p.done = make(chan error, len(p.servers))
+	for name, client := range p.servers {
+		go func() {
+			raw, err := client.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(profileSeconds)).
+				Timeout(time.Minute).DoRaw(context.Background())
+			if err == nil {
+				err = os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("%s-row%d.pprof", name, row)), raw, 0o644)
+			}
+			if err != nil {
+				err = fmt.Errorf("profile %s: %w", name, err)
+			}
+			p.done <- err
+		}()
+	}
 }
 
 func (p *profiler) end() {
 	if p.dir == "" {
 		return
 	}
-	require.NoError(p.t, <-p.done)
+	for range p.servers {
+		require.NoError(p.t, <-p.done)
+	}
 }
