@@ -3,17 +3,17 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -34,36 +34,69 @@ func direct(t testing.TB, c *framework.Cluster) rest.Interface {
 	return client
 }
 
+// metrics reads a server's /metrics.
+func metrics(t testing.TB, client rest.Interface) map[string]*dto.MetricFamily {
+	raw, err := client.Get().AbsPath("/metrics").DoRaw(context.Background())
+	require.NoError(t, err)
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	require.NoError(t, err)
+	return families
+}
+
+// metricSum adds up the counters or gauges of a family whose labels include labels.
+func metricSum(families map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	family, ok := families[name]
+	if !ok {
+		return 0
+	}
+	var sum float64
+	for _, m := range family.GetMetric() {
+		matched := 0
+		for _, l := range m.GetLabel() {
+			if want, ok := labels[l.GetName()]; ok && want == l.GetValue() {
+				matched++
+			}
+		}
+		if matched != len(labels) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Untyped != nil:
+			sum += m.Untyped.GetValue()
+		}
+	}
+	return sum
+}
+
 // memory is virt-api's memory: the Go heap in use after a forced garbage collection, and the
 // resident set the kernel counts (what a memory limit applies to).
 type memory struct{ heap, rss float64 }
 
 func measureMemory(t testing.TB, client rest.Interface) memory {
-	ctx := context.Background()
 	// A heap profile with gc=1 collects first, so the heap figures below are live objects.
-	_, err := client.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+	_, err := client.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(context.Background())
 	require.NoError(t, err)
-	raw, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
-	require.NoError(t, err)
-	var m memory
-	scanner := bufio.NewScanner(bytes.NewReader(raw))
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		name, value, ok := strings.Cut(scanner.Text(), " ")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "go_memstats_heap_inuse_bytes":
-			m.heap, err = strconv.ParseFloat(value, 64)
-		case "process_resident_memory_bytes":
-			m.rss, err = strconv.ParseFloat(value, 64)
-		}
-		require.NoError(t, err)
-	}
+	families := metrics(t, client)
+	m := memory{heap: metricSum(families, "go_memstats_heap_inuse_bytes", nil),
+		rss: metricSum(families, "process_resident_memory_bytes", nil)}
 	require.NotZero(t, m.heap, "go_memstats_heap_inuse_bytes in virt-api's /metrics")
 	require.NotZero(t, m.rss, "process_resident_memory_bytes in virt-api's /metrics")
 	return m
+}
+
+// listSources counts the objects a server's lists of a resource returned from its watch
+// cache and from etcd. A list served from etcd reads and decodes every object again; the
+// lists a consistent read makes to learn etcd's current revision return one object each.
+func listSources(t testing.TB, client rest.Interface, group, resource string) (cache, etcd float64) {
+	families := metrics(t, client)
+	labels := map[string]string{"group": group, "resource": resource}
+	return metricSum(families, "apiserver_cache_list_returned_objects_total", labels),
+		metricSum(families, "apiserver_storage_list_returned_objects_total", labels)
 }
 
 // profiler takes CPU profiles of virt-api and of kube-apiserver during the first seconds of
