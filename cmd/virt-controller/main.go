@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
 	"github.com/hangarvm/hangar/pkg/migration/identity"
@@ -150,5 +151,9 @@ func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "virt-controller"
+	// Protobuf to kube-apiserver and virt-api alike, as kube's own controllers speak: the
+	// clientsets prefer it already; this makes it the rule for every client of the config.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return cfg, nil
 }

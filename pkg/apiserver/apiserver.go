@@ -141,7 +141,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(kubevirt.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = Serializer
 	group.VersionedResourcesStorageMap[v1.SchemeGroupVersion.Version] = resources
 	group.VersionedResourcesStorageMap[v1alpha3.SchemeGroupVersion.Version] = resources
 	if err := genericServer.InstallAPIGroup(&group); err != nil {

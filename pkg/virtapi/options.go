@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -75,9 +73,8 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1.SchemeGroupVersion)),
 	}
-	// Objects are stored as kubevirt.io/v1 whatever version a client used.
-	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1.SchemeGroupVersion, schema.GroupKind{Group: v1.GroupName})
+	// Objects are stored as kubevirt.io/v1, in protobuf (applyStorageCodec).
+	o.RecommendedOptions.Etcd.DefaultStorageMediaType = defaultStorageMediaType
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	o.Handlers = nodeclient.Config{Namespace: "hangar", Selector: "app.kubernetes.io/name=virt-handler", Port: 18186}
 	o.NodeAgents = []string{noderestriction.DefaultAgent}

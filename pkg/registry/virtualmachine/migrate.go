@@ -23,9 +23,9 @@ func (a *Actions) SetMigrations(migrations rest.Creater) { a.migrations = migrat
 // VM's running instance, through the migration storage, so the checks of a migration create
 // (migratable, none in flight) apply and their 422 reaches the caller. A dry run checks
 // everything and stores nothing.
-func (a *Actions) Migrate(ctx context.Context, name string, body []byte) error {
+func (a *Actions) Migrate(ctx context.Context, name string, body action.Body) error {
 	opts := v1.MigrateOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	if a.migrations == nil {

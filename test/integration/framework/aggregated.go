@@ -55,13 +55,25 @@ func StartAggregated(t testing.TB) *Cluster {
 // StartAggregatedWith is StartAggregated with virt-api's options adjusted by customize.
 func StartAggregatedWith(t testing.TB, customize func(o *virtapi.Options)) *Cluster {
 	t.Helper()
+	return startAggregated(t, "", customize)
+}
+
+// StartAggregatedProcess is StartAggregatedWith with virt-api running as a process of binary
+// (a build of cmd/virt-api), for benchmarks that measure it apart from the test.
+func StartAggregatedProcess(t testing.TB, binary string, customize func(o *virtapi.Options)) *Cluster {
+	t.Helper()
+	return startAggregated(t, binary, customize)
+}
+
+func startAggregated(t testing.TB, binary string, customize func(o *virtapi.Options)) *Cluster {
+	t.Helper()
 	dir := t.TempDir()
 	kube, err := StartKubeAPIServer(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Cluster{KubeAPIServer: kube, AdminKubeconfig: filepath.Join(dir, "admin.kubeconfig"),
-		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), customize: customize}}
+		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), Binary: binary, customize: customize}}
 	// kube-apiserver goes first: its proxied watches would hold virt-api's shutdown open.
 	t.Cleanup(func() {
 		kube.Stop()

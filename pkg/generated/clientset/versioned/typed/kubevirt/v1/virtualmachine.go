@@ -74,6 +74,7 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 			namespace,
 			func() *kubevirtv1.VirtualMachine { return &kubevirtv1.VirtualMachine{} },
 			func() *kubevirtv1.VirtualMachineList { return &kubevirtv1.VirtualMachineList{} },
+			gentype.PrefersProtobuf[*kubevirtv1.VirtualMachine](),
 		),
 	}
 }
@@ -82,6 +83,7 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, startOptions *kubevirtv1.StartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -97,6 +99,7 @@ func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, 
 func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, stopOptions *kubevirtv1.StopOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -112,6 +115,7 @@ func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, s
 func (c *virtualMachines) Restart(ctx context.Context, virtualMachineName string, restartOptions *kubevirtv1.RestartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -127,6 +131,7 @@ func (c *virtualMachines) Restart(ctx context.Context, virtualMachineName string
 func (c *virtualMachines) Migrate(ctx context.Context, virtualMachineName string, migrateOptions *kubevirtv1.MigrateOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).

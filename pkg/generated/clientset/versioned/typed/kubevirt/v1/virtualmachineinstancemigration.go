@@ -73,6 +73,7 @@ func newVirtualMachineInstanceMigrations(c *KubevirtV1Client, namespace string) 
 			func() *kubevirtv1.VirtualMachineInstanceMigrationList {
 				return &kubevirtv1.VirtualMachineInstanceMigrationList{}
 			},
+			gentype.PrefersProtobuf[*kubevirtv1.VirtualMachineInstanceMigration](),
 		),
 	}
 }
