@@ -96,5 +96,5 @@ func CheckStatusUpdate(node string, vmi, old *kubevirt.VirtualMachineInstance) e
 			return fmt.Errorf("%s may not change: a node agent writes an instance's status only", m.field)
 		}
 	}
-	return nil
+	return checkMigrationVerdicts(vmi, old)
 }
