@@ -72,7 +72,8 @@ build_images() {
 # nodes (hack/cluster/image.sh keeps one stamp per node; they agree), or nothing.
 image_digest() {
 	local tarball="${CLUSTER_DIR}/images/$(tr '/:' '__' <<<"$1").tar"
-	cat "${tarball}".imported.* 2>/dev/null | head -n1
+	# No stamp yet (a new cluster): nothing, not a failure.
+	cat "${tarball}".imported.* 2>/dev/null | head -n1 || true
 }
 
 # rendered_manifests prints the local overlay with the images just built.
