@@ -102,7 +102,7 @@ func CheckStatusUpdate(node string, vmi, old *kubevirt.VirtualMachineInstance) e
 			return fmt.Errorf("%s may not change: a node agent writes an instance's status only", m.field)
 		}
 	}
-	return nil
+	return checkMigrationVerdicts(vmi, old)
 }
 
 // checkMigrationState: of a migration, the node agent reports the progress only; which

@@ -2,6 +2,7 @@ package noderestriction
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,6 +147,26 @@ func TestCheckStatusUpdate(t *testing.T) {
 		{"owners", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
 			v.OwnerReferences = []metav1.OwnerReference{{Kind: "VirtualMachine", Name: "x"}}
 		}), instance("node-a"), "metadata.ownerReferences"},
+		// What gates migrations is not a node agent's to decide.
+		{"declare an instance migratable", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}}
+		}), instance("node-a"), "LiveMigratable condition may not change"},
+		{"flip the verdict", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}}
+		}), instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse, Reason: "DisksNotLiveMigratable"}}
+		}), "LiveMigratable condition may not change"},
+		{"keep the verdict while writing other conditions", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceReady, Status: corev1.ConditionTrue},
+				{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse}}
+		}), instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse}}
+		}), ""},
+		{"migration method", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.MigrationMethod = kubevirt.LiveMigration }),
+			instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.MigrationMethod = kubevirt.BlockMigration }), "status.migrationMethod"},
+		{"mark for evacuation", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.EvacuationNodeName = "node-a" }),
+			instance("node-a"), "only cleared"},
+		{"clear the mark", instance("node-a"), instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.EvacuationNodeName = "node-a" }), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := CheckStatusUpdate("node-a", tt.vmi, tt.old)

@@ -277,3 +277,19 @@ kubevirt_vmi_migrations_in_pending_phase 1
 `), "kubevirt_vmi_migration_end_time_seconds", "kubevirt_vmi_migration_succeeded", "kubevirt_vmi_migrations_in_pending_phase")
 	require.NoError(t, err)
 }
+
+func TestOnlyTheOldestOfRacingMigrationsRuns(t *testing.T) {
+	late := newMigration(v1.MigrationPending, func(m *v1.VirtualMachineInstanceMigration) {
+		m.CreationTimestamp = metav1.NewTime(time.Now())
+	})
+	f := newFixture(t, late, runningVMI(), launcherPod("source", "source-uid", "node-a", ""))
+	early := newMigration(v1.MigrationPending, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Name, m.UID, m.CreationTimestamp = "early", "early-uid", metav1.NewTime(time.Now().Add(-time.Second))
+	})
+	require.NoError(t, f.c.migIndexer.Add(early))
+	f.sync()
+	assert.Equal(t, v1.MigrationFailed, f.migration().Status.Phase, "the later one gives way")
+	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel})
+	require.NoError(t, err)
+	assert.Empty(t, pods.Items)
+}

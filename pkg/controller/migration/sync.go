@@ -209,6 +209,12 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			s.requeue = 5 * time.Second // another migration of the instance is finishing
 			return s, nil
 		}
+		if c.olderMigration(mig) {
+			// Two creates raced past virt-api's check (two replicas): the oldest goes first,
+			// the other fails as KubeVirt's would.
+			fail("another migration of the instance is in flight")
+			return s, nil
+		}
 		cluster, byNode := c.activeCounts()
 		maxCluster, maxNode := c.limits()
 		if cluster >= maxCluster || byNode[vmi.Status.NodeName] >= maxNode {
@@ -344,6 +350,23 @@ func (c *Controller) handOff(s *step, vmi *v1.VirtualMachineInstance, vs *v1.Vir
 		}
 	}
 	s.mig.MigrationState = ms.DeepCopy()
+}
+
+// olderMigration says whether another migration of mig's instance, not final, is older
+// (creation time, then name).
+func (c *Controller) olderMigration(mig *v1.VirtualMachineInstanceMigration) bool {
+	objs, _ := c.migIndexer.ByIndex(vmisByName, mig.Namespace+"/"+mig.Spec.VMIName)
+	for _, o := range objs {
+		other := o.(*v1.VirtualMachineInstanceMigration)
+		if other.UID == mig.UID || isFinal(other.Status.Phase) || other.DeletionTimestamp != nil {
+			continue
+		}
+		if other.CreationTimestamp.Before(&mig.CreationTimestamp) ||
+			other.CreationTimestamp.Equal(&mig.CreationTimestamp) && other.Name < mig.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // createTarget makes the target launcher pod: the instance's pod, kept off the source node
