@@ -8,7 +8,8 @@
 #     the libvirt-qemu user that libvirtd 9.0 looks up even when it runs QEMU
 #     as root; its init scripts are not started);
 #   - genisoimage (isoinfo): reads back the cloud-init ISO in tagged tests;
-#   - iproute2, nftables: masquerade networking and its tests;
+#   - nftables: the nft that knftables runs for the masquerade and bridge rules; iproute2:
+#     the node tests build pod stand-ins with ip netns;
 #   - socat: debugging consoles by hand;
 #   - nodejs: runs the browser VNC page's RFB client against QEMU in a node test.
 # Installs only what is missing; apt-get update runs only then.

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/knftables"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
@@ -127,16 +128,28 @@ func TestPlans(t *testing.T) {
 func TestNFTables(t *testing.T) {
 	plans, err := Plans(testVMI())
 	require.NoError(t, err)
-	rules := NFTables(plans[0], "eth0")
-	assert.Contains(t, rules, "delete table ip hangar\n")
-	assert.Contains(t, rules, `iifname "eth0" meta l4proto { tcp, udp } dnat to 10.0.2.2`)
-	assert.Contains(t, rules, `ip saddr 10.0.2.2 oifname "eth0" masquerade`)
+	plan := plans[0]
+	masquerade := func(plan Plan, iface string) func(*knftables.Transaction) error {
+		return func(tx *knftables.Transaction) error { return masqueradeRules(tx, plan, iface) }
+	}
+	rules := nftDump(t, knftables.IPv4Family, masquerade(plan, "eth0"))
+	assert.Contains(t, rules, "add chain ip hangar prerouting { type nat hook prerouting priority -100 ; policy accept ; }\n")
+	assert.Contains(t, rules, "add chain ip hangar postrouting { type nat hook postrouting priority 100 ; policy accept ; }\n")
+	assert.Contains(t, rules, `add rule ip hangar prerouting iifname "eth0" meta l4proto { tcp, udp } dnat to 10.0.2.2`+"\n")
+	assert.Contains(t, rules, `add rule ip hangar postrouting ip saddr 10.0.2.2 oifname "eth0" masquerade`+"\n")
 
-	plans[0].Ports = []v1.Port{{Port: 22, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}
-	rules = NFTables(plans[0], "eth0")
-	assert.Contains(t, rules, `iifname "eth0" tcp dport 22 dnat to 10.0.2.2`)
-	assert.Contains(t, rules, `iifname "eth0" udp dport 53 dnat to 10.0.2.2`)
+	plan.Ports = []v1.Port{{Port: 22, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}
+	rules = nftDump(t, knftables.IPv4Family, masquerade(plan, "eth0"))
+	assert.Contains(t, rules, `add rule ip hangar prerouting iifname "eth0" tcp dport 22 dnat to 10.0.2.2`+"\n")
+	assert.Contains(t, rules, `add rule ip hangar prerouting iifname "eth0" udp dport 53 dnat to 10.0.2.2`+"\n")
 	assert.NotContains(t, rules, "l4proto")
+
+	// Nothing from outside the plan is written into a rule unchecked.
+	tx := knftables.NewFake(knftables.IPv4Family, nftTable).NewTransaction()
+	assert.ErrorContains(t, masqueradeRules(tx, plan, `eth0" accept`), "not a name the rules can use")
+	assert.ErrorContains(t, bridgeRules(tx, "eth0 accept;"), "not a name the rules can use")
+	plan.Ports = []v1.Port{{Port: 22, Protocol: "tcp dport 1 accept; sctp"}}
+	assert.ErrorContains(t, masqueradeRules(tx, plan, "eth0"), "neither TCP nor UDP")
 }
 
 // clientMessage is a client message of type typ from mac, asking for requested (if valid).
