@@ -13,6 +13,15 @@
   const encodingZRLE = 16;
   const encodingDesktopSize = -223;
   const encodingNames = { raw: encodingRaw, copyrect: encodingCopyRect, zrle: encodingZRLE, desktopsize: encodingDesktopSize };
+  // The server is the guest's display in a launcher pod: the tenant's. Nothing it announces
+  // may make the page allocate or wait for data without bound (pkg/vnc keeps the same).
+  const maxPixels = 8 << 20; // 4K UHD fits; QEMU's standard VGA cannot show more
+  const maxNameLength = 4 << 10;
+  const maxCutText = 1 << 20;
+  // zrleMaxBytes bounds one ZRLE rectangle's compressed data: raw tiles (a byte and 3 per
+  // pixel) stored uncompressed by deflate (5 bytes per block) are less than 4 bytes a pixel;
+  // 5 leaves room.
+  const zrleMaxBytes = (w, h) => 5 * w * h + 4096;
 
   class RFB {
     // send(Uint8Array) writes to the server. display receives:
@@ -102,7 +111,9 @@
           case 2: if (this.display.bell) this.display.bell(); break;
           case 3: { // ServerCutText
             await this.read(3);
-            await this.read(await this.u32());
+            const length = await this.u32();
+            if (length > maxCutText) throw new Error("the server sends " + length + " bytes of clipboard; at most " + maxCutText + " are taken");
+            await this.read(length);
             break;
           }
           default: throw new Error("unknown server message type " + type);
@@ -136,8 +147,11 @@
       this.send(Uint8Array.of(1)); // ClientInit: share the display with other viewers
       this.width = await this.u16();
       this.height = await this.u16();
+      checkDisplay(this.width, this.height);
       await this.read(16); // the server's pixel format: we ask for ours below
-      this.name = await this.text(await this.u32());
+      const nameLength = await this.u32();
+      if (nameLength > maxNameLength) throw new Error("the server's desktop name is " + nameLength + " bytes; at most " + maxNameLength + " are taken");
+      this.name = await this.text(nameLength);
       this.display.resize(this.width, this.height, this.name);
 
       // 32 bits per pixel, little endian, red in the lowest byte: the bytes arrive as R, G,
@@ -159,18 +173,23 @@
         const x = await this.u16(), y = await this.u16(), w = await this.u16(), h = await this.u16();
         const encoding = await this.s32();
         this.stats.rects[encoding] = (this.stats.rects[encoding] || 0) + 1;
+        if (encoding !== encodingDesktopSize) this.checkRect(x, y, w, h);
         if (encoding === encodingRaw) {
           const pixels = await this.read(w * h * 4);
           for (let p = 3; p < pixels.length; p += 4) pixels[p] = 255;
           this.display.raw(x, y, w, h, pixels);
         } else if (encoding === encodingZRLE) {
-          const compressed = await this.read(await this.u32());
+          const length = await this.u32();
+          if (length > zrleMaxBytes(w, h)) throw new Error("ZRLE: " + length + " compressed bytes for a " + w + "x" + h + " rectangle");
+          const compressed = await this.read(length);
           if (!this.zlib) this.zlib = new Inflater();
           this.display.raw(x, y, w, h, await decodeZRLE(this.zlib, compressed, w, h));
         } else if (encoding === encodingCopyRect) {
           const sx = await this.u16(), sy = await this.u16();
+          this.checkRect(sx, sy, w, h);
           this.display.copy(sx, sy, x, y, w, h);
         } else if (encoding === encodingDesktopSize) {
+          checkDisplay(w, h);
           this.width = w;
           this.height = h;
           this.display.resize(w, h, this.name);
@@ -180,6 +199,14 @@
       }
       if (this.display.updated) this.display.updated();
       this.requestUpdate(true);
+    }
+
+    // checkRect refuses a rectangle that is not inside the display: the page would allocate
+    // and wait for its pixels all the same.
+    checkRect(x, y, w, h) {
+      if (x + w > this.width || y + h > this.height) {
+        throw new Error("a " + w + "x" + h + " rectangle at " + x + "," + y + " outside the " + this.width + "x" + this.height + " display");
+      }
     }
 
     requestUpdate(incremental) {
@@ -207,6 +234,12 @@
       msg.setUint16(2, Math.max(0, Math.min(x, this.width - 1)));
       msg.setUint16(4, Math.max(0, Math.min(y, this.height - 1)));
       this.send(new Uint8Array(msg.buffer));
+    }
+  }
+
+  function checkDisplay(w, h) {
+    if (w === 0 || h === 0 || w * h > maxPixels) {
+      throw new Error("the server announces a " + w + "x" + h + " display; at most " + maxPixels + " pixels are taken");
     }
   }
 

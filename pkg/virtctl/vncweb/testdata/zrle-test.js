@@ -64,15 +64,78 @@ test("a tile that lies is refused", () => {
   }
 });
 
-// server is what a VNC server without authentication sends up to its first update.
-function serverHello(w, h) {
+// server is what a VNC server without authentication sends up to its first update; nameLength
+// is what ServerInit announces (the name itself is "test").
+function serverHello(w, h, nameLength = 4) {
   const init = Buffer.alloc(24 + 4);
   init.writeUInt16BE(w, 0);
   init.writeUInt16BE(h, 2);
-  init.writeUInt32BE(4, 20);
+  init.writeUInt32BE(nameLength, 20);
   init.write("test", 24);
   return Buffer.concat([Buffer.from("RFB 003.008\n"), Buffer.from([1, 1]), Buffer.alloc(4), init]);
 }
+
+// rectHeader is a FramebufferUpdate of one rectangle, up to its encoding's own data.
+function rectHeader(x, y, w, h, encoding, ...words) {
+  const b = Buffer.alloc(4 + 12 + 4 * words.length);
+  b.writeUInt8(0, 0);
+  b.writeUInt16BE(1, 2);
+  b.writeUInt16BE(x, 4);
+  b.writeUInt16BE(y, 6);
+  b.writeUInt16BE(w, 8);
+  b.writeUInt16BE(h, 10);
+  b.writeInt32BE(encoding, 12);
+  words.forEach((v, i) => b.writeUInt32BE(v, 16 + 4 * i));
+  return b;
+}
+
+// The guest's QEMU is the tenant's: what it announces must not make the page allocate or wait
+// for more than a display's worth. Each server sends only the header that lies: the client
+// must give up on it at once, not wait for the gigabytes it announces.
+test("what a hostile server announces is refused", async () => {
+  const cutText = Buffer.alloc(8);
+  cutText.writeUInt8(3, 0);
+  cutText.writeUInt32BE(1 << 30, 4);
+  const copyFrom = (sx, sy) => { const b = Buffer.alloc(4); b.writeUInt16BE(sx, 0); b.writeUInt16BE(sy, 2); return b; };
+  const cases = [
+    { name: "a 65535x65535 display", bytes: serverHello(65535, 65535), want: /65535x65535 display/ },
+    { name: "a 0x768 display", bytes: serverHello(0, 768), want: /0x768 display/ },
+    { name: "a desktop name of 1 GiB", bytes: serverHello(640, 480, 1 << 30), want: /desktop name/ },
+    { name: "a raw rectangle past the display", bytes: Buffer.concat([serverHello(640, 480), rectHeader(0, 0, 65535, 65535, 0)]), want: /outside the 640x480 display/ },
+    { name: "a ZRLE rectangle past the display", bytes: Buffer.concat([serverHello(640, 480), rectHeader(600, 0, 64, 64, 16, 100)]), want: /outside the 640x480 display/ },
+    { name: "4 GiB of ZRLE for 64x64 pixels", bytes: Buffer.concat([serverHello(640, 480), rectHeader(0, 0, 64, 64, 16, 0xffffffff)]), want: /ZRLE: 4294967295 compressed bytes/ },
+    { name: "a copy from outside the display", bytes: Buffer.concat([serverHello(640, 480), rectHeader(0, 0, 64, 64, 1), copyFrom(630, 0)]), want: /at 630,0 outside/ },
+    { name: "a desktop resize to 65535x65535", bytes: Buffer.concat([serverHello(640, 480), rectHeader(0, 0, 65535, 65535, -223)]), want: /65535x65535 display/ },
+    { name: "1 GiB of clipboard", bytes: Buffer.concat([serverHello(640, 480), cutText]), want: /clipboard/ },
+  ];
+  for (const c of cases) {
+    const rfb = new RFB(() => {}, { resize() {}, raw() {}, copy() {}, updated() {} });
+    rfb.receive(new Uint8Array(c.bytes));
+    const outcome = await Promise.race([
+      rfb.done.then(() => "ended", (err) => err),
+      new Promise((r) => setTimeout(() => r("still waiting"), 1000)),
+    ]);
+    rfb.close();
+    assert.ok(outcome instanceof Error, `${c.name}: ${outcome}`);
+    assert.match(outcome.message, c.want, c.name);
+  }
+});
+
+test("a full-screen update of the largest display is taken", async () => {
+  // 4K UHD, at most what maxPixels allows: one ZRLE rectangle of solid tiles.
+  const w = 3840, h = 2160;
+  const tiles = [];
+  for (let i = 0; i < Math.ceil(w / 64) * Math.ceil(h / 64); i++) tiles.push(1, ...blue);
+  const data = zlib.deflateSync(Buffer.from(tiles), { flush: zlib.constants.Z_SYNC_FLUSH });
+  let drawn = null, updated;
+  const update = new Promise((r) => { updated = r; });
+  const rfb = new RFB(() => {}, { resize() {}, raw(x, y, rw, rh) { drawn = [rw, rh]; }, copy() {}, updated() { updated("updated"); } });
+  rfb.receive(new Uint8Array(Buffer.concat([serverHello(w, h), rectHeader(0, 0, w, h, 16, data.length), data])));
+  const outcome = await Promise.race([update, rfb.done.then(() => "ended", (err) => err), new Promise((r) => setTimeout(() => r("no update"), 10000))]);
+  rfb.close();
+  assert.strictEqual(outcome, "updated");
+  assert.deepStrictEqual(drawn, [w, h]);
+});
 
 test("a server's ZRLE stream across rectangles and updates", async () => {
   const sent = [];
