@@ -61,7 +61,7 @@ stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster ./...
 stage "verify codegen" hack/verify-codegen.sh
 stage "kubernetes binaries" hack/cluster/build.sh
 stage "unit and integration tests" go test -count=1 -tags kube ./...
-stage "fuzz validation (15s per target)" hack/fuzz.sh
+stage "fuzz validation and DHCP (15s per target)" hack/fuzz.sh
 stage "node tests (libvirtd, QEMU)" hack/test-node.sh
 e2e
 echo "=== all stages passed ($((SECONDS - START))s)"
