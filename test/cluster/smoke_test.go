@@ -34,7 +34,7 @@ import (
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-const busybox = "hangar.local/busybox:v1"
+const busybox = "hangar.local/busybox:v2"
 
 var (
 	kubeconfig string
