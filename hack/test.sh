@@ -45,7 +45,7 @@ e2e() {
   stage "deploy" hack/deploy.sh
   # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
   stage "e2e guest images" e2e_guest_images
-  stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -tags e2e ./test/e2e/...
+  stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/...
   if [[ ${started_cluster} == false ]]; then
     echo "The cluster was running before the tests; it is left running."
   fi

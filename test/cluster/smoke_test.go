@@ -34,7 +34,7 @@ import (
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-const busybox = "hangar.local/busybox:v1"
+const busybox = "hangar.local/busybox:v2"
 
 var (
 	kubeconfig string
@@ -257,7 +257,7 @@ func TestDynamicVolumes(t *testing.T) {
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "user", Image: busybox, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"sh", "-c", `echo fs-ok >/data/f && cat /data/f && echo blk-ok | dd of=/dev/xvdb conv=fsync 2>/dev/null && head -c 6 /dev/xvdb && echo && sleep 3600`},
+				Command:       []string{"sh", "-c", `echo fs-ok >/data/f && cat /data/f && echo blk-ok | dd of=/dev/xvdb conv=fsync 2>/dev/null && head -c 6 /dev/xvdb && echo && sleep 3600`},
 				VolumeMounts:  []corev1.VolumeMount{{Name: "fs", MountPath: "/data"}},
 				VolumeDevices: []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/xvdb"}},
 			}},

@@ -52,7 +52,7 @@ func restrictedPod(name, node string, labels map[string]string) *corev1.Pod {
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "web", Image: "hangar.local/busybox:v1", ImagePullPolicy: corev1.PullNever,
+				Name: "web", Image: "hangar.local/busybox:v2", ImagePullPolicy: corev1.PullNever,
 				Command: []string{"sh", "-c", `mkdir -p /tmp/www && echo "served-by-` + node + `" >/tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www`},
 				Ports:   []corev1.ContainerPort{{ContainerPort: 8080}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}},

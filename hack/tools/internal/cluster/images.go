@@ -125,6 +125,10 @@ func (s *Settings) buildBusybox() error {
 			return err
 		}
 	}
+	// /tmp as on any system: a non-root container (Pod Security restricted) writes there.
+	if err := os.Chmod(filepath.Join(root, "tmp"), 0o1777); err != nil {
+		return err
+	}
 	if err := copyFile("/bin/busybox", filepath.Join(root, "bin", "busybox"), 0o755); err != nil {
 		return err
 	}

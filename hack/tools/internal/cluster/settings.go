@@ -115,7 +115,7 @@ func FromEnv(root string) (*Settings, error) {
 	s.ProxyHealthzPort = integer("HANGAR_PROXY_HEALTHZ_PORT", 20256)
 	s.ProxyMetricsPort = integer("HANGAR_PROXY_METRICS_PORT", 20249)
 	s.PauseImage = str("HANGAR_PAUSE_IMAGE", "hangar.local/pause:v1")
-	s.BusyboxImage = str("HANGAR_BUSYBOX_IMAGE", "hangar.local/busybox:v1")
+	s.BusyboxImage = str("HANGAR_BUSYBOX_IMAGE", "hangar.local/busybox:v2")
 	s.CoreDNSImage = str("HANGAR_COREDNS_IMAGE", "hangar.local/coredns:"+CoreDNSVersion)
 	s.LocalPathImage = str("HANGAR_LOCAL_PATH_IMAGE", "hangar.local/local-path-provisioner:"+LocalPathVersion)
 	s.EtcdFsync = str("HANGAR_ETCD_FSYNC", "false") == "true"
