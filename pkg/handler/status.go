@@ -17,6 +17,9 @@ const (
 	ReasonLauncherGone    = "LauncherGone"
 )
 
+// reasonMigrated is a source launcher's end: its guest runs on the target.
+const reasonMigrated = "Migrated"
+
 func isFinal(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
 
 // nextStatus is the instance's status given its launcher's state. The handler owns the
@@ -39,7 +42,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 	if ms := s.MigrationState; ms != nil && ms.SourceNode == vmi.Status.NodeName && !ms.Completed && !ms.Failed {
 		reportMigration(ms, st.Migration, now)
 	}
-	if m := st.Migration; m != nil && m.Role == api.MigrationSource && m.Completed {
+	if m := st.Migration; m != nil && m.Role == api.MigrationSource && (m.Completed || st.Reason == reasonMigrated) {
 		// The guest left for the target: the instance runs on, and virt-controller hands it
 		// over to the target node.
 		return s

@@ -147,6 +147,16 @@ func (l *Launcher) setStateLocked(phase api.Phase, reason, message string) {
 	}
 	klog.InfoS("guest state", "phase", phase, "reason", reason, "message", message)
 	l.state.Phase, l.state.Reason, l.state.Message = phase, reason, message
+	if m := l.state.Migration; phase == api.PhaseSucceeded && reason == ReasonMigrated &&
+		m != nil && m.Role == api.MigrationSource && m.EndedAt == nil {
+		// libvirt ends the source domain before its migrate call returns: the state that
+		// says the guest left must say the migration completed too, or a reader of this one
+		// event would take the guest for ended.
+		done := *m
+		now := time.Now()
+		done.Completed, done.EndedAt = true, &now
+		l.state.Migration = &done
+	}
 	l.recordLocked()
 }
 

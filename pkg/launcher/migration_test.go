@@ -133,8 +133,14 @@ func TestMigrateCompletes(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, api.PhaseRunning, l.State().Phase)
 
-	hv.mig.end <- nil
+	// libvirt ends the source domain before its migrate call returns: the event that says
+	// so says the migration completed too.
+	hv.setState(virt.StateShutoff, "Migrated")
 	s = waitMigration(t, l, func(s api.State) bool { return s.Phase == api.PhaseSucceeded })
+	require.NotNil(t, s.Migration)
+	assert.True(t, s.Migration.Completed, "the guest's end by migration is the migration's completion")
+	hv.mig.end <- nil
+	s = waitMigration(t, l, func(s api.State) bool { return s.Phase == api.PhaseSucceeded && s.Migration.EndedAt != nil })
 	assert.True(t, s.Migration.Completed)
 	assert.False(t, s.Migration.Failed)
 	assert.NotNil(t, s.Migration.EndedAt)
