@@ -394,8 +394,10 @@ func TestHandlerRestartKeepsGuests(t *testing.T) {
 	require.Len(t, pods, 1)
 
 	handler := "app.kubernetes.io/name=virt-handler"
+	handlers, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: handler})
+	require.NoError(t, err)
 	require.NoError(t, kube.CoreV1().Pods("hangar").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: handler}))
-	waitReady(t, handler, 1)
+	waitReady(t, handler, len(handlers.Items)) // one per node
 
 	after, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "steady", metav1.GetOptions{})
 	require.NoError(t, err)
