@@ -137,7 +137,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		informers.WithTransform(stripManagedFields),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.Migration.HandlerSelector.String() }))
 	migController, err := migration.New(kubevirt, kube, kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations(),
-		vmiInformer, podInformer, handlerFactory.Core().V1().Pods(), cfg, recorder, o.Migration)
+		vmiInformer, podInformer, handlerFactory.Core().V1().Pods(), pvcInformer, cfg, recorder, o.Migration)
 	if err != nil {
 		return err
 	}

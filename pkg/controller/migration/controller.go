@@ -66,6 +66,7 @@ type Controller struct {
 	vmiLister  listers.VirtualMachineInstanceLister
 	podIndexer cache.Indexer
 	handlers   corelisters.PodLister
+	claims     corelisters.PersistentVolumeClaimLister
 	synced     []cache.InformerSynced
 	config     *config.Store
 	recorder   record.EventRecorder
@@ -74,18 +75,19 @@ type Controller struct {
 	now        func() time.Time
 }
 
-// New wires the controller. podInformer holds launcher pods; handlerInformer virt-handler's.
+// New wires the controller. podInformer holds launcher pods; handlerInformer virt-handler's;
+// claimInformer the claims a target pod mounts or maps by their volumeMode.
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, migInformer kvinformers.VirtualMachineInstanceMigrationInformer,
 	vmiInformer kvinformers.VirtualMachineInstanceInformer, podInformer, handlerInformer coreinformers.PodInformer,
-	cfg *config.Store, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	claimInformer coreinformers.PersistentVolumeClaimInformer, cfg *config.Store, recorder record.EventRecorder, opts Options) (*Controller, error) {
 	RegisterMetrics(migInformer.Lister())
 	c := &Controller{
 		kubevirt: kubevirt, kube: kube,
 		lister: migInformer.Lister(), migIndexer: migInformer.Informer().GetIndexer(),
 		vmiLister: vmiInformer.Lister(), podIndexer: podInformer.Informer().GetIndexer(),
-		handlers: handlerInformer.Lister(),
+		handlers: handlerInformer.Lister(), claims: claimInformer.Lister(),
 		synced: []cache.InformerSynced{migInformer.Informer().HasSynced, vmiInformer.Informer().HasSynced,
-			podInformer.Informer().HasSynced, handlerInformer.Informer().HasSynced},
+			podInformer.Informer().HasSynced, handlerInformer.Informer().HasSynced, claimInformer.Informer().HasSynced},
 		config: cfg, recorder: recorder, opts: opts, now: time.Now,
 		queue: controllerutil.NewQueue("virt-controller-migration"),
 	}

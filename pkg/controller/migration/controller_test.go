@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/controller/testutil"
 	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
@@ -56,7 +57,7 @@ func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.V
 	podInf := kf.Core().V1().Pods()
 	handlerInf := informers.NewSharedInformerFactory(f.kube, 0).Core().V1().Pods()
 	cfg := config.Defaults()
-	c, err := New(f.kv, f.kube, migInf, vmiInf, podInf, handlerInf, config.NewStore(cfg), record.NewFakeRecorder(100), Options{
+	c, err := New(f.kv, f.kube, migInf, vmiInf, podInf, handlerInf, kf.Core().V1().PersistentVolumeClaims(), config.NewStore(cfg), record.NewFakeRecorder(100), Options{
 		HandlerNamespace: "hangar", HandlerPort: 18187,
 		HandlerSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "virt-handler"}),
 	})
@@ -73,11 +74,9 @@ func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.V
 
 func (f *fixture) sync() {
 	f.t.Helper()
-	err := f.c.sync(context.Background(), "ns/mig")
-	if err != nil {
-		var rq interface{ Error() string }
-		rq = err
-		require.Contains(f.t, rq.Error(), "requeue", "sync: %v", err)
+	if err := f.c.sync(context.Background(), "ns/mig"); err != nil {
+		var requeue controllerutil.RequeueAfter
+		require.ErrorAs(f.t, err, &requeue, "sync")
 	}
 }
 

@@ -226,7 +226,7 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			return s, err
 		}
 		vs.MigrationState = &v1.VirtualMachineInstanceMigrationState{
-			MigrationUid: mig.UID, SourceNode: vmi.Status.NodeName, SourcePod: sourcePodName(vmi, c),
+			MigrationUid: mig.UID, SourceNode: vmi.Status.NodeName, SourcePod: c.sourcePodName(vmi),
 			TargetPod: pod.Name, MigrationConfiguration: c.migrationConfiguration(),
 		}
 		s.vmi = vs
@@ -375,9 +375,12 @@ func (c *Controller) createTarget(ctx context.Context, mig *v1.VirtualMachineIns
 	if existing := newest(c.targetPods(mig)); existing != nil {
 		return existing, nil // created before a restart of ours
 	}
-	modes, err := c.volumeModes(vmi)
+	modes, missing, err := launcherpod.ClaimVolumeModes(c.claims, vmi)
 	if err != nil {
 		return nil, err
+	}
+	if missing != "" {
+		return nil, fmt.Errorf("claim %s/%s of the instance does not exist", vmi.Namespace, missing)
 	}
 	pod, err := launcherpod.Build(vmi, modes, c.config.Get())
 	if err != nil {
@@ -422,18 +425,6 @@ func avoidNode(pod *corev1.Pod, node string) {
 	}
 }
 
-func (c *Controller) volumeModes(vmi *v1.VirtualMachineInstance) (launcherpod.VolumeModes, error) {
-	modes := launcherpod.VolumeModes{}
-	for _, name := range launcherpod.ClaimNames(vmi) {
-		claim, err := c.kube.CoreV1().PersistentVolumeClaims(vmi.Namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("read claim %s/%s: %w", vmi.Namespace, name, err)
-		}
-		modes[name] = ptr.Deref(claim.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
-	}
-	return modes, nil
-}
-
 // migrationConfiguration is what the handlers apply: the cluster configuration's
 // migrations block (every field set) as it is when the migration starts.
 func (c *Controller) migrationConfiguration() *v1.MigrationConfiguration {
@@ -447,7 +438,7 @@ func (c *Controller) limits() (cluster, perNode int) {
 		int(ptr.Deref(m.ParallelOutboundMigrationsPerNode, DefaultParallelOutboundMigrationsPerNode))
 }
 
-func sourcePodName(vmi *v1.VirtualMachineInstance, c *Controller) string {
+func (c *Controller) sourcePodName(vmi *v1.VirtualMachineInstance) string {
 	own, _ := c.podIndexer.ByIndex(podsByVMIIndex, vmi.Namespace+"/"+vmi.Name)
 	for _, o := range own {
 		if p := o.(*corev1.Pod); p.Spec.NodeName == vmi.Status.NodeName && metav1.IsControlledBy(p, vmi) && p.DeletionTimestamp == nil {

@@ -84,7 +84,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	waiting := "" // why an instance that needs a pod cannot have one yet
 	creationPending := !c.expectations.Satisfied(string(vmi.UID))
 	if pod == nil && !creationPending && needsPod(vmi.Status.Phase) {
-		modes, missing, err := c.volumeModes(vmi)
+		modes, missing, err := launcherpod.ClaimVolumeModes(c.pvcLister, vmi)
 		switch {
 		case err != nil:
 			return err
@@ -141,23 +141,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return controllerutil.RequeueAfter(awaitingNodeAgent(pod, now) + time.Second)
 	}
 	return syncErr
-}
-
-// volumeModes reads the volumeMode of every claim the instance names, or the first claim
-// that does not exist.
-func (c *Controller) volumeModes(vmi *v1.VirtualMachineInstance) (launcherpod.VolumeModes, string, error) {
-	modes := launcherpod.VolumeModes{}
-	for _, name := range launcherpod.ClaimNames(vmi) {
-		claim, err := c.pvcLister.PersistentVolumeClaims(vmi.Namespace).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, name, nil
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("read claim %s/%s: %w", vmi.Namespace, name, err)
-		}
-		modes[name] = ptr.Deref(claim.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
-	}
-	return modes, "", nil
 }
 
 func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance, modes launcherpod.VolumeModes) (*corev1.Pod, error) {
