@@ -37,6 +37,8 @@ type fakeHypervisor struct {
 	failOn   string
 	events   chan virt.Event
 	closed   chan struct{}
+	stats    virt.DomainStats
+	statsErr error
 }
 
 func newFake() *fakeHypervisor {
@@ -133,6 +135,11 @@ func (f *fakeHypervisor) State(string) (virt.DomainState, error) {
 	}
 	return f.state, nil
 }
+func (f *fakeHypervisor) Stats(string) (virt.DomainStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats, f.statsErr
+}
 func (f *fakeHypervisor) Events() <-chan virt.Event { return f.events }
 func (f *fakeHypervisor) Closed() <-chan struct{}   { return f.closed }
 func (f *fakeHypervisor) Close() error              { return nil }
@@ -196,7 +203,8 @@ func TestSyncFailureIsFinal(t *testing.T) {
 	s, err := l.Sync(context.Background(), testVMI())
 	require.Error(t, err)
 	assert.Equal(t, api.PhaseFailed, s.Phase)
-	assert.Equal(t, "StartFailed", s.Reason)
+	assert.Equal(t, ReasonDomainStartFailed, s.Reason)
+	assert.Contains(t, s.Message, "start domain ns_guest")
 }
 
 func TestEventsFollowLibvirtAndRunExits(t *testing.T) {
