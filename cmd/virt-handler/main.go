@@ -15,7 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -25,6 +29,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
+	"github.com/hangarvm/hangar/pkg/handler/vmimetrics"
+	"github.com/hangarvm/hangar/pkg/metricsserver"
 )
 
 func main() {
@@ -46,6 +52,7 @@ func run() error {
 		devicePlugins                  = true
 		pluginDir                      = pluginapi.DevicePluginPath
 		workers                        = 4
+		metricsOpts                    = metricsserver.Options{Address: ":8443"}
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
@@ -61,6 +68,10 @@ func run() error {
 	fs.BoolVar(&devicePlugins, "device-plugins", devicePlugins, "offer devices.kubevirt.io/kvm and devices.kubevirt.io/tun to kubelet")
 	fs.StringVar(&pluginDir, "device-plugin-dir", pluginDir, "kubelet's device-plugin directory (fixed in kubelet)")
 	fs.IntVar(&workers, "workers", workers, "instance workers")
+	fs.StringVar(&metricsOpts.Address, "metrics-bind-address", metricsOpts.Address, "HTTPS address serving /metrics (KubeVirt's per-VMI metrics) to callers kube-apiserver allows to get /metrics; empty or 0 to disable")
+	fs.StringVar(&metricsOpts.CertFile, "metrics-tls-cert-file", "", "serving certificate of /metrics; self-signed when empty")
+	fs.StringVar(&metricsOpts.KeyFile, "metrics-tls-private-key-file", "", "serving key of /metrics")
+	fs.BoolVar(&metricsOpts.Insecure, "metrics-insecure-loopback", false, "serve /metrics over plain HTTP without authentication (development; a loopback --metrics-bind-address only)")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -70,13 +81,17 @@ func run() error {
 	}
 
 	// The handler talks to the kubevirt.io API only (no Secrets, no pods): through the
-	// cluster with its pod's ServiceAccount token, which names its node to virt-api.
-	if kubevirtKubeconfig != "" {
-		kubeconfig = kubevirtKubeconfig
-	}
-	kvCfg, err := restConfig(kubeconfig)
+	// cluster with its pod's ServiceAccount token, which names its node to virt-api. To
+	// kube-apiserver itself only for TokenReviews and SubjectAccessReviews of /metrics callers.
+	kubeCfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
+	}
+	kvCfg := kubeCfg
+	if kubevirtKubeconfig != "" {
+		if kvCfg, err = restConfig(kubevirtKubeconfig); err != nil {
+			return err
+		}
 	}
 	kubevirt, err := versioned.NewForConfig(kvCfg)
 	if err != nil {
@@ -99,6 +114,28 @@ func run() error {
 				}
 			}()
 		}
+	}
+
+	if metricsOpts.Enabled() {
+		kube, err := kubernetes.NewForConfig(kubeCfg)
+		if err != nil {
+			return err
+		}
+		collector := vmimetrics.New(cfg.NodeName, c.MetricsTargets)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collector, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(collector.Metrics()...)
+		srv, err := metricsserver.New(metricsOpts, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), kube)
+		if err != nil {
+			return err
+		}
+		go func() {
+			klog.InfoS("serving metrics", "address", srv.Addr().String())
+			if err := srv.Run(ctx); err != nil {
+				klog.ErrorS(err, "metrics server stopped")
+				cancel()
+			}
+		}()
 	}
 
 	if listen != "" {

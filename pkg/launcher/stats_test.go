@@ -37,10 +37,10 @@ func TestStatsUseTheInstancesNames(t *testing.T) {
 	got := statsOf("uid-1", ds, names)
 	assert.Equal(t, api.Stats{
 		UID: "uid-1", CPUTimeNanoseconds: ptr.To[uint64](5e9),
-		VCPUs:  []api.VCPUStats{{ID: 0, State: "running", TimeNanoseconds: 4e9}},
-		Memory: api.MemoryStats{ResidentBytes: ptr.To[uint64](1024000), DomainBytes: ptr.To[uint64](64 << 20)},
+		VCPUs:      []api.VCPUStats{{ID: 0, State: "running", TimeNanoseconds: 4e9}},
+		Memory:     api.MemoryStats{ResidentBytes: ptr.To[uint64](1024000), DomainBytes: ptr.To[uint64](64 << 20)},
 		Interfaces: []api.InterfaceStats{{Name: "default", RxBytes: 10, RxPackets: 1, TxBytes: 20, TxPackets: 2}},
-		Disks: []api.DiskStats{{Name: "root", ReadBytes: 4096, ReadRequests: 1}, {Name: "data", WriteBytes: 512, WriteRequests: 1}},
+		Disks:      []api.DiskStats{{Name: "root", ReadBytes: 4096, ReadRequests: 1}, {Name: "data", WriteBytes: 512, WriteRequests: 1}},
 	}, got)
 }
 
