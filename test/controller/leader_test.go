@@ -187,7 +187,7 @@ func startControllerProcess(t *testing.T, binary, kubeconfig, name string) *cont
 		"--kubeconfig="+kubeconfig,
 		"--leader-elect=true",
 		"--config-namespace="+controllerNamespace,
-		"--metrics-bind-address="+addr,
+		"--metrics-bind-address="+addr, "--metrics-insecure-loopback", "--healthz-bind-address=0",
 		// Short timings keep the test short; the defaults are 15s, 10s and 2s.
 		"--leader-elect-lease-duration=4s",
 		"--leader-elect-renew-deadline=3s",

@@ -122,7 +122,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			klog.V(2).InfoS("Instance phase", "vmi", klog.KObj(vmi), "from", old, "to", status.Phase, "reason", status.Reason)
 		}
 	}
-	if syncErr == nil && status.Phase == v1.Running && pod != nil && podTerminated(pod) {
+	if syncErr == nil && (status.Phase == v1.Running || status.Phase == v1.Scheduled) && pod != nil && podTerminated(pod) {
 		// Come back when the node agent's time to report on the ended pod is up.
 		return controllerutil.RequeueAfter(awaitingNodeAgent(pod, now) + time.Second)
 	}
