@@ -73,7 +73,7 @@ type result struct {
 
 // New returns the collector of node's instances. Register it and Metrics() together.
 func New(node string, source Source) *Collector {
-	return &Collector{
+	c := &Collector{
 		node: node, source: source, Timeout: DefaultTimeout, MinInterval: DefaultMinInterval, now: time.Now,
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hangar_virt_handler_vmi_stats_failures_total",
@@ -85,6 +85,10 @@ func New(node string, source Source) *Collector {
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 		}),
 	}
+	for _, reason := range []string{"timeout", "error", "invalid"} {
+		c.failures.WithLabelValues(reason) // zero from the start: rates and alerts see a series
+	}
+	return c
 }
 
 // Metrics are the collector's own metrics, to register beside it.
