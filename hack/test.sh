@@ -34,6 +34,7 @@ e2e() {
     started_cluster=true
     trap 'stage "cluster down" hack/cluster/down.sh' EXIT
   fi
+  stage "prometheus (Debian's, for the monitoring test)" hack/install-prometheus.sh
   stage "cluster up" hack/cluster/up.sh
   stage "deploy" hack/deploy.sh
   stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -tags e2e ./test/e2e/...
