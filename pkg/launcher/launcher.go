@@ -74,6 +74,7 @@ type Launcher struct {
 	console   *consoleRelay
 	stopTimer *time.Timer
 	devices   deviceNames // for Stats
+	stats     *statsCall  // the one under way
 }
 
 const keptEvents = 64

@@ -37,8 +37,10 @@ type fakeHypervisor struct {
 	failOn   string
 	events   chan virt.Event
 	closed   chan struct{}
-	stats    virt.DomainStats
-	statsErr error
+	stats      virt.DomainStats
+	statsErr   error
+	statsBlock chan struct{} // Stats waits for it to close
+	statsCalls int
 }
 
 func newFake() *fakeHypervisor {
@@ -136,6 +138,13 @@ func (f *fakeHypervisor) State(string) (virt.DomainState, error) {
 	return f.state, nil
 }
 func (f *fakeHypervisor) Stats(string) (virt.DomainStats, error) {
+	f.mu.Lock()
+	f.statsCalls++
+	block := f.statsBlock
+	f.mu.Unlock()
+	if block != nil {
+		<-block
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stats, f.statsErr

@@ -44,7 +44,7 @@ func (l *Launcher) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, l.Events(r.Context(), after, wait))
 	})
 	mux.HandleFunc("GET "+api.PathStats, func(w http.ResponseWriter, r *http.Request) {
-		stats, err := l.Stats()
+		stats, err := l.Stats(r.Context())
 		if err != nil {
 			status := http.StatusInternalServerError
 			if errors.Is(err, errConflict) {

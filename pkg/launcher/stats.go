@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"fmt"
 
 	"libvirt.org/go/libvirtxml"
@@ -36,22 +37,51 @@ func namesOf(vmi *v1.VirtualMachineInstance, dom *libvirtxml.Domain, taps map[st
 	return n
 }
 
-// Stats reads the running guest's statistics from libvirt (without waiting on a busy QEMU
-// monitor) under the instance's device names.
-func (l *Launcher) Stats() (api.Stats, error) {
+// statsCall is a libvirt statistics call under way. Requests that arrive meanwhile share it:
+// a QEMU monitor that answers slowly (libvirt's first call after a boot takes seconds under
+// TCG) gets one question at a time, however often the handler asks or gives up.
+type statsCall struct {
+	done  chan struct{}
+	stats api.Stats
+	err   error
+}
+
+// Stats reads the running guest's statistics from libvirt (without waiting on a QEMU monitor
+// busy with a job) under the instance's device names. ctx bounds the wait, not the call: a
+// call that outlives it serves the next request.
+func (l *Launcher) Stats(ctx context.Context) (api.Stats, error) {
 	l.mu.Lock()
 	name, phase, names := l.state.Domain, l.state.Phase, l.devices
-	l.mu.Unlock()
 	switch phase {
 	case api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown:
 	default:
+		l.mu.Unlock()
 		return api.Stats{}, fmt.Errorf("%w: the guest is %q", errConflict, phase)
 	}
-	ds, err := l.hv.Stats(name)
-	if err != nil {
-		return api.Stats{}, fmt.Errorf("statistics of %s: %w", name, err)
+	call := l.stats
+	if call == nil {
+		call = &statsCall{done: make(chan struct{})}
+		l.stats = call
+		go func() {
+			ds, err := l.hv.Stats(name)
+			if err != nil {
+				call.err = fmt.Errorf("statistics of %s: %w", name, err)
+			} else {
+				call.stats = statsOf(l.cfg.UID, ds, names)
+			}
+			l.mu.Lock()
+			l.stats = nil
+			l.mu.Unlock()
+			close(call.done)
+		}()
 	}
-	return statsOf(l.cfg.UID, ds, names), nil
+	l.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.stats, call.err
+	case <-ctx.Done():
+		return api.Stats{}, ctx.Err()
+	}
 }
 
 func statsOf(uid string, ds virt.DomainStats, names deviceNames) api.Stats {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,4 +68,29 @@ func TestStatsOverTheProtocol(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&s))
 	assert.Equal(t, "uid-1", s.UID)
 	assert.Equal(t, uint64(7), *s.CPUTimeNanoseconds)
+}
+
+// TestSlowLibvirtGetsOneQuestionAtATime: while libvirt is slow to answer, requests that give
+// up leave one call under way, and the next request shares it instead of adding another.
+func TestSlowLibvirtGetsOneQuestionAtATime(t *testing.T) {
+	hv := newFake()
+	l := newTestLauncher(t, hv)
+	_, err := l.Sync(context.Background(), testVMI())
+	require.NoError(t, err)
+	hv.statsBlock = make(chan struct{})
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := l.Stats(ctx)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	hv.mu.Lock()
+	assert.Equal(t, 1, hv.statsCalls)
+	hv.stats = virt.DomainStats{CPUTime: ptr.To[uint64](9)}
+	hv.mu.Unlock()
+	close(hv.statsBlock)
+	require.Eventually(t, func() bool {
+		s, err := l.Stats(context.Background())
+		return err == nil && s.CPUTimeNanoseconds != nil && *s.CPUTimeNanoseconds == 9
+	}, time.Second, 10*time.Millisecond)
 }
