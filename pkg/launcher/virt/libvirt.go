@@ -268,8 +268,10 @@ func convertStats(s libvirt.DomainStats) DomainStats {
 		})
 	}
 	for _, b := range s.Block {
-		if !b.NameSet || b.BackingIndexSet && b.BackingIndex > 0 {
-			continue // backing images of an overlay are counted in the overlay's figures
+		// Without the BACKING flag libvirt reports each disk's top image only (whose
+		// backingIndex, under -blockdev, is set too): an overlay's backing image is not a disk.
+		if !b.NameSet {
+			continue
 		}
 		out.Block = append(out.Block, BlockStats{
 			Name: b.Name, ReadBytes: b.RdBytes, ReadRequests: b.RdReqs, ReadTime: b.RdTimes,
