@@ -27,16 +27,16 @@ import (
 // fakeHypervisor records calls and plays QEMU's part of the serial console: StartPaused
 // listens on the domain's serial socket.
 type fakeHypervisor struct {
-	mu       sync.Mutex
-	calls    []string
-	state    virt.DomainState
-	defined  string
-	serial   string
-	serialLn net.Listener
-	attached chan struct{}
-	failOn   string
-	events   chan virt.Event
-	closed   chan struct{}
+	mu         sync.Mutex
+	calls      []string
+	state      virt.DomainState
+	defined    string
+	serial     string
+	serialLn   net.Listener
+	attached   chan struct{}
+	failOn     string
+	events     chan virt.Event
+	closed     chan struct{}
 	stats      virt.DomainStats
 	statsErr   error
 	statsBlock chan struct{} // Stats waits for it to close
