@@ -12,8 +12,8 @@
 #      static hangar-copy (the launcher pod's init containers run it inside kernelBoot and
 #      containerDisk images);
 #   4. hangar.local/virt-launcher:TAG and hangar.local/virt-handler:TAG (TAG: dev) written
-#      by the cluster's imagebuild and, when the local cluster runs, imported into its
-#      containerd (hack/cluster/image.sh).
+#      by the cluster's imagebuild and, when the local cluster runs, imported into every
+#      node's containerd (hack/cluster/image.sh).
 # Prints each step with its seconds.
 set -euo pipefail
 
@@ -109,7 +109,8 @@ configure_rootfs() {
 # image NAME ENTRYPOINT: one image of the root file system.
 image() {
   local ref=hangar.local/$1:$TAG entrypoint=$2
-  if [[ -x $ROOT/_output/bin/imagebuild ]] && pgrep -x containerd >/dev/null; then
+  if [[ -x $ROOT/_output/bin/imagebuild && -x $ROOT/_output/bin/hangar-cluster && -f $ROOT/_cluster/kubeconfig ]] &&
+    "$ROOT/_output/bin/kubectl" --kubeconfig "$ROOT/_cluster/kubeconfig" get --raw /readyz >/dev/null 2>&1; then
     "$ROOT/hack/cluster/image.sh" "$ref" -dir "$ROOTFS" -entrypoint "$entrypoint"
     log "$ref imported into the cluster's containerd"
   elif [[ -x $ROOT/_output/bin/imagebuild ]]; then

@@ -68,9 +68,12 @@ build_images() {
 	"${REPO_ROOT}/hack/cluster/image.sh" "${DEMO_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/kernelboot-rootfs"
 }
 
-# image_digest prints the digest containerd holds for an image, or nothing.
+# image_digest prints the digest an image's tarball had when it was last imported into the
+# nodes (hack/cluster/image.sh keeps one stamp per node; they agree), or nothing.
 image_digest() {
-	ctr --address "${CONTAINERD_SOCKET}" --namespace k8s.io images ls "name==$1" 2>/dev/null | awk 'NR > 1 { print $3 }'
+	local tarball="${CLUSTER_DIR}/images/$(tr '/:' '__' <<<"$1").tar"
+	# No stamp yet (a new cluster): nothing, not a failure.
+	cat "${tarball}".imported.* 2>/dev/null | head -n1 || true
 }
 
 # rendered_manifests prints the local overlay with the images just built.
@@ -80,9 +83,6 @@ rendered_manifests() {
 	for image in "${!IMAGE_TAGS[@]}"; do
 		manifests="$(sed -E "s|image: ${image}:[^[:space:]]+|image: ${IMAGE_TAGS[${image}]}|" <<<"${manifests}")"
 	done
-	# virt-handler reads launcher pods' socket volumes below the kubelet's pods directory,
-	# which the local cluster's kubelet keeps under its own root directory.
-	manifests="$(sed -E "s|path: /var/lib/kubelet/pods$|path: ${KUBELET_ROOT}/pods|" <<<"${manifests}")"
 	printf '%s\n' "${manifests}"
 }
 

@@ -28,6 +28,11 @@ cluster_running() {
     _output/bin/kubectl --kubeconfig _cluster/kubeconfig get --raw /readyz >/dev/null 2>&1
 }
 
+e2e_guest_images() {
+  hack/guest/build-containerdisk.sh >/dev/null
+  hack/cluster/image.sh hangar.local/containerdisk-guest:dev -dir _output/guest/containerdisk-rootfs
+}
+
 e2e() {
   local started_cluster=false
   if ! cluster_running; then
@@ -35,8 +40,12 @@ e2e() {
     trap 'stage "cluster down" hack/cluster/down.sh' EXIT
   fi
   stage "prometheus (Debian's, for the monitoring test)" hack/install-prometheus.sh
-  stage "cluster up" hack/cluster/up.sh
+  # Two nodes: what crosses nodes (spreading, failover, DNS and Services across nodes) is tested.
+  stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
+  stage "cluster smoke" hack/cluster/smoke.sh
   stage "deploy" hack/deploy.sh
+  # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
+  stage "e2e guest images" e2e_guest_images
   stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -tags e2e ./test/e2e/...
   if [[ ${started_cluster} == false ]]; then
     echo "The cluster was running before the tests; it is left running."
@@ -44,6 +53,7 @@ e2e() {
 }
 
 START=${SECONDS}
+export HANGAR_NODES=${HANGAR_NODES:-2}
 # libvirt.org/go/libvirt is cgo: the node packages need libvirt-dev (and the node tests QEMU).
 stage "node packages" hack/install-node-deps.sh
 stage "go build" go build ./...

@@ -214,9 +214,9 @@ func TestContainerDiskHonoursPowerButton(t *testing.T) {
 	env := testEnv(t)
 	image := filepath.Join(env.root, "_output", "guest", "containerdisk-rootfs")
 	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
-		t.Skipf("no containerDisk (hack/guest/build-containerdisk.sh): %v", err)
+		t.Fatalf("no containerDisk: hack/test-node.sh builds it (hack/guest/build-containerdisk.sh): %v", err)
 	}
-	diskRoot := t.TempDir()
+	diskRoot := launcherDir(t)
 	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
 	vmi := kernelBootVMI("debian-acpi", func(v *v1.VirtualMachineInstance) {
 		v.Spec.Domain.Firmware.KernelBoot.KernelArgs = "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check"

@@ -75,12 +75,9 @@ func TestLauncherStatsFromLibvirt(t *testing.T) {
 // TestLauncherNamesAContainerDiskWithoutDisk: a containerDisk image without a disk fails the
 // start with a reason and a message naming the volume and the image.
 func TestLauncherNamesAContainerDiskWithoutDisk(t *testing.T) {
-	diskRoot := t.TempDir()
+	diskRoot := launcherDir(t)
 	// What the copy leaves of an image without /disk: the volume's directory, empty.
 	require.NoError(t, os.MkdirAll(filepath.Join(diskRoot, "root"), 0o755))
-	// The launcher runs as its own user: the copy's volume is readable to it, as in a pod.
-	require.NoError(t, os.Chmod(diskRoot, 0o755))
-	require.NoError(t, os.Chmod(filepath.Dir(diskRoot), 0o755))
 	vmi := kernelBootVMI("nodisk", func(v *v1.VirtualMachineInstance) {
 		v.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
 		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "registry.example/no-disk:1"}}}}

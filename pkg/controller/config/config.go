@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"strconv"
+	"time"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,9 @@ const (
 	KeyLauncherImage = "launcherImage"
 	// KeyMemoryOverhead is a quantity added to the guest memory in the launcher pod's request.
 	KeyMemoryOverhead = "memoryOverhead"
+	// KeyNodeUnresponsiveGracePeriod is how long a node may not be Ready before its
+	// instances fail with NodeUnresponsive (a duration, default 1m).
+	KeyNodeUnresponsiveGracePeriod = "nodeUnresponsiveGracePeriod"
 	// KeyCPUAllocationRatio is how many vCPUs share one requested CPU when the instance
 	// requests no CPU itself (KubeVirt's cpuAllocationRatio, default 10: 100m per vCPU).
 	KeyCPUAllocationRatio = "cpuAllocationRatio"
@@ -45,6 +49,8 @@ type ClusterConfig struct {
 	LauncherImage      string
 	MemoryOverhead     resource.Quantity
 	CPUAllocationRatio int
+	// NodeUnresponsiveGracePeriod: see KeyNodeUnresponsiveGracePeriod.
+	NodeUnresponsiveGracePeriod time.Duration
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -53,6 +59,10 @@ func Defaults() ClusterConfig {
 		LauncherImage:      DefaultLauncherImage,
 		MemoryOverhead:     DefaultMemoryOverhead,
 		CPUAllocationRatio: 10,
+		// The node's heartbeat is missed after the controller manager's
+		// node-monitor-grace-period (50 s by default, later than KubeVirt's 5 minutes of
+		// virt-handler heartbeat): a minute more of silence is not a hiccup.
+		NodeUnresponsiveGracePeriod: time.Minute,
 	}
 }
 
@@ -81,6 +91,14 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 			errs = append(errs, fmt.Errorf("%s: must not be negative", KeyMemoryOverhead))
 		default:
 			c.MemoryOverhead = q
+		}
+	}
+	if v, ok := data[KeyNodeUnresponsiveGracePeriod]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration", KeyNodeUnresponsiveGracePeriod, v))
+		} else {
+			c.NodeUnresponsiveGracePeriod = d
 		}
 	}
 	if v, ok := data[KeyCPUAllocationRatio]; ok {

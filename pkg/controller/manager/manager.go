@@ -105,7 +105,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
-	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, cfg, recorder)
+	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
 	if err != nil {
 		return err
 	}

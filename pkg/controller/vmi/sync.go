@@ -110,7 +110,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	now := metav1.Now()
-	status := nextStatus(vmi, pod, creationPending, waiting, mountFailure, now)
+	var nodeDown bool
+	var nodeGraceLeft time.Duration
+	if pod != nil && !isFinal(vmi.Status.Phase) {
+		nodeDown, nodeGraceLeft = c.nodeUnresponsive(pod.Spec.NodeName)
+	}
+	status := nextStatus(vmi, pod, creationPending, nodeDown, waiting, mountFailure, now)
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status
@@ -120,7 +125,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.staleVersions.Replaced(key, cachedVersion, c.now())
 		if old != status.Phase {
 			klog.V(2).InfoS("Instance phase", "vmi", klog.KObj(vmi), "from", old, "to", status.Phase, "reason", status.Reason)
+			if status.Reason == ReasonNodeUnresponsive {
+				c.recorder.Eventf(vmi, corev1.EventTypeWarning, ReasonNodeUnresponsive,
+					"node %s has not been Ready for %s: the instance failed", pod.Spec.NodeName, c.config.Get().NodeUnresponsiveGracePeriod)
+			}
 		}
+	}
+	if syncErr == nil && nodeGraceLeft > 0 {
+		// The node is not Ready; come back when its grace period is over.
+		return controllerutil.RequeueAfter(nodeGraceLeft + time.Second)
 	}
 	if syncErr == nil && (status.Phase == v1.Running || status.Phase == v1.Scheduled) && pod != nil && podTerminated(pod) {
 		// Come back when the node agent's time to report on the ended pod is up.
@@ -194,11 +207,17 @@ func (c *Controller) finish(ctx context.Context, vmi *v1.VirtualMachineInstance,
 func (c *Controller) deletePods(ctx context.Context, vmi *v1.VirtualMachineInstance, pods []*corev1.Pod) error {
 	var errs []error
 	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil {
+		// A pod on an unresponsive node cannot end gracefully (no kubelet confirms it): it is
+		// deleted at once, again if it is terminating already (nodes.go).
+		nodeDown, _ := c.nodeUnresponsive(pod.Spec.NodeName)
+		if pod.DeletionTimestamp != nil && !nodeDown {
 			continue
 		}
 		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
-		if vmi != nil {
+		switch {
+		case nodeDown:
+			opts.GracePeriodSeconds = ptr.To[int64](0)
+		case vmi != nil:
 			opts.GracePeriodSeconds = ptr.To(gracePeriod(vmi))
 		}
 		err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
