@@ -58,6 +58,9 @@ type Controller struct {
 	now      func() metav1.Time
 
 	sockets *Sockets
+	// watch wakes a sync when a launcher's socket appears; nil: look again every
+	// launcherSocketRecheck (inotify unavailable).
+	watch *socketWatch
 
 	// The instances migrating to this node (migration.go), when cfg.Migration is set.
 	targetFactory  informers.SharedInformerFactory
@@ -89,6 +92,11 @@ func NewController(cfg Config, client versioned.Interface) *Controller {
 		launchers: map[string]*launcher{},
 		targets:   map[string]*migrationTarget{},
 		outgoing:  map[string]*outgoingMigration{},
+	}
+	if w, err := newSocketWatch(); err != nil {
+		klog.ErrorS(err, "no socket watch; launchers' sockets are looked for every", "interval", launcherSocketRecheck)
+	} else {
+		c.watch = w
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -138,6 +146,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.mu.Lock()
 	c.ctx = ctx
 	c.mu.Unlock()
+	if c.watch != nil {
+		go c.watch.run(ctx)
+	}
 	c.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return errors.New("instance cache did not sync")
@@ -189,9 +200,38 @@ func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateL
 	return true
 }
 
-// launcherSocketRecheck is how often a starting launcher's socket is looked for: every poll
-// is one stat, and the guest cannot start before it is found, so look often.
-const launcherSocketRecheck = 100 * time.Millisecond
+// launcherSocketRecheck is how often the handler looks for a starting launcher's socket
+// directory (the kubelet makes it within moments of the pod's binding), and for its socket
+// when inotify is unavailable: every look is one stat, and the guest cannot start before the
+// socket is found, so look often. launcherSocketSafetyRecheck is the look that backs a
+// socket watch up, which should never find what the watch missed.
+const (
+	launcherSocketRecheck       = 100 * time.Millisecond
+	launcherSocketSafetyRecheck = 10 * time.Second
+)
+
+// awaitSocket arranges for wake to run when l's command socket appears and says how long
+// until the sync should look again regardless.
+func (c *Controller) awaitSocket(l *launcher, wake func()) time.Duration {
+	if c.watch == nil {
+		return launcherSocketRecheck
+	}
+	l.mu.Lock()
+	if l.unwatch == nil {
+		remove, err := c.watch.add(l.dir, wake)
+		if err != nil {
+			l.mu.Unlock()
+			klog.ErrorS(err, "watch launcher socket; looking for it instead", "vmi", l.key)
+			return launcherSocketRecheck
+		}
+		l.unwatch = remove
+	}
+	l.mu.Unlock()
+	if l.socketPresent() { // it came before the watch did
+		wake()
+	}
+	return launcherSocketSafetyRecheck
+}
 
 // launcherFor returns the tracked launcher of key for the instance vmi, opening its pod's
 // socket directory the first time. It fails while the pod or its volume is not there yet.
@@ -277,7 +317,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if !l.socketPresent() {
 		// The launcher pod is still starting (or gone: the controller sees its pod fail).
-		return launcherSocketRecheck, nil
+		return c.awaitSocket(l, func() { c.queue.Add(key) }), nil
 	}
 
 	l.mu.Lock()

@@ -26,6 +26,7 @@ type launcher struct {
 	synced    bool   // Sync answered, or the launcher was already running (handler restart)
 	stopping  bool   // Shutdown sent
 	stopGrace *int64 // with this grace period
+	unwatch   func() // ends the wait for the command socket (socketWatch)
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -112,11 +113,14 @@ func (l *launcher) watch(ctx context.Context, changed func()) {
 
 func (l *launcher) stop() {
 	l.mu.Lock()
-	cancel, done := l.cancel, l.done
+	cancel, done, unwatch := l.cancel, l.done, l.unwatch
 	l.mu.Unlock()
 	if cancel != nil {
 		cancel()
 		<-done
+	}
+	if unwatch != nil {
+		unwatch()
 	}
 	l.client.Close()
 	l.dir.Close()

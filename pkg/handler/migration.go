@@ -86,7 +86,7 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 		c.mu.Unlock()
 	}
 	if !l.socketPresent() {
-		return launcherSocketRecheck, nil
+		return c.awaitSocket(l, func() { c.targetQueue.Add(key) }), nil
 	}
 	uid := string(ms.MigrationUid)
 	if prepared == uid {

@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -93,6 +94,10 @@ func (r *Root) Dir(podUID types.UID, volume string) (*Dir, error) {
 	}
 	return &Dir{fd: fd, podUID: podUID, peers: peers, path: r.path + "/" + rel}, nil
 }
+
+// DescriptorPath names the directory through this process's descriptor of it
+// (/proc/self/fd/N): valid while the Dir is open, and blind to renames inside the pod.
+func (d *Dir) DescriptorPath() string { return "/proc/self/fd/" + strconv.Itoa(d.fd) }
 
 // Dir is one pod's socket directory, held open.
 type Dir struct {
