@@ -36,6 +36,7 @@ type VirtualMachineInstanceStatusApplyConfiguration struct {
 	GuestOSInfo               *VirtualMachineInstanceGuestOSInfoApplyConfiguration               `json:"guestOSInfo,omitempty"`
 	QOSClass                  *corev1.PodQOSClass                                                `json:"qosClass,omitempty"`
 	ActivePods                map[types.UID]string                                               `json:"activePods,omitempty"`
+	FSFreezeStatus            *string                                                            `json:"fsFreezeStatus,omitempty"`
 }
 
 // VirtualMachineInstanceStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineInstanceStatus type for use with
@@ -134,5 +135,13 @@ func (b *VirtualMachineInstanceStatusApplyConfiguration) WithActivePods(entries 
 	for k, v := range entries {
 		b.ActivePods[k] = v
 	}
+	return b
+}
+
+// WithFSFreezeStatus sets the FSFreezeStatus field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FSFreezeStatus field is set to the value of the last call.
+func (b *VirtualMachineInstanceStatusApplyConfiguration) WithFSFreezeStatus(value string) *VirtualMachineInstanceStatusApplyConfiguration {
+	b.FSFreezeStatus = &value
 	return b
 }
