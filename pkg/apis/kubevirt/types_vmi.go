@@ -226,7 +226,7 @@ type Devices struct {
 	UseVirtioTransitional *bool
 	// Inputs are input devices, such as a USB tablet.
 	Inputs []Input
-	// AutoattachInputDevice adds a tablet (on the virtio bus) when no input device is given.
+	// AutoattachInputDevice adds a USB tablet, named default-0, when no input device is given.
 	// Defaults to false.
 	AutoattachInputDevice *bool
 	// BlockMultiQueue gives virtio disks one queue per vCPU.

@@ -891,7 +891,7 @@ func schema_pkg_apis_kubevirt_v1_Devices(ref common.ReferenceCallback) common.Op
 					},
 					"autoattachInputDevice": {
 						SchemaProps: spec.SchemaProps{
-							Description: "AutoattachInputDevice adds a tablet (on the virtio bus) when no input device is given. Defaults to false.",
+							Description: "AutoattachInputDevice adds a USB tablet, named default-0, when no input device is given. Defaults to false.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -1306,7 +1306,7 @@ func schema_pkg_apis_kubevirt_v1_FeatureSpinlocks(ref common.ReferenceCallback) 
 					},
 					"spinlocks": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Spinlocks is the retries before the guest notifies the hypervisor; at least 4096. Defaults to 4096.",
+							Description: "Spinlocks is how often the guest retries before it notifies the hypervisor: at least 4096, the default.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},

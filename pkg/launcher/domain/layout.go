@@ -21,6 +21,12 @@ type Layout struct {
 	SerialSocket string
 	// VNCSocket is the unix socket QEMU listens on for VNC.
 	VNCSocket string
+	// GuestAgentSocket is the unix socket QEMU listens on for the guest agent's channel;
+	// libvirt, the launcher's, talks to the agent through it.
+	GuestAgentSocket string
+	// NVRAMDir holds an EFI guest's variables: in the launcher's private directory, or on the
+	// VM's state claim when they persist.
+	NVRAMDir string
 }
 
 // DefaultLayout is the layout inside a launcher pod, with run as the launcher's private
@@ -32,7 +38,15 @@ func DefaultLayout(run string) Layout {
 		BlockDir:     "/dev",
 		SerialSocket: filepath.Join(run, "serial.sock"),
 		VNCSocket:    filepath.Join(run, "vnc.sock"),
+
+		GuestAgentSocket: filepath.Join(run, "guest-agent.sock"),
+		NVRAMDir:         filepath.Join(run, "nvram"),
 	}
+}
+
+// NVRAM is the file of an EFI guest's variables, named as KubeVirt names it.
+func (l Layout) NVRAM(vmiName string) string {
+	return filepath.Join(l.NVRAMDir, vmiName+"_VARS.fd")
 }
 
 // ContainerDiskOverlay is the qcow2 overlay that takes a containerDisk volume's writes.

@@ -6,6 +6,9 @@ import "k8s.io/utils/ptr"
 // smallest Windows accepts).
 const DefaultSpinlocks uint32 = 4096
 
+// DefaultInputName names the tablet autoattachInputDevice adds, as KubeVirt names it.
+const DefaultInputName = "default-0"
+
 // setDefaultGuestHardware fills in the guest hardware fields as KubeVirt's defaulters and
 // mutating webhook do: a feature or timer that is given is on unless it says otherwise, input
 // devices are USB tablets, and Hyper-V enlightenments get the enlightenments they need.
@@ -28,6 +31,10 @@ func setDefaultGuestHardware(spec *VirtualMachineInstanceSpec) {
 				*present = ptr.To(true)
 			}
 		}
+	}
+	devices := &spec.Domain.Devices
+	if a := devices.AutoattachInputDevice; a != nil && *a && len(devices.Inputs) == 0 {
+		devices.Inputs = []Input{{Name: DefaultInputName}}
 	}
 	for i := range spec.Domain.Devices.Inputs {
 		in := &spec.Domain.Devices.Inputs[i]

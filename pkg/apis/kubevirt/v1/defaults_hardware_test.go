@@ -68,3 +68,17 @@ func TestSpinlocksDefault(t *testing.T) {
 	scheme.Default(vmi)
 	assert.Nil(t, vmi.Spec.Domain.Features.Hyperv.Spinlocks.Spinlocks, "disabled spinlocks get no retry count")
 }
+
+func TestAutoattachInputDevice(t *testing.T) {
+	scheme := defaultedScheme(t)
+	vmi := &v1.VirtualMachineInstance{}
+	vmi.Spec.Domain.Devices.AutoattachInputDevice = ptr.To(true)
+	scheme.Default(vmi)
+	assert.Equal(t, []v1.Input{{Name: "default-0", Bus: v1.InputBusUSB, Type: v1.InputTypeTablet}}, vmi.Spec.Domain.Devices.Inputs)
+
+	given := &v1.VirtualMachineInstance{}
+	given.Spec.Domain.Devices.AutoattachInputDevice = ptr.To(true)
+	given.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "mine", Bus: v1.InputBusVirtio}}
+	scheme.Default(given)
+	assert.Equal(t, []v1.Input{{Name: "mine", Bus: v1.InputBusVirtio, Type: v1.InputTypeTablet}}, given.Spec.Domain.Devices.Inputs, "given inputs are kept, no tablet added")
+}

@@ -313,7 +313,7 @@ type Devices struct {
 	// +optional
 	// +listType=atomic
 	Inputs []Input `json:"inputs,omitempty"`
-	// AutoattachInputDevice adds a tablet (on the virtio bus) when no input device is given.
+	// AutoattachInputDevice adds a USB tablet, named default-0, when no input device is given.
 	// Defaults to false.
 	// +optional
 	AutoattachInputDevice *bool `json:"autoattachInputDevice,omitempty"`

@@ -69,6 +69,11 @@ func validateGuestHardware(domain *kubevirt.DomainSpec, path *field.Path) field.
 			allErrs = append(allErrs, field.Invalid(path.Child("firmware", "bootloader"), "bios, efi",
 				"bios and efi are mutually exclusive"))
 		}
+		if b := fw.Bootloader.BIOS; b != nil && b.UseSerial != nil && *b.UseSerial &&
+			domain.Devices.AutoattachSerialConsole != nil && !*domain.Devices.AutoattachSerialConsole {
+			allErrs = append(allErrs, field.Invalid(path.Child("firmware", "bootloader", "bios", "useSerial"), true,
+				"the BIOS's serial output needs the serial console (devices.autoattachSerialConsole)"))
+		}
 	}
 	if secureBoot(domain) && (domain.Features == nil || !featureOn(domain.Features.SMM)) {
 		// OVMF's Secure Boot build protects its variables with SMM; without it the guest

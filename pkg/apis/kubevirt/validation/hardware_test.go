@@ -65,6 +65,10 @@ func TestValidateGuestHardware(t *testing.T) {
 		{"secure boot, no features at all", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Features = nil
 		}, []wantErr{{field.ErrorTypeRequired, "spec.domain.features.smm"}}},
+		{"bios serial output without a serial console", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Domain.Firmware.Bootloader = &kubevirt.Bootloader{BIOS: &kubevirt.BIOS{UseSerial: ptr.To(true)}}
+			s.Domain.Devices.AutoattachSerialConsole = ptr.To(false)
+		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.firmware.bootloader.bios.useSerial"}}},
 		{"persistent state of a disabled tpm", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.TPM.Enabled = ptr.To(false)
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.domain.devices.tpm.persistent"}}},
