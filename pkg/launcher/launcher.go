@@ -48,6 +48,14 @@ type Config struct {
 	FinalWait time.Duration
 	// DefaultGrace is the shutdown grace period when the instance has none.
 	DefaultGrace time.Duration
+	// LibvirtStateDir is libvirtd's session directory (libvirtd.Env): the TPM's state lives
+	// below its configuration directory.
+	LibvirtStateDir string
+	// VMStateDir is where the VM's state claim is mounted (EFI variables and TPM state that
+	// outlive the instance); empty when the launcher pod has none.
+	VMStateDir string
+	// AgentPoll is how often the guest agent is asked for the guest's interfaces.
+	AgentPoll time.Duration
 }
 
 // Network prepares the pod side of an instance's interfaces.
@@ -73,6 +81,12 @@ type Launcher struct {
 	finalOnce sync.Once
 	console   *consoleRelay
 	stopTimer *time.Timer
+
+	agent       virt.GuestAgent   // nil when the hypervisor offers no agent access
+	agentKick   chan struct{}     // an agent event: poll now
+	agentCancel context.CancelFunc
+	thawTimer   *time.Timer
+	diskBuses   map[string]string // domain disk target (vda, sda) → bus, for the agent's file systems
 }
 
 const keptEvents = 64
@@ -85,12 +99,15 @@ func New(cfg Config, hv virt.Hypervisor) *Launcher {
 	if cfg.DefaultGrace == 0 {
 		cfg.DefaultGrace = time.Duration(v1.DefaultGracePeriodSeconds) * time.Second
 	}
+	agent, _ := hv.(virt.GuestAgent)
 	return &Launcher{
 		cfg:       cfg,
 		hv:        hv,
 		state:     api.State{UID: cfg.UID},
 		changed:   make(chan struct{}),
 		finalRead: make(chan struct{}),
+		agent:     agent,
+		agentKick: make(chan struct{}, 1),
 	}
 }
 
@@ -221,6 +238,9 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
 		return err
 	}
+	if err := prepareState(vmi, &l.cfg, &opts); err != nil {
+		return err
+	}
 	var ifaces []api.Interface
 	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
 		if l.cfg.Network == nil {
@@ -239,6 +259,13 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	dom, err := domain.Convert(vmi, opts)
 	if err != nil {
 		return err
+	}
+	if dropped := vmi.Spec.KVMOnlyFeatures(); opts.UseEmulation && len(dropped) > 0 {
+		klog.InfoS("software emulation: left out what only KVM offers", "fields", dropped)
+	}
+	buses := map[string]string{}
+	for _, d := range dom.Devices.Disks {
+		buses[d.Target.Dev] = d.Target.Bus
 	}
 	xml, err := dom.Marshal()
 	if err != nil {
@@ -284,7 +311,13 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	l.mu.Lock()
 	l.state.Domain = name
 	l.state.Interfaces = ifaces
+	l.diskBuses = buses
 	l.setStateLocked(phase, "", "")
+	if l.agent != nil {
+		agentCtx, cancel := context.WithCancel(context.Background())
+		l.agentCancel = cancel
+		go l.agentLoop(agentCtx, name, l.agentKick)
+	}
 	l.mu.Unlock()
 	return nil
 }
@@ -434,7 +467,14 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan struct{}) error {
 		case ev := <-l.hv.Events():
 			if ev.Domain == l.DomainName() {
 				klog.V(2).InfoS("domain event", "kind", ev.Kind, "detail", ev.Detail)
-				l.refresh()
+				if ev.Kind == virt.EventAgent {
+					select {
+					case l.agentKick <- struct{}{}:
+					default:
+					}
+				} else {
+					l.refresh()
+				}
 			}
 		case <-l.hv.Closed():
 			l.setState(api.PhaseFailed, "LibvirtLost", "the connection to libvirtd closed")
@@ -465,6 +505,12 @@ func (l *Launcher) Close() {
 	l.console = nil
 	if l.stopTimer != nil {
 		l.stopTimer.Stop()
+	}
+	if l.thawTimer != nil {
+		l.thawTimer.Stop()
+	}
+	if l.agentCancel != nil {
+		l.agentCancel()
 	}
 	l.mu.Unlock()
 	if relay != nil {
