@@ -82,8 +82,8 @@ type Launcher struct {
 	console   *consoleRelay
 	stopTimer *time.Timer
 
-	agent       virt.GuestAgent   // nil when the hypervisor offers no agent access
-	agentKick   chan struct{}     // an agent event: poll now
+	agent       virt.GuestAgent // nil when the hypervisor offers no agent access
+	agentKick   chan struct{}   // an agent event: poll now
 	agentCancel context.CancelFunc
 	thawTimer   *time.Timer
 	diskBuses   map[string]string // domain disk target (vda, sda) → bus, for the agent's file systems

@@ -143,7 +143,9 @@ func TestConvertGuestHardware(t *testing.T) {
 		},
 		{
 			name: "persistent TPM: CRB with persistent state, as KubeVirt",
-			vmi:  testVMI(func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(true)} }),
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(true)}
+			}),
 			want: []string{`<tpm model="tpm-crb"><backend type="emulator" version="2.0" persistent_state="yes"></backend></tpm>`},
 		},
 		{
