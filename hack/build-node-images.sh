@@ -2,7 +2,7 @@
 # build-node-images.sh [TAG]: the virt-launcher and virt-handler images, from Debian
 # packages only, both on one root file system:
 #   1. debootstrap bookworm minbase + libvirt's QEMU driver, QEMU, qemu-utils (containerDisk
-#      overlays), iproute2 (the launcher reads the pod's route; the handler makes bridges and
+#      overlays), ovmf and swtpm (EFI guests, Secure Boot, the TPM), iproute2 (the launcher reads the pod's route; the handler makes bridges and
 #      taps) and nftables (the handler's NAT rules; nsenter is in minbase's util-linux), from
 #      the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides); cached per package
 #      list and mirror under _output/launcher-image/;
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${1:-dev}
 WORK_DIR=$ROOT/_output/launcher-image
 SUITE=bookworm
-INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,iproute2,nftables
+INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,ovmf,swtpm,swtpm-tools,iproute2,nftables
 MIRROR=${MIRROR:-$("$ROOT/hack/guest/apt-mirror.sh" "$SUITE")}
 TARGET=""
 

@@ -7,6 +7,8 @@
 #     QEMU, and qemu-img for containerDisk overlays (libvirt-daemon-system for
 #     the libvirt-qemu user that libvirtd 9.0 looks up even when it runs QEMU
 #     as root; its init scripts are not started);
+#   - ovmf, swtpm, swtpm-tools: EFI guests' firmware (with Secure Boot) and their
+#     emulated TPM, which libvirt starts as the launcher's user;
 #   - genisoimage (isoinfo): reads back the cloud-init ISO in tagged tests;
 #   - iproute2, nftables: masquerade networking and its tests;
 #   - socat: debugging consoles by hand;
@@ -15,7 +17,7 @@
 set -euo pipefail
 
 readonly PACKAGES=(gcc pkg-config libvirt-dev libvirt-daemon-system libvirt-daemon-driver-qemu
-  libvirt-clients qemu-system-x86 qemu-utils genisoimage iproute2 nftables socat nodejs)
+  libvirt-clients qemu-system-x86 qemu-utils ovmf swtpm swtpm-tools genisoimage iproute2 nftables socat nodejs)
 
 installed() { [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]; }
 

@@ -1,0 +1,119 @@
+//go:build libvirt
+
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+// uefiVMI is hack/guest's UEFI guest (build-uefi.sh): Debian's signed shim, GRUB and kernel,
+// then the busybox initramfs, which reports Secure Boot, an EFI variable and the TPM on the
+// console (hack/guest/initramfs/firmware.sh). firmwareUUID names the VM across restarts.
+func uefiVMI(name string, firmwareUUID types.UID, secureBoot, persistent bool) *v1.VirtualMachineInstance {
+	vmi := kernelBootVMI(name, func(v *v1.VirtualMachineInstance) {
+		// GRUB runs out of memory below ~384 MiB loading the kernel and initrd.
+		v.Spec.Domain.Resources.Requests["memory"] = resource.MustParse("512Mi")
+		v.Spec.Domain.Firmware = &v1.Firmware{UUID: firmwareUUID, Bootloader: &v1.Bootloader{EFI: &v1.EFI{
+			SecureBoot: ptr.To(secureBoot), Persistent: ptr.To(persistent)}}}
+		if secureBoot {
+			v.Spec.Domain.Features = &v1.Features{SMM: &v1.FeatureState{}}
+		}
+		v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(persistent)}
+		v.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
+		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{
+			ContainerDisk: &v1.ContainerDiskSource{Image: "hangar.local/uefi:test"}}}}
+		v.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
+	})
+	return vmi
+}
+
+// uefiDiskRoot is a containerDisk root with the UEFI guest's image as volume "root".
+func uefiDiskRoot(t *testing.T) string {
+	env := testEnv(t)
+	image := filepath.Join(env.root, "_output", "guest", "uefi-rootfs")
+	_, err := os.Stat(filepath.Join(image, "disk", "uefi.qcow2"))
+	require.NoError(t, err, "no UEFI guest: hack/test-node.sh builds it with hack/guest/build-uefi.sh")
+	root := t.TempDir()
+	require.NoError(t, os.Symlink(image, filepath.Join(root, "root")))
+	return root
+}
+
+// vmStateDir is a VM's state claim as the launcher's user sees it mounted.
+func vmStateDir(t *testing.T) string {
+	dir, err := os.MkdirTemp(testNode(t).base, "vmstate")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chown(dir, api.LauncherUID, api.LauncherUID))
+	return dir
+}
+
+// bootUEFI runs one instance of the VM to its banner, checks what the guest reported, and
+// shuts it down through the power button (so the firmware and swtpm end cleanly).
+func bootUEFI(t *testing.T, vmi *v1.VirtualMachineInstance, diskRoot string, args []string, wantEFI, wantTPM string) time.Duration {
+	t.Helper()
+	r := startLauncher(t, vmi, append([]string{"--container-disk-root", diskRoot}, args...)...)
+	r.sync()
+	took := r.waitConsoleLog(banner, 300*time.Second)
+	log := r.consoleLog()
+	assert.Contains(t, log, wantEFI)
+	assert.Contains(t, log, wantTPM)
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	s := r.waitPhase(api.PhaseSucceeded, 90*time.Second)
+	assert.Equal(t, "GuestShutdown", s.Reason)
+	r.waitExit(30 * time.Second)
+	return took
+}
+
+// TestUEFISecureBootAndPersistentState boots the UEFI guest through the launcher with
+// Debian's OVMF and swtpm: with Secure Boot the guest itself sees it enforced (so shim, GRUB
+// and the kernel passed the firmware's checks), its TPM answers, and with persistent EFI
+// variables and TPM what the first boot stored is there after a restart of the VM (a new
+// instance, a new launcher, the same state claim). Without Secure Boot and persistence the
+// same disk boots and keeps nothing.
+func TestUEFISecureBootAndPersistentState(t *testing.T) {
+	diskRoot := uefiDiskRoot(t)
+
+	t.Run("secure boot, persistent EFI variables and TPM across a restart", func(t *testing.T) {
+		state := vmStateDir(t)
+		vm := types.UID(uuid.NewUUID())
+		took := bootUEFI(t, uefiVMI("uefi-sb", vm, true, true), diskRoot, []string{"--vm-state-dir", state},
+			"HANGAR-GUEST-EFI secureboot=1 var=none", "HANGAR-GUEST-TPM random=ok nv=none")
+		t.Logf("sync -> UEFI Secure Boot banner: %s", took)
+		writeFigure(t, "uefi_secureboot_sync_to_banner", took)
+
+		// KubeVirt's layout on the claim: the variables by instance name, the TPM by UUID.
+		_, err := os.Stat(filepath.Join(state, "nvram", "uefi-sb_VARS.fd"))
+		assert.NoError(t, err, "EFI variables on the state claim")
+		_, err = os.Stat(filepath.Join(state, "swtpm", string(vm)))
+		assert.NoError(t, err, "TPM state on the state claim")
+
+		// The restarted VM: a new instance (new UID) of the same VM.
+		bootUEFI(t, uefiVMI("uefi-sb", vm, true, true), diskRoot, []string{"--vm-state-dir", state},
+			"HANGAR-GUEST-EFI secureboot=1 var=persisted", "HANGAR-GUEST-TPM random=ok nv=HANGARNV")
+	})
+
+	t.Run("no secure boot, nothing persistent", func(t *testing.T) {
+		vm := types.UID(uuid.NewUUID())
+		took := bootUEFI(t, uefiVMI("uefi-plain", vm, false, false), diskRoot, nil,
+			"HANGAR-GUEST-EFI secureboot=0 var=none", "HANGAR-GUEST-TPM random=ok nv=none")
+		t.Logf("sync -> UEFI banner: %s", took)
+		writeFigure(t, "uefi_sync_to_banner", took)
+		bootUEFI(t, uefiVMI("uefi-plain", vm, false, false), diskRoot, nil,
+			"HANGAR-GUEST-EFI secureboot=0 var=none", "HANGAR-GUEST-TPM random=ok nv=none")
+	})
+}
