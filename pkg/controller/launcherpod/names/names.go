@@ -46,6 +46,8 @@ const (
 	CopyHelperVolume    = "hangar-copy-helper"
 	KernelBootVolume    = "hangar-kernel-boot"
 	ContainerDiskVolume = "hangar-container-disks"
+	// VMStateVolume is the VM's state claim (persistent EFI variables and TPM state).
+	VMStateVolume = "hangar-vm-state"
 	// SecretVolumePrefix starts the pod volume of each cloud-init Secret: hangar-secret-<n>.
 	SecretVolumePrefix = "hangar-secret-"
 )
@@ -54,7 +56,7 @@ const (
 // become one.
 func IsReservedPodVolume(name string) bool {
 	switch name {
-	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume:
+	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume, VMStateVolume:
 		return true
 	}
 	return strings.HasPrefix(name, SecretVolumePrefix)
