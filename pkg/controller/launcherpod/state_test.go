@@ -29,7 +29,9 @@ func TestStateClaim(t *testing.T) {
 		}},
 		{name: "persistent EFI variables", mutate: persistentEFI,
 			modes: VolumeModes{"persistent-state-for-vm1": corev1.PersistentVolumeFilesystem}, wantClaim: true},
-		{name: "persistent TPM", mutate: func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(true)} },
+		{name: "persistent TPM", mutate: func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(true)}
+		},
 			modes: VolumeModes{"persistent-state-for-vm1": ""}, wantClaim: true},
 		{name: "a block claim cannot hold the state", mutate: persistentEFI,
 			modes: VolumeModes{"persistent-state-for-vm1": corev1.PersistentVolumeBlock}, wantErr: "must be Filesystem"},
