@@ -35,6 +35,9 @@ readonly BLOCK_MODULES=(virtio_pci virtio_blk virtio_scsi ahci sd_mod crc32c_gen
 readonly ACPI_MODULES=(button evdev)
 # "efi": efivarfs, for the UEFI guest's firmware report (initramfs/firmware.sh).
 readonly EFI_MODULES=(efivarfs)
+# "agent": the virtio-serial port of qemu-guest-agent, when a second archive brings it
+# (build-uefi.sh).
+readonly AGENT_MODULES=(virtio_pci virtio_console)
 
 SCRIPT_START=$(date +%s.%N)
 
@@ -167,6 +170,7 @@ build_initramfs() {
   install_module_set "$release" "$staging" block "${BLOCK_MODULES[@]}"
   install_module_set "$release" "$staging" acpi "${ACPI_MODULES[@]}"
   install_module_set "$release" "$staging" efi "${EFI_MODULES[@]}"
+  install_module_set "$release" "$staging" agent "${AGENT_MODULES[@]}"
 
   # Sorted names and root ownership keep the archive the same from one build
   # to the next.

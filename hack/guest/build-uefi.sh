@@ -14,8 +14,11 @@
 #   initramfs.cpio.gz      build-kernelboot.sh's busybox initramfs, whose /init reports
 #                          Secure Boot, an EFI variable and the TPM (initramfs/firmware.sh)
 #                          and prints the ready banner
-#   grub.cfg               boots the two above at once, on the serial console; in every
-#                          place Debian's signed GRUB looks for it
+#   agent.cpio.gz          a second initramfs archive (the kernel unpacks both):
+#                          qemu-ga (qemu-guest-agent) with the libraries it links and an
+#                          os-release; /init starts it on its virtio-serial port
+#   grub.cfg               boots the kernel with both archives at once, on the serial
+#                          console; in every place Debian's signed GRUB looks for it
 # So with secureBoot the whole chain is verified by the firmware's keys, and the same disk
 # boots without Secure Boot too. The packages are fetched with apt-get download and unpacked,
 # never installed. Rebuilt when the package versions or these scripts change; FORCE=1
@@ -30,7 +33,7 @@ ROOTFS_DIR=$OUTPUT_DIR/uefi-rootfs
 STAMP_FILE=$UEFI_DIR/.inputs
 
 readonly TOOLS=(mtools fdisk qemu-utils)
-readonly BOOT_PACKAGES=(shim-signed grub-efi-amd64-signed)
+readonly BOOT_PACKAGES=(shim-signed grub-efi-amd64-signed qemu-guest-agent)
 readonly ESP_MIB=48
 
 log() { echo "build-uefi: $*" >&2; }
@@ -84,6 +87,30 @@ kernel_release() {
     | tr ',|' '\n\n' | sed -n 's/^ *linux-image-\([^ ]*\).*/\1/p' | head -n1
 }
 
+# build_agent_archive: qemu-ga from the package, the shared libraries it needs (as this
+# Debian has them: the guest runs the same release) and an os-release the agent reports.
+build_agent_archive() {
+  local staging qga=$UEFI_DIR/pkgs/usr/sbin/qemu-ga lib
+  [[ -x "$qga" ]] || { log "no qemu-ga in qemu-guest-agent"; exit 1; }
+  staging=$(mktemp -d "$UEFI_DIR/agent.XXXXXX")
+  mkdir -p "$staging/usr/sbin" "$staging/etc" "$staging/var/run"
+  cp "$qga" "$staging/usr/sbin/qemu-ga"
+  for lib in $(ldd "$qga" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
+    mkdir -p "$staging$(dirname "$lib")"
+    cp -L "$lib" "$staging$lib"
+  done
+  cat > "$staging/etc/os-release" <<'OS'
+PRETTY_NAME="Hangar UEFI test guest (busybox on Debian 12's kernel)"
+NAME="Hangar test guest"
+ID=hangar-test
+ID_LIKE=debian
+VERSION_ID="12"
+OS
+  (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort \
+    | cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -9 -n > "$UEFI_DIR/agent.cpio.gz"
+  rm -rf "$staging"
+}
+
 build_disk() {
   local pkgs=$UEFI_DIR/pkgs esp=$UEFI_DIR/esp.img disk=$UEFI_DIR/disk.img release cfg
   release=$(kernel_release)
@@ -100,7 +127,7 @@ terminal_input serial console
 terminal_output serial console
 menuentry "Hangar UEFI test guest" {
   linux /vmlinuz console=ttyS0 quiet no_timer_check
-  initrd /initramfs.cpio.gz
+  initrd /initramfs.cpio.gz /agent.cpio.gz
 }
 CFG
 
@@ -117,6 +144,7 @@ CFG
   mcopy -i "$esp" "$cfg" ::/boot/grub/grub.cfg
   mcopy -i "$esp" "/boot/vmlinuz-$release" ::/vmlinuz
   mcopy -i "$esp" "$OUTPUT_DIR/kernelboot/initramfs.cpio.gz" ::/initramfs.cpio.gz
+  mcopy -i "$esp" "$UEFI_DIR/agent.cpio.gz" ::/agent.cpio.gz
 
   # GPT: the ESP from 1 MiB, then the image.
   rm -f "$disk"
@@ -146,6 +174,7 @@ main() {
   fi
   rm -f "$STAMP_FILE"
   fetch_boot_chain
+  build_agent_archive
   build_disk
   echo "$fingerprint" > "$STAMP_FILE"
   log "$(du -h "$ROOTFS_DIR/disk/uefi.qcow2" | cut -f1) $ROOTFS_DIR/disk/uefi.qcow2 in $(( SECONDS - start ))s"

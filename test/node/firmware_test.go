@@ -3,6 +3,7 @@
 package node
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -64,7 +65,7 @@ func vmStateDir(t *testing.T) string {
 
 // bootUEFI runs one instance of the VM to its banner, checks what the guest reported, and
 // shuts it down through the power button (so the firmware and swtpm end cleanly).
-func bootUEFI(t *testing.T, vmi *v1.VirtualMachineInstance, diskRoot string, args []string, wantEFI, wantTPM string) time.Duration {
+func bootUEFI(t *testing.T, vmi *v1.VirtualMachineInstance, diskRoot string, args []string, wantEFI, wantTPM string, while ...func(*launcherRun)) time.Duration {
 	t.Helper()
 	r := startLauncher(t, vmi, append([]string{"--container-disk-root", diskRoot}, args...)...)
 	r.sync()
@@ -72,6 +73,9 @@ func bootUEFI(t *testing.T, vmi *v1.VirtualMachineInstance, diskRoot string, arg
 	log := r.consoleLog()
 	assert.Contains(t, log, wantEFI)
 	assert.Contains(t, log, wantTPM)
+	for _, f := range while {
+		f(r)
+	}
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	s := r.waitPhase(api.PhaseSucceeded, 90*time.Second)
 	assert.Equal(t, "GuestShutdown", s.Reason)
@@ -79,9 +83,36 @@ func bootUEFI(t *testing.T, vmi *v1.VirtualMachineInstance, diskRoot string, arg
 	return took
 }
 
+// checkGuestAgent: the guest's qemu-ga (the UEFI guest starts it) connects through libvirt,
+// the launcher reports its OS in the state and answers guest info, and a freeze and a thaw
+// go through to it.
+func checkGuestAgent(r *launcherRun) {
+	t := r.t
+	r.waitConsoleLog("HANGAR-GUEST-AGENT started", 10*time.Second)
+	deadline := time.Now().Add(60 * time.Second)
+	var s api.State
+	for s = r.State(); s.Agent == nil; s = r.State() {
+		require.True(t, time.Now().Before(deadline), "the guest agent did not connect; state %+v", s)
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Equal(t, "hangar-test", s.Agent.OS.ID)
+	info, err := r.client.GuestInfo(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "Hangar UEFI test guest (busybox on Debian 12's kernel)", info.OS.PrettyName)
+	assert.Contains(t, info.OS.KernelRelease, "amd64")
+	assert.NotEmpty(t, info.GuestAgentVersion)
+
+	s, err = r.client.Freeze(context.Background(), 0)
+	require.NoError(t, err)
+	assert.True(t, s.FSFrozen)
+	s, err = r.client.Unfreeze(context.Background())
+	require.NoError(t, err)
+	assert.False(t, s.FSFrozen)
+}
+
 // TestUEFISecureBootAndPersistentState boots the UEFI guest through the launcher with
 // Debian's OVMF and swtpm: with Secure Boot the guest itself sees it enforced (so shim, GRUB
-// and the kernel passed the firmware's checks), its TPM answers, and with persistent EFI
+// and the kernel passed the firmware's checks), its TPM answers, its guest agent connects, and with persistent EFI
 // variables and TPM what the first boot stored is there after a restart of the VM (a new
 // instance, a new launcher, the same state claim). Without Secure Boot and persistence the
 // same disk boots and keeps nothing.
@@ -92,7 +123,7 @@ func TestUEFISecureBootAndPersistentState(t *testing.T) {
 		state := vmStateDir(t)
 		vm := types.UID(uuid.NewUUID())
 		took := bootUEFI(t, uefiVMI("uefi-sb", vm, true, true), diskRoot, []string{"--vm-state-dir", state},
-			"HANGAR-GUEST-EFI secureboot=1 var=none", "HANGAR-GUEST-TPM random=ok nv=none")
+			"HANGAR-GUEST-EFI secureboot=1 var=none", "HANGAR-GUEST-TPM random=ok nv=none", checkGuestAgent)
 		t.Logf("sync -> UEFI Secure Boot banner: %s", took)
 		writeFigure(t, "uefi_secureboot_sync_to_banner", took)
 
