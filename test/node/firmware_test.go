@@ -5,7 +5,9 @@ package node
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -125,7 +127,6 @@ func TestUEFISecureBootAndPersistentState(t *testing.T) {
 		took := bootUEFI(t, uefiVMI("uefi-sb", vm, true, true), diskRoot, []string{"--vm-state-dir", state},
 			"HANGAR-GUEST-EFI secureboot=1 var=none", "HANGAR-GUEST-TPM random=ok nv=none", checkGuestAgent)
 		t.Logf("sync -> UEFI Secure Boot banner: %s", took)
-		writeFigure(t, "uefi_secureboot_sync_to_banner", took)
 
 		// KubeVirt's layout on the claim: the variables by instance name, the TPM by UUID.
 		_, err := os.Stat(filepath.Join(state, "nvram", "uefi-sb_VARS.fd"))
@@ -143,8 +144,49 @@ func TestUEFISecureBootAndPersistentState(t *testing.T) {
 		took := bootUEFI(t, uefiVMI("uefi-plain", vm, false, false), diskRoot, nil,
 			"HANGAR-GUEST-EFI secureboot=0 var=none", "HANGAR-GUEST-TPM random=ok nv=none")
 		t.Logf("sync -> UEFI banner: %s", took)
-		writeFigure(t, "uefi_sync_to_banner", took)
 		bootUEFI(t, uefiVMI("uefi-plain", vm, false, false), diskRoot, nil,
 			"HANGAR-GUEST-EFI secureboot=0 var=none", "HANGAR-GUEST-TPM random=ok nv=none")
 	})
+}
+
+// bareQEMUUEFIBoot boots the UEFI guest with QEMU alone, with the same OVMF (Secure Boot),
+// memory and disk as the launcher gives it, and returns the time from QEMU's start to the
+// banner: the baseline of the launcher's figure.
+func bareQEMUUEFIBoot(t *testing.T, diskRoot string) time.Duration {
+	dir := t.TempDir()
+	vars := filepath.Join(dir, "VARS.fd")
+	data, err := os.ReadFile("/usr/share/OVMF/OVMF_VARS_4M.ms.fd")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(vars, data, 0o600))
+	serial := filepath.Join(dir, "serial.log")
+	cmd := exec.Command("qemu-system-x86_64", "-machine", "q35,smm=on", "-accel", "tcg", "-m", "512", "-smp", "1",
+		"-global", "driver=cfi.pflash01,property=secure,value=on",
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd",
+		"-drive", "if=pflash,format=raw,unit=1,file="+vars,
+		"-drive", "if=virtio,snapshot=on,file="+filepath.Join(diskRoot, "root", "disk", "uefi.qcow2"),
+		"-display", "none", "-nodefaults", "-serial", "file:"+serial, "-net", "none")
+	start := time.Now()
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for {
+		b, _ := os.ReadFile(serial)
+		if strings.Contains(string(b), banner) {
+			return time.Since(start)
+		}
+		require.Less(t, time.Since(start), 300*time.Second, "bare QEMU: no banner; serial:\n%s", b)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestUEFIBootFigures: the launcher's Secure Boot boot (sync → banner) against the same image,
+// firmware and memory under bare QEMU, one after the other in one run.
+func TestUEFIBootFigures(t *testing.T) {
+	diskRoot := uefiDiskRoot(t)
+	bare := bareQEMUUEFIBoot(t, diskRoot)
+	r := startLauncher(t, uefiVMI("uefi-figure", types.UID(uuid.NewUUID()), true, false), "--container-disk-root", diskRoot)
+	r.sync()
+	launcher := r.waitConsoleLog(banner, 300*time.Second)
+	t.Logf("UEFI Secure Boot to banner: launcher %s, bare QEMU %s (ratio %.2f)", launcher, bare, launcher.Seconds()/bare.Seconds())
+	writeFigure(t, "uefi_secureboot_bare_qemu_to_banner", bare)
+	writeFigure(t, "uefi_secureboot_launcher_sync_to_banner", launcher)
 }
