@@ -50,7 +50,11 @@ func uefiDiskRoot(t *testing.T) string {
 	image := filepath.Join(env.root, "_output", "guest", "uefi-rootfs")
 	_, err := os.Stat(filepath.Join(image, "disk", "uefi.qcow2"))
 	require.NoError(t, err, "no UEFI guest: hack/test-node.sh builds it with hack/guest/build-uefi.sh")
-	root := t.TempDir()
+	// Not t.TempDir (0700, root's): the launcher's user must reach the image through it.
+	root, err := os.MkdirTemp(testNode(t).base, "disks")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	require.NoError(t, os.Chmod(root, 0o755))
 	require.NoError(t, os.Symlink(image, filepath.Join(root, "root")))
 	return root
 }
