@@ -60,8 +60,11 @@ func createLocalDirPV(t *testing.T, name, ns, claim string) {
 	ctx := context.Background()
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	require.Len(t, nodes.Items, 1, "the local cluster has one node")
+	require.NotEmpty(t, nodes.Items)
+	// The directory is the host's, seen by every node of the local cluster; the volume is
+	// one node's, as a local disk would be.
 	host := nodes.Items[0].Labels[corev1.LabelHostname]
+	require.NotEmpty(t, host)
 	dir, err := os.MkdirTemp("", "hangar-e2e-state-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
