@@ -119,6 +119,7 @@ func TestUEFIGuest(t *testing.T) {
 	t.Cleanup(func() {
 		_ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{})
 	})
+	t.Cleanup(func() { dumpNamespace(t, ns) }) // before the VM goes
 
 	console := attach(t, ns, "uefi", "console")
 	console.waitFor(t, "HANGAR-GUEST-EFI secureboot=1 var=none", 300*time.Second)
@@ -155,4 +156,22 @@ func TestUEFIGuest(t *testing.T) {
 	console = attach(t, ns, "uefi", "console")
 	console.waitFor(t, "HANGAR-GUEST-EFI secureboot=1 var=persisted", 300*time.Second)
 	console.waitFor(t, "HANGAR-GUEST-TPM random=ok nv=HANGARNV", 30*time.Second)
+}
+
+// dumpNamespace logs what a failed test's namespace holds: objects, events, the launcher's
+// logs, so a failure on the cluster can be understood after the cluster is gone.
+func dumpNamespace(t *testing.T, ns string) {
+	if !t.Failed() {
+		return
+	}
+	for _, args := range [][]string{
+		{"get", "vm,vmi,pods,pvc", "-n", ns, "-o", "wide"},
+		{"get", "vmi", "-n", ns, "-o", "yaml"},
+		{"describe", "pods", "-n", ns},
+		{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
+		{"logs", "-n", ns, "-l", v1.AppLabel + "=" + v1.LauncherAppLabelValue, "--all-containers", "--tail=80"},
+	} {
+		out, err := kubectl(t, args...)
+		t.Logf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
