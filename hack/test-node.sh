@@ -23,6 +23,9 @@ hack/install-node-deps.sh
 hack/guest/build-kernelboot.sh >/dev/null
 hack/guest/build-uefi.sh >/dev/null
 go test ./pkg/launcher/... ./pkg/handler/...
+# Names what this run leaves on the host (see runID in test/node), so the check below is
+# not fooled by another run on the same machine.
+export HANGAR_NODE_TEST_RUN=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 go test -tags libvirt -count=1 -timeout 20m "$@" ./test/node/...
 if [[ "${CLUSTER:-0}" == 1 ]]; then
   hack/build-node-images.sh
@@ -30,9 +33,10 @@ if [[ "${CLUSTER:-0}" == 1 ]]; then
     go test -tags libvirt,cluster -count=1 -timeout 10m -run TestLauncherPodOnLocalCluster "$@" ./test/node/...
 fi
 
-# Nothing of ours may survive: no QEMU or libvirtd of the node tests, no test namespaces.
-leftover=$(pgrep -af "guest=node-test_|_output/node-test/virt-launcher" || true)
-netns=$(ip netns list | grep '^hangar-test-' || true)
+# Nothing of this run may survive: no launcher, libvirtd or QEMU (all of them run below the
+# node's directory, /tmp/hn<run>), no test namespaces.
+leftover=$(pgrep -af "/hn$HANGAR_NODE_TEST_RUN/" || true)
+netns=$(ip netns list | grep -- "^hangar-test-[a-z]*-$HANGAR_NODE_TEST_RUN-" || true)
 if [[ -n "$leftover$netns" ]]; then
   echo "test-node: left behind:" >&2
   echo "$leftover$netns" >&2

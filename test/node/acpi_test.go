@@ -216,7 +216,7 @@ func TestContainerDiskHonoursPowerButton(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
 		t.Skipf("no containerDisk (hack/guest/build-containerdisk.sh): %v", err)
 	}
-	diskRoot := t.TempDir()
+	diskRoot := launcherDir(t)
 	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
 	vmi := kernelBootVMI("debian-acpi", func(v *v1.VirtualMachineInstance) {
 		v.Spec.Domain.Firmware.KernelBoot.KernelArgs = "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check"

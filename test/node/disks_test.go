@@ -29,7 +29,7 @@ func TestContainerDiskCloudInitAndEmptyDisk(t *testing.T) {
 		t.Skipf("no containerDisk (hack/guest/build-containerdisk.sh): %v", err)
 	}
 	// The launcher finds volume "root"'s image files under <root>/root, as a pod would mount them.
-	diskRoot := t.TempDir()
+	diskRoot := launcherDir(t)
 	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
 
 	vmi := kernelBootVMI("seeded", func(v *v1.VirtualMachineInstance) {

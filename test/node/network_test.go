@@ -36,7 +36,7 @@ func ipCmd(t *testing.T, args ...string) {
 }
 
 func newPodNetwork(t *testing.T) podNetwork {
-	id := fmt.Sprintf("%04x", rand.IntN(1<<16))
+	id := fmt.Sprintf("%s-%04x", runID, rand.IntN(1<<16))
 	n := podNetwork{pod: "hangar-test-pod-" + id, out: "hangar-test-out-" + id}
 	ipCmd(t, "netns", "add", n.pod)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.pod).Run() })

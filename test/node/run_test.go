@@ -65,9 +65,30 @@ func testNode(t *testing.T) *node {
 	return nodeVal
 }
 
+// runID names what this run of the tests leaves on the host (network namespaces, the
+// node's directory), so hack/test-node.sh can tell its leftovers from another run's.
+var runID = func() string {
+	if id := os.Getenv("HANGAR_NODE_TEST_RUN"); id != "" {
+		return id
+	}
+	return fmt.Sprintf("%d", os.Getpid())
+}()
+
+// launcherDir is a directory the launcher's user may read, removed when t ends (t.TempDir
+// is root's alone).
+func launcherDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp(testNode(t).base, "d")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	require.NoError(t, os.Chmod(d, 0o755))
+	return d
+}
+
 func newNode(env env) (*node, error) {
-	base, err := os.MkdirTemp("", "hn")
-	if err != nil {
+	// No random suffix: socket paths below it are near sun_path's limit, and runID is unique.
+	base := filepath.Join(os.TempDir(), "hn"+runID)
+	if err := os.Mkdir(base, 0o700); err != nil {
 		return nil, err
 	}
 	// The launcher (user 107) must traverse it; the temporary directory is root's alone.
@@ -78,9 +99,11 @@ func newNode(env env) (*node, error) {
 	if err := os.Mkdir(n.podsDir, 0o755); err != nil {
 		return nil, err
 	}
-	if n.pods, err = podsockets.OpenRoot(n.podsDir); err != nil {
+	pods, err := podsockets.OpenRoot(n.podsDir)
+	if err != nil {
 		return nil, err
 	}
+	n.pods = pods
 	// The launcher image's user.
 	for _, f := range []struct{ host, line string }{
 		{"/etc/passwd", fmt.Sprintf("qemu:x:%d:%d:qemu:/nonexistent:/usr/sbin/nologin\n", api.LauncherUID, api.LauncherUID)},
