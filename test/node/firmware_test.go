@@ -50,21 +50,14 @@ func uefiDiskRoot(t *testing.T) string {
 	image := filepath.Join(env.root, "_output", "guest", "uefi-rootfs")
 	_, err := os.Stat(filepath.Join(image, "disk", "uefi.qcow2"))
 	require.NoError(t, err, "no UEFI guest: hack/test-node.sh builds it with hack/guest/build-uefi.sh")
-	// Not t.TempDir (0700, root's): the launcher's user must reach the image through it.
-	root, err := os.MkdirTemp(testNode(t).base, "disks")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
+	root := launcherDir(t)
 	require.NoError(t, os.Symlink(image, filepath.Join(root, "root")))
 	return root
 }
 
 // vmStateDir is a VM's state claim as the launcher's user sees it mounted.
 func vmStateDir(t *testing.T) string {
-	dir, err := os.MkdirTemp(testNode(t).base, "vmstate")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
+	dir := launcherDir(t)
 	require.NoError(t, os.Chown(dir, api.LauncherUID, api.LauncherUID))
 	return dir
 }
