@@ -2,18 +2,18 @@
 # build-node-images.sh [TAG]: the virt-launcher and virt-handler images, from Debian
 # packages only, both on one root file system:
 #   1. debootstrap bookworm minbase + libvirt's QEMU driver, QEMU, qemu-utils (containerDisk
-#      overlays), ovmf and swtpm (EFI guests, Secure Boot, the TPM), iproute2 (the launcher reads the pod's route; the handler makes bridges and
-#      taps) and nftables (the handler's NAT rules; nsenter is in minbase's util-linux), from
-#      the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides); cached per package
-#      list and mirror under _output/launcher-image/;
+#      overlays), ovmf and swtpm (EFI guests, Secure Boot, the TPM) and nftables (the nft that
+#      knftables runs for the handler's rules; links, addresses and routes go over netlink, no
+#      iproute2), from the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides);
+#      cached per package list and mirror under _output/launcher-image/;
 #   2. the launcher's unprivileged user qemu (uid and gid 107, as KubeVirt's), which runs
 #      libvirtd in session mode and QEMU; docs, man pages, locales and apt's lists removed;
 #   3. virt-launcher (cgo, linked against the same Debian's libvirt), virt-handler and the
 #      static hangar-copy (the launcher pod's init containers run it inside kernelBoot and
 #      containerDisk images);
 #   4. hangar.local/virt-launcher:TAG and hangar.local/virt-handler:TAG (TAG: dev) written
-#      by the cluster's imagebuild and, when the local cluster runs, imported into its
-#      containerd (hack/cluster/image.sh).
+#      by the cluster's imagebuild and, when the local cluster runs, imported into every
+#      node's containerd (hack/cluster/image.sh).
 # Prints each step with its seconds.
 set -euo pipefail
 
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${1:-dev}
 WORK_DIR=$ROOT/_output/launcher-image
 SUITE=bookworm
-INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,ovmf,swtpm,swtpm-tools,iproute2,nftables
+INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,ovmf,swtpm,swtpm-tools,nftables
 MIRROR=${MIRROR:-$("$ROOT/hack/guest/apt-mirror.sh" "$SUITE")}
 TARGET=""
 
@@ -109,7 +109,8 @@ configure_rootfs() {
 # image NAME ENTRYPOINT: one image of the root file system.
 image() {
   local ref=hangar.local/$1:$TAG entrypoint=$2
-  if [[ -x $ROOT/_output/bin/imagebuild ]] && pgrep -x containerd >/dev/null; then
+  if [[ -x $ROOT/_output/bin/imagebuild && -x $ROOT/_output/bin/hangar-cluster && -f $ROOT/_cluster/kubeconfig ]] &&
+    "$ROOT/_output/bin/kubectl" --kubeconfig "$ROOT/_cluster/kubeconfig" get --raw /readyz >/dev/null 2>&1; then
     "$ROOT/hack/cluster/image.sh" "$ref" -dir "$ROOTFS" -entrypoint "$entrypoint"
     log "$ref imported into the cluster's containerd"
   elif [[ -x $ROOT/_output/bin/imagebuild ]]; then

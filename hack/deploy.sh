@@ -2,8 +2,8 @@
 # Deploys Hangar onto the local cluster (hack/cluster/up.sh) from artifacts/overlays/local:
 # builds the component images and imports them into the node's containerd, makes virt-api's
 # serving certificate, etcd's certificates (mutual TLS), virt-api's encryption key, the etcd
-# volume, applies the manifests, fills in the APIServices' caBundle and waits until the
-# APIServices are Available. Idempotent: certificates and the encryption key are made once
+# volume, applies the manifests, fills in the caBundle of the APIServices and of the eviction
+# webhook and waits until the APIServices are Available. Idempotent: certificates and the encryption key are made once
 # and kept under _cluster/hangar/pki.
 #
 # On a real cluster, do what this script does by hand or with cert-manager: a Secret
@@ -72,9 +72,12 @@ build_images() {
 	"${REPO_ROOT}/hack/cluster/image.sh" "${UEFI_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/uefi-rootfs"
 }
 
-# image_digest prints the digest containerd holds for an image, or nothing.
+# image_digest prints the digest an image's tarball had when it was last imported into the
+# nodes (hack/cluster/image.sh keeps one stamp per node; they agree), or nothing.
 image_digest() {
-	ctr --address "${CONTAINERD_SOCKET}" --namespace k8s.io images ls "name==$1" 2>/dev/null | awk 'NR > 1 { print $3 }'
+	local tarball="${CLUSTER_DIR}/images/$(tr '/:' '__' <<<"$1").tar"
+	# No stamp yet (a new cluster): nothing, not a failure.
+	cat "${tarball}".imported.* 2>/dev/null | head -n1 || true
 }
 
 # rendered_manifests prints the local overlay with the images just built.
@@ -84,9 +87,6 @@ rendered_manifests() {
 	for image in "${!IMAGE_TAGS[@]}"; do
 		manifests="$(sed -E "s|image: ${image}:[^[:space:]]+|image: ${IMAGE_TAGS[${image}]}|" <<<"${manifests}")"
 	done
-	# virt-handler reads launcher pods' socket volumes below the kubelet's pods directory,
-	# which the local cluster's kubelet keeps under its own root directory.
-	manifests="$(sed -E "s|path: /var/lib/kubelet/pods$|path: ${KUBELET_ROOT}/pods|" <<<"${manifests}")"
 	printf '%s\n' "${manifests}"
 }
 
@@ -117,6 +117,9 @@ make_certificates() {
 	# client certificate named virt-api.
 	new_cert virt-handler hangar-ca "/CN=virt-handler" serverAuth "DNS:virt-handler"
 	new_cert virt-api-handler-client hangar-ca "/CN=virt-api" clientAuth
+	# The nodes' migration identities: virt-controller holds this CA's key and signs each
+	# node's request (certificates.k8s.io, signer hangarvm.io/migration).
+	new_ca hangar-migration-ca "hangar-migration-ca"
 
 	# etcd: CAs of their own, so that no other certificate of the cluster opens etcd. One
 	# for the client port (its serving certificate and virt-api's client certificate), one
@@ -141,12 +144,18 @@ make_certificates() {
 # make_encryption_config writes virt-api's EncryptionConfiguration with a random key, once.
 # A key this directory lost but the cluster still holds is taken back from the Secret.
 make_encryption_config() {
-	[[ -s ${ENCRYPTION_CONFIG} ]] && return 0
-	local existing
-	existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
-		-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
-	if [[ -n ${existing} ]]; then
-		(umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+	if [[ ! -s ${ENCRYPTION_CONFIG} ]]; then
+		local existing
+		existing="$(kubectl_admin -n hangar get secret virt-api-encryption \
+			-o jsonpath='{.data.encryption-config\.yaml}' 2>/dev/null || true)"
+		[[ -n ${existing} ]] && (umask 077 && base64 -d <<<"${existing}" >"${ENCRYPTION_CONFIG}")
+	fi
+	if [[ -s ${ENCRYPTION_CONFIG} ]]; then
+		# A configuration made before migrations were served lacks them, and virt-api refuses
+		# to store a resource in plaintext: add the resource, keeping the key.
+		if ! grep -q 'virtualmachineinstancemigrations.kubevirt.io' "${ENCRYPTION_CONFIG}"; then
+			sed -i 's/^\(\s*\)- virtualmachineinstancereplicasets.kubevirt.io$/&\n\1- virtualmachineinstancemigrations.kubevirt.io/' "${ENCRYPTION_CONFIG}"
+		fi
 		return 0
 	fi
 	local key
@@ -163,6 +172,7 @@ resources:
   - virtualmachines.kubevirt.io
   - virtualmachineinstances.kubevirt.io
   - virtualmachineinstancereplicasets.kubevirt.io
+  - virtualmachineinstancemigrations.kubevirt.io
   providers:
   - secretbox:
       keys:
@@ -189,6 +199,10 @@ apply_prerequisites() {
 	apply_tls_secret virt-api-tls virt-api
 	apply_tls_secret virt-handler-tls virt-handler
 	apply_tls_secret virt-api-handler-client virt-api-handler-client
+	apply_tls_secret hangar-migration-ca hangar-migration-ca hangar-migration-ca
+	kubectl_admin -n hangar create secret generic hangar-migration-ca-bundle \
+		--from-file=ca.crt="${PKI_DIR}/hangar-migration-ca.crt" \
+		--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 	apply_tls_secret hangar-etcd-server hangar-etcd-server hangar-etcd-ca
 	apply_tls_secret hangar-etcd-peer hangar-etcd-peer hangar-etcd-peer-ca
 	apply_tls_secret virt-api-etcd-client virt-api-etcd-client hangar-etcd-ca
@@ -236,6 +250,8 @@ apply_manifests() {
 		kubectl_admin patch apiservice "${apiservice}" --type=merge \
 			-p "{\"spec\":{\"caBundle\":\"${ca_bundle}\"}}" >/dev/null
 	done
+	kubectl_admin patch validatingwebhookconfiguration virt-api-validator --type=json \
+		-p "[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"${ca_bundle}\"}]" >/dev/null
 }
 
 wait_ready() {

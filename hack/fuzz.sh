@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs each fuzz target briefly, as CI does: validation and defaulting must never panic or
 # hang, and whatever they accept must build a launcher pod the pod API accepts (see
-# pkg/apis/kubevirt/validation/fuzz_test.go). `go test -fuzz` takes one target at a time.
+# pkg/apis/kubevirt/validation/fuzz_test.go); the launcher's DHCP server answers whatever a
+# guest sends only for the guest's MAC and with its lease (FuzzDHCP in
+# pkg/launcher/network). `go test -fuzz` takes one target at a time.
 # A failing input is written to the package's testdata/fuzz/<target>/: fix the bug and
 # commit the input, which every `go test` then runs as a regression.
 #
@@ -15,8 +17,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 
 FUZZTIME=${FUZZTIME:-15s}
-PKG=./pkg/apis/kubevirt/validation/
-for target in FuzzVirtualMachineInstance FuzzTemplates FuzzBounds; do
+TARGETS=(
+  ./pkg/apis/kubevirt/validation/:FuzzVirtualMachineInstance
+  ./pkg/apis/kubevirt/validation/:FuzzTemplates
+  ./pkg/apis/kubevirt/validation/:FuzzBounds
+  ./pkg/launcher/network/:FuzzDHCP
+)
+for t in "${TARGETS[@]}"; do
+  pkg=${t%%:*} target=${t#*:}
   echo "--- ${target} (${FUZZTIME})"
-  go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME}" -parallel 2 "${PKG}"
+  go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME}" -parallel 2 "${pkg}"
 done

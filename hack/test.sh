@@ -28,21 +28,31 @@ cluster_running() {
     _output/bin/kubectl --kubeconfig _cluster/kubeconfig get --raw /readyz >/dev/null 2>&1
 }
 
+e2e_guest_images() {
+  hack/guest/build-containerdisk.sh >/dev/null
+  hack/cluster/image.sh hangar.local/containerdisk-guest:dev -dir _output/guest/containerdisk-rootfs
+}
+
 e2e() {
   local started_cluster=false
   if ! cluster_running; then
     started_cluster=true
     trap 'stage "cluster down" hack/cluster/down.sh' EXIT
   fi
-  stage "cluster up" hack/cluster/up.sh
+  # Two nodes: what crosses nodes (spreading, failover, DNS and Services across nodes) is tested.
+  stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
+  stage "cluster smoke" hack/cluster/smoke.sh
   stage "deploy" hack/deploy.sh
-  stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -tags e2e ./test/e2e/...
+  # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
+  stage "e2e guest images" e2e_guest_images
+  stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/...
   if [[ ${started_cluster} == false ]]; then
     echo "The cluster was running before the tests; it is left running."
   fi
 }
 
 START=${SECONDS}
+export HANGAR_NODES=${HANGAR_NODES:-2}
 # libvirt.org/go/libvirt is cgo: the node packages need libvirt-dev (and the node tests QEMU).
 stage "node packages" hack/install-node-deps.sh
 stage "go build" go build ./...
@@ -51,7 +61,7 @@ stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster ./...
 stage "verify codegen" hack/verify-codegen.sh
 stage "kubernetes binaries" hack/cluster/build.sh
 stage "unit and integration tests" go test -count=1 -tags kube ./...
-stage "fuzz validation (15s per target)" hack/fuzz.sh
+stage "fuzz validation and DHCP (15s per target)" hack/fuzz.sh
 stage "node tests (libvirtd, QEMU)" hack/test-node.sh
 e2e
 echo "=== all stages passed ($((SECONDS - START))s)"

@@ -22,6 +22,36 @@ fi
 # shellcheck source=/dev/null
 source "${CODEGEN_DIR}/kube_codegen.sh"
 
+# Protobuf for kubevirt.io/v1, first: go-to-protobuf records each field's number in the Go
+# struct's protobuf tag, and later runs keep the numbers it finds there (a new field gets the
+# next free one), so the wire format stays stable as the types grow. It writes
+# generated.proto and runs protoc with the gogo plugin into generated.pb.go. Both expect a
+# GOPATH-style tree of the packages and the .proto files they import: one is made of links
+# into the module cache (and this checkout) under a scratch directory.
+hack/install-codegen-deps.sh
+protobuf_tree=$(mktemp -d)
+trap 'rm -rf "${protobuf_tree}"' EXIT
+link_module() { # link_module IMPORT_PATH MODULE_DIR
+  mkdir -p "${protobuf_tree}/src/$(dirname "$1")"
+  ln -s "$2" "${protobuf_tree}/src/$1"
+}
+go mod download k8s.io/api k8s.io/apimachinery github.com/gogo/protobuf
+link_module "${MODULE}" "${ROOT}"
+for m in k8s.io/api k8s.io/apimachinery github.com/gogo/protobuf; do
+  link_module "${m}" "$(go list -m -f '{{.Dir}}' "${m}")"
+done
+GOBIN="${protobuf_tree}/bin" go install golang.org/x/tools/cmd/goimports \
+  k8s.io/code-generator/cmd/go-to-protobuf k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo
+# The packages whose types ours embed are read, not generated ("-"); the rest of
+# apimachinery's defaults is not needed.
+PATH="${protobuf_tree}/bin:${PATH}" go-to-protobuf \
+  --go-header-file "${ROOT}/hack/boilerplate.go.txt" \
+  --packages "${MODULE}/pkg/apis/kubevirt/v1" \
+  --apimachinery-packages "-k8s.io/apimachinery/pkg/util/intstr,-k8s.io/apimachinery/pkg/api/resource,-k8s.io/apimachinery/pkg/runtime/schema,-k8s.io/apimachinery/pkg/runtime,-k8s.io/apimachinery/pkg/apis/meta/v1,-k8s.io/api/core/v1,-k8s.io/api/autoscaling/v1" \
+  --proto-import "${protobuf_tree}/src" \
+  --proto-import "${protobuf_tree}/src/github.com/gogo/protobuf/protobuf" \
+  --output-dir "${protobuf_tree}/src"
+
 kube::codegen::gen_helpers \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   "${ROOT}/pkg/apis"
@@ -46,9 +76,11 @@ for t in Affinity Toleration LocalObjectReference PersistentVolumeClaimVolumeSou
   core_externals+="${core_externals:+,}k8s.io/api/core/v1.${t}:k8s.io/client-go/applyconfigurations/core/v1"
 done
 
+# The clientset asks for protobuf (and accepts JSON), as client-go's does for kube's types.
 kube::codegen::gen_client \
   --with-watch \
   --with-applyconfig \
+  --prefers-protobuf \
   --applyconfig-externals "${core_externals}" \
   --output-dir "${ROOT}/pkg/generated" \
   --output-pkg "${MODULE}/pkg/generated" \

@@ -16,6 +16,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
+	"github.com/hangarvm/hangar/pkg/migration/identity"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -63,10 +67,23 @@ func run() error {
 	fs.IntVar(&o.ReplicaSetWorkers, "replicaset-workers", o.ReplicaSetWorkers, "VirtualMachineInstanceReplicaSet workers")
 	fs.Float32Var(&qps, "kube-api-qps", qps, "client-side requests per second towards the API servers")
 	fs.IntVar(&burst, "kube-api-burst", burst, "client-side request burst towards the API servers")
+	var caCert, caKey string
+	fs.StringVar(&caCert, "migration-ca-cert", "", "certificate of the CA that issues the nodes' migration identities (signer "+identity.SignerName+"); none issued when empty")
+	fs.StringVar(&caKey, "migration-ca-key", "", "key of that CA")
+	fs.StringVar(&o.Migration.HandlerNamespace, "handler-namespace", o.Migration.HandlerNamespace, "namespace of the virt-handler pods (their migration proxies)")
+	fs.IntVar(&o.Migration.HandlerPort, "handler-migration-port", o.Migration.HandlerPort, "port of virt-handler's migration proxy")
+	fs.StringSliceVar(&o.HandlerUsers, "handler-users", o.HandlerUsers, "virt-handler's ServiceAccount user names, whose migration identity requests are answered")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
 	pflag.Parse()
+	if caCert != "" || caKey != "" {
+		ca, err := migrationsigner.LoadCA(caCert, caKey)
+		if err != nil {
+			return fmt.Errorf("migration CA: %w", err)
+		}
+		o.MigrationCA = ca
+	}
 	if le.Namespace == "" {
 		le.Namespace = o.ConfigNamespace
 	}
@@ -134,5 +151,9 @@ func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "virt-controller"
+	// Protobuf to kube-apiserver and virt-api alike, as kube's own controllers speak: the
+	// clientsets prefer it already; this makes it the rule for every client of the config.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return cfg, nil
 }

@@ -6,18 +6,25 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -25,6 +32,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
+	"github.com/hangarvm/hangar/pkg/migration/identity"
 )
 
 func main() {
@@ -46,6 +54,8 @@ func run() error {
 		devicePlugins                  = true
 		pluginDir                      = pluginapi.DevicePluginPath
 		workers                        = 4
+		migrationListen                = ":18187"
+		migrationCA                    string
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
@@ -61,6 +71,8 @@ func run() error {
 	fs.BoolVar(&devicePlugins, "device-plugins", devicePlugins, "offer devices.kubevirt.io/kvm and devices.kubevirt.io/tun to kubelet")
 	fs.StringVar(&pluginDir, "device-plugin-dir", pluginDir, "kubelet's device-plugin directory (fixed in kubelet)")
 	fs.IntVar(&workers, "workers", workers, "instance workers")
+	fs.StringVar(&migrationListen, "migration-listen-address", migrationListen, "address of the migration proxy (TLS, this node's migration identity); empty to disable live migration")
+	fs.StringVar(&migrationCA, "migration-ca-file", "", "CA certificate of the nodes' migration identities (virt-controller's signer "+identity.SignerName+")")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -69,8 +81,13 @@ func run() error {
 		return errors.New("--node-name (or $NODE_NAME) is required")
 	}
 
-	// The handler talks to the kubevirt.io API only (no Secrets, no pods): through the
-	// cluster with its pod's ServiceAccount token, which names its node to virt-api.
+	// The handler talks to the kubevirt.io API (no Secrets, no pods): through the cluster
+	// with its pod's ServiceAccount token, which names its node to virt-api; of the core API
+	// it uses certificates.k8s.io only, for its node's migration identity.
+	clusterCfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
 	if kubevirtKubeconfig != "" {
 		kubeconfig = kubevirtKubeconfig
 	}
@@ -89,7 +106,36 @@ func run() error {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	var migrationLn net.Listener
+	if migrationListen != "" {
+		if migrationCA == "" {
+			return errors.New("--migration-ca-file is required with --migration-listen-address")
+		}
+		kube, err := kubernetes.NewForConfig(clusterCfg)
+		if err != nil {
+			return err
+		}
+		certs, err := migrationIdentity(kube, cfg.NodeName)
+		if err != nil {
+			return err
+		}
+		certs.Start()
+		defer certs.Stop()
+		cfg.Migration = &handler.MigrationTLS{Node: cfg.NodeName, Certificate: certs.Current, CAFile: migrationCA}
+		if migrationLn, err = net.Listen("tcp", migrationListen); err != nil {
+			return err
+		}
+	}
 	c := handler.NewController(cfg, kubevirt)
+	if migrationLn != nil {
+		go func() {
+			klog.InfoS("serving migrations", "address", migrationListen)
+			if err := c.ServeMigrations(ctx, migrationLn); err != nil {
+				klog.ErrorS(err, "migration proxy stopped")
+				cancel()
+			}
+		}()
+	}
 
 	if devicePlugins {
 		for _, p := range []*deviceplugin.Plugin{deviceplugin.KVM(pluginDir), deviceplugin.TUN(pluginDir)} {
@@ -124,9 +170,64 @@ func run() error {
 	return c.Run(ctx, workers)
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return rest.InClusterConfig()
+// migrationIdentity is the certificate manager of this node's migration identity: a key of
+// its own, the certificate from virt-controller's signer, renewed before it expires. Both
+// live in memory only: a restarted handler asks again.
+func migrationIdentity(kube kubernetes.Interface, node string) (certificate.Manager, error) {
+	return certificate.NewManager(&certificate.Config{
+		ClientsetFn:      func(*tls.Certificate) (kubernetes.Interface, error) { return kube, nil },
+		Template:         identity.Template(node),
+		SignerName:       identity.SignerName,
+		Usages:           identity.Usages,
+		CertificateStore: &memoryStore{},
+		Name:             "migration",
+	})
+}
+
+// memoryStore keeps the identity in memory (certificate.Store).
+type memoryStore struct {
+	mu   sync.Mutex
+	cert *tls.Certificate
+}
+
+func (s *memoryStore) Current() (*tls.Certificate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert == nil {
+		e := certificate.NoCertKeyError("no migration identity yet")
+		return nil, &e
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	return s.cert, nil
+}
+
+func (s *memoryStore) Update(certPEM, keyPEM []byte) (*tls.Certificate, error) {
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if c.Leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cert = &c
+	return s.cert, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Protobuf, as the kubelet speaks to kube-apiserver: the instances' status updates and
+	// the watch of the node's instances are the handler's whole traffic.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg, nil
 }

@@ -76,6 +76,7 @@ func main() {
 }
 
 func run(cfg launcher.Config, stateDir string) error {
+	cfg.LibvirtSocket = libvirtd.Socket(stateDir)
 	for _, d := range []string{cfg.SocketDir, cfg.RunDir, cfg.EphemeralDir, stateDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err

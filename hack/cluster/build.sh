@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries from the tools module (hack/tools) into
 # _output/bin: the Kubernetes v1.34.4 servers, kubectl, etcd, the pause
-# program and the small helpers cluster-up/down use.
+# program, hangar-cluster (up/down) and its helpers, and the add-ons CoreDNS and
+# local-path-provisioner (pinned versions from the Go module proxy).
 #
 # A binary is rebuilt only when it is missing or when the tools module (its
 # go.mod, go.sum or sources) or the Go version changed since it was built. A
@@ -15,8 +16,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Kubernetes servers come straight from the k8s.io/kubernetes module.
 KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
-# Our own small programs in hack/tools/cmd.
-TOOL_COMMANDS=(etcd pause imagebuild crireset)
+# Our own small programs in hack/tools/cmd (cmd/cluster is installed as hangar-cluster).
+TOOL_COMMANDS=(etcd pause imagebuild crireset cluster loop-provisioner)
+# Add-ons, built with `go install MODULE@VERSION` outside the tools module (their dependency
+# graphs stay out of Kubernetes'); the versions are those hangar-cluster deploys.
+ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisioner@v0.0.30)
 
 STAMP_DIR="${BIN_DIR}/.stamps"
 
@@ -79,6 +83,25 @@ build_one() {
 	echo "${fingerprint}" >"${STAMP_DIR}/${name}"
 }
 
+# build_addon MODULE@VERSION: a static binary (it runs in a scratch image) named after the
+# module's last element, rebuilt only when the version changes.
+build_addon() {
+	local spec="$1" name stamp
+	name="${spec%@*}"
+	name="${name##*/}"
+	stamp="$(go version) ${spec}"
+	if [[ ${FORCE} != true && -x ${BIN_DIR}/${name} && -f ${STAMP_DIR}/${name} && "$(<"${STAMP_DIR}/${name}")" == "${stamp}" ]]; then
+		return 0
+	fi
+	local gobin
+	gobin="$(mktemp -d)"
+	# Outside any module: go install builds MODULE@VERSION with its own go.mod.
+	run_step build "${name} ${spec#*@}" env -C / GOBIN="${gobin}" GOFLAGS= CGO_ENABLED=0 go install -ldflags "-s -w" "${spec}"
+	mv -f "${gobin}/${name}" "${BIN_DIR}/${name}"
+	rm -rf "${gobin}"
+	echo "${stamp}" >"${STAMP_DIR}/${name}"
+}
+
 main() {
 	FORCE=false
 	if [[ ${1:-} == --force ]]; then
@@ -107,8 +130,13 @@ main() {
 		# pause runs as PID 1 of every pod sandbox inside a scratch image:
 		# it must be static.
 		pause) build_one pause ./cmd/pause "${fingerprint}" CGO_ENABLED=0 ;;
+		cluster) build_one hangar-cluster ./cmd/cluster "${fingerprint}" ;;
 		*) build_one "${name}" "./cmd/${name}" "${fingerprint}" ;;
 		esac
+	done
+	local addon
+	for addon in "${ADDONS[@]}"; do
+		build_addon "${addon}"
 	done
 	log "[build] binaries up to date in ${BIN_DIR} ($((SECONDS - start))s)"
 }

@@ -16,10 +16,12 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/evictionwebhook"
 	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
 )
 
@@ -84,6 +86,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	migrations, err := virtualmachineinstancemigration.NewStorage(Scheme, optsGetter, vmis.VirtualMachineInstance)
+	if err != nil {
+		return nil, err
+	}
 	var pods virtualmachine.LauncherPods
 	if c.ExtraConfig.KubeClientConfig != nil {
 		kube, err := kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig)
@@ -91,8 +97,19 @@ func (c CompletedConfig) New() (*Server, error) {
 			return nil, err
 		}
 		pods = launcherPods{kube: kube}
+		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
+		checker := c.ExtraConfig.LauncherPods
+		genericServer.Handler.NonGoRestfulMux.Handle(evictionwebhook.Path, evictionwebhook.New(launcherPods{kube: kube},
+			evacuations{vmis: vmis.VirtualMachineInstance, status: vmis.Status},
+			func() kubevirt.EvictionStrategy {
+				if checker == nil {
+					return ""
+				}
+				return kubevirt.EvictionStrategy(checker.ClusterConfig().EvictionStrategy)
+			}))
 	}
 	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
+	vmActions.SetMigrations(migrations.VirtualMachineInstanceMigration)
 	if c.ExtraConfig.LauncherPods != nil {
 		vmActions.CheckStarts(c.ExtraConfig.LauncherPods)
 	}
@@ -108,6 +125,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtualmachines/start":                    action.New(vmActions.Start),
 		"virtualmachines/stop":                     action.New(vmActions.Stop),
 		"virtualmachines/restart":                  action.New(vmActions.Restart),
+		"virtualmachines/migrate":                  action.New(vmActions.Migrate),
 		"virtualmachineinstances":                  vmis.VirtualMachineInstance,
 		"virtualmachineinstances/status":           vmis.Status,
 		"virtualmachineinstances/pause":            action.New(commands.Pause),
@@ -118,10 +136,11 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtualmachineinstancereplicasets":        replicaSets.VirtualMachineInstanceReplicaSet,
 		"virtualmachineinstancereplicasets/status": replicaSets.Status,
 		"virtualmachineinstancereplicasets/scale":  replicaSets.Scale,
+		"virtualmachineinstancemigrations":         migrations.VirtualMachineInstanceMigration,
+		"virtualmachineinstancemigrations/status":  migrations.Status,
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(kubevirt.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = Serializer
 	group.VersionedResourcesStorageMap[v1.SchemeGroupVersion.Version] = resources
 	group.VersionedResourcesStorageMap[v1alpha3.SchemeGroupVersion.Version] = resources
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
@@ -131,6 +150,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "start", doc: "start a VirtualMachine", options: v1.StartOptions{}, act: vmActions.Start},
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "stop", doc: "stop a VirtualMachine", options: v1.StopOptions{}, act: vmActions.Stop},
 		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "restart", doc: "restart a VirtualMachine", options: v1.RestartOptions{}, act: vmActions.Restart},
+		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "migrate", doc: "live migrate the VirtualMachine's instance to another node", options: v1.MigrateOptions{}, act: vmActions.Migrate},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "pause", doc: "pause a running instance", options: v1.PauseOptions{}, act: commands.Pause},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unpause", doc: "unpause a paused instance", options: v1.UnpauseOptions{}, act: commands.Unpause},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "softreboot", doc: "ask the guest to reboot (ACPI)", act: commands.SoftReboot},

@@ -15,27 +15,10 @@ import (
 var (
 	// Scheme holds every type virt-api serves or stores.
 	Scheme = runtime.NewScheme()
-	// Codecs serializes the Scheme's types.
+	// Codecs serializes the Scheme's types: JSON, YAML, CBOR where enabled, and protobuf
+	// (the kubevirt.io types are generated for it, pkg/apis/kubevirt/v1/generated.proto).
 	Codecs = serializer.NewCodecFactory(Scheme)
-	// Serializer is what virt-api speaks: Codecs without protobuf, which Hangar's types do not
-	// implement. Clients that prefer protobuf but accept JSON, as kube-controller-manager's
-	// namespace and garbage collectors do, get JSON instead of a 406.
-	Serializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
 )
-
-type withoutProtobuf struct {
-	runtime.NegotiatedSerializer
-}
-
-func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
-	var out []runtime.SerializerInfo
-	for _, info := range s.NegotiatedSerializer.SupportedMediaTypes() {
-		if info.MediaType != runtime.ContentTypeProtobuf {
-			out = append(out, info)
-		}
-	}
-	return out
-}
 
 func init() {
 	install.Install(Scheme)

@@ -106,7 +106,7 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 		_ = resp.WriteAsJson(version.Get())
 	}).Operation("getVersion").Doc("the Hangar version, as KubeVirt reports its own"))
 	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
-		responsewriters.WriteObjectNegotiated(Serializer, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
+		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
 			resp.ResponseWriter, req.Request, http.StatusOK, resourceList, false)
 	}).Operation("getSubresourcesAPIResources").Doc("the resources of the group"))
 	s.Handler.GoRestfulContainer.Add(ws)
@@ -150,21 +150,21 @@ type restfulResponder struct {
 }
 
 func (r *restfulResponder) Object(statusCode int, obj runtime.Object) {
-	responsewriters.WriteObjectNegotiated(Serializer, negotiation.DefaultEndpointRestrictions, SubresourcesGroupVersion,
+	responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, SubresourcesGroupVersion,
 		r.resp.ResponseWriter, r.req.Request, statusCode, obj, false)
 }
 
 func (r *restfulResponder) Error(err error) { writeError(err, r.resp, r.req) }
 
 func writeError(err error, resp *restful.Response, req *restful.Request) {
-	responsewriters.ErrorNegotiated(err, Serializer, SubresourcesGroupVersion, resp.ResponseWriter, req.Request)
+	responsewriters.ErrorNegotiated(err, Codecs, SubresourcesGroupVersion, resp.ResponseWriter, req.Request)
 }
 
 // newGroupWebService serves GET /apis/<group> with the group's discovery document.
 func newGroupWebService(group metav1.APIGroup) *restful.WebService {
 	ws := new(restful.WebService).Path("/apis/" + group.Name).Produces(restful.MIME_JSON)
 	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
-		responsewriters.WriteObjectNegotiated(Serializer, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
+		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
 			resp.ResponseWriter, req.Request, http.StatusOK, &group, false)
 	}).Operation("getSubresourcesAPIGroup").Doc("the group's discovery document"))
 	return ws

@@ -42,6 +42,9 @@ type Config struct {
 	SetupNetwork bool
 	// Resync is the informer resync period.
 	Resync time.Duration
+	// Migration is this node's migration identity; nil: no live migration into or out of
+	// this node.
+	Migration *MigrationTLS
 }
 
 // Controller keeps instances on this node and their launchers in step.
@@ -56,8 +59,16 @@ type Controller struct {
 
 	sockets *Sockets
 
+	// The instances migrating to this node (migration.go), when cfg.Migration is set.
+	targetFactory  informers.SharedInformerFactory
+	targetInformer cache.SharedIndexInformer
+	targetLister   listers.VirtualMachineInstanceLister
+	targetQueue    workqueue.TypedRateLimitingInterface[string]
+
 	mu        sync.Mutex
-	launchers map[string]*launcher // by namespace/name
+	launchers map[string]*launcher          // by namespace/name
+	targets   map[string]*migrationTarget   // instances migrating here, by namespace/name
+	outgoing  map[string]*outgoingMigration // migrations out of this node, by namespace/name
 	ctx       context.Context
 }
 
@@ -76,6 +87,8 @@ func NewController(cfg Config, client versioned.Interface) *Controller {
 		now:       metav1.Now,
 		sockets:   &Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName},
 		launchers: map[string]*launcher{},
+		targets:   map[string]*migrationTarget{},
+		outgoing:  map[string]*outgoingMigration{},
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -85,7 +98,34 @@ func NewController(cfg Config, client versioned.Interface) *Controller {
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
 	})
+	if cfg.Migration != nil {
+		c.targetFactory = informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector(TargetNodeField, cfg.NodeName).String()
+			}))
+		tinf := c.targetFactory.Kubevirt().V1().VirtualMachineInstances()
+		c.targetInformer, c.targetLister = tinf.Informer(), tinf.Lister()
+		c.targetQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "virt-handler-migration-targets"})
+		enqueueTarget := func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.targetQueue.Add(key)
+			}
+		}
+		_, _ = c.targetInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: enqueueTarget, UpdateFunc: func(_, obj any) { enqueueTarget(obj) }, DeleteFunc: enqueueTarget,
+		})
+	}
 	return c
+}
+
+// baseContext is Run's context (background before Run).
+func (c *Controller) baseContext() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
 }
 
 // Lister reads instances on this node from the cache.
@@ -105,7 +145,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	klog.InfoS("virt-handler watching instances", "node", c.cfg.NodeName)
 	for range workers {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.processNext(ctx) {
+			for c.processNext(ctx, c.queue, c.sync) {
+			}
+		}, time.Second)
+	}
+	if c.targetQueue != nil {
+		defer c.targetQueue.ShutDown()
+		c.targetFactory.Start(ctx.Done())
+		if !cache.WaitForCacheSync(ctx.Done(), c.targetInformer.HasSynced) {
+			return errors.New("migration target cache did not sync")
+		}
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.processNext(ctx, c.targetQueue, c.syncTarget) {
 			}
 		}, time.Second)
 	}
@@ -118,22 +169,22 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
+func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) (time.Duration, error)) bool {
+	key, quit := queue.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(key)
-	requeue, err := c.sync(ctx, key)
+	defer queue.Done(key)
+	requeue, err := sync(ctx, key)
 	switch {
 	case err != nil:
 		klog.ErrorS(err, "sync instance", "vmi", key)
-		c.queue.AddRateLimited(key)
+		queue.AddRateLimited(key)
 	case requeue > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeue)
+		queue.Forget(key)
+		queue.AddAfter(key, requeue)
 	default:
-		c.queue.Forget(key)
+		queue.Forget(key)
 	}
 	return true
 }
@@ -170,6 +221,7 @@ func (c *Controller) launcherFor(key string, vmi *v1.VirtualMachineInstance) (*l
 }
 
 func (c *Controller) forget(key string) {
+	c.stopOutgoing(key)
 	c.mu.Lock()
 	l := c.launchers[key]
 	delete(c.launchers, key)
@@ -253,7 +305,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			l.mu.Unlock()
 		}
 	}
-	return 0, c.updateStatus(ctx, vmi, l.State())
+	requeue, err := c.syncOutgoing(ctx, key, vmi, l)
+	if err != nil {
+		return 0, err
+	}
+	return requeue, c.updateStatus(ctx, vmi, l.State())
 }
 
 // syncLauncher hands the instance to its launcher once, after setting up the pod network

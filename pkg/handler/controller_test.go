@@ -282,3 +282,22 @@ func TestNextStatusNeverLeavesFinal(t *testing.T) {
 	s := nextStatus(vmi, api.State{Phase: api.PhaseRunning}, metav1.Now())
 	assert.Equal(t, v1.Succeeded, s.Phase)
 }
+
+// A source launcher whose guest left reports Succeeded (Migrated), maybe before it reports
+// the migration's end: the instance runs on (on the target), and the migration completed.
+func TestNextStatusOfAMigratedSource(t *testing.T) {
+	vmi := scheduledVMI("5")
+	vmi.Status.Phase = v1.Running
+	vmi.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "m-1", SourceNode: vmi.Status.NodeName, TargetNode: "node-b"}
+	for name, m := range map[string]*api.Migration{
+		"end not reported yet": {UID: "m-1", Role: api.MigrationSource},
+		"end reported":         {UID: "m-1", Role: api.MigrationSource, Completed: true, EndedAt: ptr.To(time.Now())},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := nextStatus(vmi, api.State{Phase: api.PhaseSucceeded, Reason: "Migrated", Migration: m}, metav1.Now())
+			assert.Equal(t, v1.Running, s.Phase, "the guest runs on the target")
+			assert.Equal(t, m.Completed, s.MigrationState.Completed)
+			assert.False(t, s.MigrationState.Failed)
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package handler
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,6 +16,9 @@ const (
 	ReasonGuestNotRunning = "GuestNotRunning"
 	ReasonLauncherGone    = "LauncherGone"
 )
+
+// reasonMigrated is a source launcher's end: its guest runs on the target.
+const reasonMigrated = "Migrated"
 
 func isFinal(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
 
@@ -34,6 +39,14 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		s.Phase, s.Reason = p, reason
 		s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps,
 			v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: p, PhaseTransitionTimestamp: now})
+	}
+	if ms := s.MigrationState; ms != nil && ms.SourceNode == vmi.Status.NodeName && !ms.Completed && !ms.Failed {
+		reportMigration(ms, st.Migration, now)
+	}
+	if m := st.Migration; m != nil && m.Role == api.MigrationSource && (m.Completed || st.Reason == reasonMigrated) {
+		// The guest left for the target: the instance runs on, and virt-controller hands it
+		// over to the target node.
+		return s
 	}
 	switch st.Phase {
 	case api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown:
@@ -78,4 +91,45 @@ func interfaces(in []api.Interface) []v1.VirtualMachineInstanceNetworkInterface 
 		out = append(out, vi)
 	}
 	return out
+}
+
+// reportMigration writes what the source launcher says of the migration ms into ms: when it
+// started and ended, how, and how an abort went. A requested abort of a migration the
+// launcher never started ends it here.
+func reportMigration(ms *v1.VirtualMachineInstanceMigrationState, m *api.Migration, now metav1.Time) {
+	if m == nil || m.Role != api.MigrationSource || m.UID != string(ms.MigrationUid) {
+		if ms.AbortRequested {
+			ms.Failed, ms.AbortStatus, ms.EndTimestamp = true, v1.MigrationAbortSucceeded, &now
+			ms.FailureReason = "Aborted before the source started it"
+		}
+		return
+	}
+	if m.StartedAt != nil && ms.StartTimestamp == nil {
+		ms.StartTimestamp = &metav1.Time{Time: m.StartedAt.UTC().Truncate(time.Second)}
+	}
+	switch m.Mode {
+	case api.MigrationPreCopy:
+		ms.Mode = v1.MigrationPreCopy
+	case api.MigrationPostCopy:
+		ms.Mode = v1.MigrationPostCopy
+	}
+	switch m.AbortStatus {
+	case api.AbortAborting:
+		ms.AbortStatus = v1.MigrationAbortInProgress
+	case api.AbortSucceeded:
+		ms.AbortStatus = v1.MigrationAbortSucceeded
+	case api.AbortFailed:
+		ms.AbortStatus = v1.MigrationAbortFailed
+	}
+	if m.EndedAt == nil {
+		return
+	}
+	ms.EndTimestamp = &metav1.Time{Time: m.EndedAt.UTC().Truncate(time.Second)}
+	ms.Completed, ms.Failed = m.Completed, m.Failed && !m.Completed
+	if ms.Failed {
+		ms.FailureReason = m.Reason
+		if m.Message != "" {
+			ms.FailureReason += ": " + truncate(m.Message, maxMessage)
+		}
+	}
 }

@@ -36,7 +36,7 @@ func checkState(s api.State, uid types.UID) error {
 		return fmt.Errorf("the launcher reports instance %q, not %s", truncate(s.UID, 64), uid)
 	}
 	switch s.Phase {
-	case api.PhaseNone, api.PhaseStarting, api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown, api.PhaseSucceeded, api.PhaseFailed:
+	case api.PhaseNone, api.PhaseStarting, api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown, api.PhaseSucceeded, api.PhaseFailed, api.PhaseIncoming:
 	default:
 		return fmt.Errorf("the launcher reports an unknown phase %q", truncate(string(s.Phase), 32))
 	}
@@ -45,6 +45,20 @@ func checkState(s api.State, uid types.UID) error {
 	}
 	if len(s.Interfaces) > maxInterfaces {
 		return fmt.Errorf("the launcher reports %d interfaces", len(s.Interfaces))
+	}
+	if m := s.Migration; m != nil {
+		switch {
+		case len(m.UID) > 64:
+			return fmt.Errorf("the launcher reports a migration uid of %d bytes", len(m.UID))
+		case m.Role != api.MigrationSource && m.Role != api.MigrationTarget:
+			return fmt.Errorf("the launcher reports a migration role %q", truncate(string(m.Role), 32))
+		case m.Mode != "" && m.Mode != api.MigrationPreCopy && m.Mode != api.MigrationPostCopy:
+			return fmt.Errorf("the launcher reports a migration mode %q", truncate(string(m.Mode), 32))
+		case m.AbortStatus != "" && m.AbortStatus != api.AbortAborting && m.AbortStatus != api.AbortSucceeded && m.AbortStatus != api.AbortFailed:
+			return fmt.Errorf("the launcher reports an abort status %q", truncate(string(m.AbortStatus), 32))
+		case m.Reason != "" && (len(m.Reason) > maxReason || !reasonPattern.MatchString(m.Reason)):
+			return fmt.Errorf("the launcher reports a malformed migration reason %q", truncate(m.Reason, maxReason))
+		}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"libvirt.org/go/libvirtxml"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
@@ -37,6 +38,9 @@ type Config struct {
 	ContainerDiskRoot string
 	// KernelBootRoot holds the files of the kernelBoot container image.
 	KernelBootRoot string
+	// LibvirtSocket is the private libvirtd's socket: a migration's target connects the
+	// source libvirtd's calls to it.
+	LibvirtSocket string
 	// SecretsDir holds, per Secret a cloudInitNoCloud volume names, <dir>/<secret>/<key>.
 	SecretsDir string
 	// PVCDir and BlockDir override domain.DefaultLayout's.
@@ -87,6 +91,14 @@ type Launcher struct {
 	agentCancel context.CancelFunc
 	thawTimer   *time.Timer
 	diskBuses   map[string]string // domain disk target (vda, sda) → bus, for the agent's file systems
+	// copyDisks are the guest's disks a migration copies (target device names); hasSerial
+	// says whether the domain has a serial console.
+	copyDisks []string
+	hasSerial bool
+	// out is the migration under way out of this launcher.
+	out *outgoing
+	// incomingSeen: as a migration target, libvirt has defined the arriving domain.
+	incomingSeen bool
 }
 
 const keptEvents = 64
@@ -152,6 +164,22 @@ func (l *Launcher) setStateLocked(phase api.Phase, reason, message string) {
 	}
 	klog.InfoS("guest state", "phase", phase, "reason", reason, "message", message)
 	l.state.Phase, l.state.Reason, l.state.Message = phase, reason, message
+	if m := l.state.Migration; phase == api.PhaseSucceeded && reason == ReasonMigrated &&
+		m != nil && m.Role == api.MigrationSource && m.EndedAt == nil {
+		// libvirt ends the source domain before its migrate call returns: the state that
+		// says the guest left must say the migration completed too, or a reader of this one
+		// event would take the guest for ended.
+		done := *m
+		now := time.Now()
+		done.Completed, done.EndedAt = true, &now
+		l.state.Migration = &done
+	}
+	l.recordLocked()
+}
+
+// recordLocked records the current state as an event and wakes long polls; the caller holds
+// l.mu.
+func (l *Launcher) recordLocked() {
 	l.state.Seq++
 	l.events = append(l.events, api.Event{Seq: l.state.Seq, State: l.state})
 	if len(l.events) > keptEvents {
@@ -197,8 +225,11 @@ func (l *Launcher) Events(ctx context.Context, after uint64, wait time.Duration)
 	}
 }
 
-// errConflict marks a command the guest's state does not allow.
-var errConflict = errors.New("conflict")
+// errConflict marks a command the guest's state does not allow; errInvalid a malformed one.
+var (
+	errConflict = errors.New("conflict")
+	errInvalid  = errors.New("invalid")
+)
 
 // Sync defines and starts the guest on the first call; later calls only report the state
 // (an instance's spec never changes).
@@ -227,34 +258,9 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (ap
 }
 
 func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
-	opts := domain.Options{
-		UseEmulation:   l.cfg.UseEmulation,
-		Layout:         l.Layout(),
-		KernelBootRoot: l.cfg.KernelBootRoot,
-	}
-	if err := os.MkdirAll(opts.Layout.EphemeralDir, 0o755); err != nil {
+	opts, ifaces, err := l.prepare(ctx, vmi)
+	if err != nil {
 		return err
-	}
-	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
-		return err
-	}
-	if err := prepareState(vmi, &l.cfg, &opts); err != nil {
-		return err
-	}
-	var ifaces []api.Interface
-	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
-		if l.cfg.Network == nil {
-			return fmt.Errorf("the instance has interfaces and this launcher sets up no network")
-		}
-		taps, reported, err := l.cfg.Network.Setup(ctx, vmi)
-		if err != nil {
-			return fmt.Errorf("network: %w", err)
-		}
-		opts.Taps, ifaces = taps, reported
-		opts.MACs = map[string]string{}
-		for _, i := range reported {
-			opts.MACs[i.Name] = i.MAC
-		}
 	}
 	dom, err := domain.Convert(vmi, opts)
 	if err != nil {
@@ -263,10 +269,10 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	if dropped := vmi.Spec.KVMOnlyFeatures(); opts.UseEmulation && len(dropped) > 0 {
 		klog.InfoS("software emulation: left out what only KVM offers", "fields", dropped)
 	}
-	buses := map[string]string{}
-	for _, d := range dom.Devices.Disks {
-		buses[d.Target.Dev] = d.Target.Bus
-	}
+	buses := diskBuses(dom)
+	l.mu.Lock()
+	l.copyDisks, l.hasSerial = disksToCopy(dom, opts.Layout), len(dom.Devices.Serials) > 0
+	l.mu.Unlock()
 	xml, err := dom.Marshal()
 	if err != nil {
 		return err
@@ -288,18 +294,9 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	}
 	// Attach the console before the first instruction runs: nothing the guest prints is lost.
 	if len(dom.Devices.Serials) > 0 {
-		serial, err := dialSerial(opts.Layout.SerialSocket, 10*time.Second)
-		if err != nil {
+		if err := l.attachConsole(opts.Layout.SerialSocket); err != nil {
 			return fmt.Errorf("serial console of %s: %w", name, err)
 		}
-		relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, "console.log"))
-		if err != nil {
-			serial.Close()
-			return fmt.Errorf("console relay: %w", err)
-		}
-		l.mu.Lock()
-		l.console = relay
-		l.mu.Unlock()
 	}
 	phase := api.PhaseRunning
 	if s := vmi.Spec.StartStrategy; s != nil && *s == v1.StartStrategyPaused {
@@ -313,11 +310,85 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	l.state.Interfaces = ifaces
 	l.diskBuses = buses
 	l.setStateLocked(phase, "", "")
-	if l.agent != nil {
-		agentCtx, cancel := context.WithCancel(context.Background())
-		l.agentCancel = cancel
-		go l.agentLoop(agentCtx, name, l.agentKick)
+	l.startAgentLoopLocked(name)
+	l.mu.Unlock()
+	return nil
+}
+
+// startAgentLoopLocked follows the guest agent of the running domain, unless the hypervisor
+// offers no agent or a loop runs already; the caller holds l.mu.
+func (l *Launcher) startAgentLoopLocked(name string) {
+	if l.agent == nil || l.agentCancel != nil {
+		return
 	}
+	agentCtx, cancel := context.WithCancel(context.Background())
+	l.agentCancel = cancel
+	go l.agentLoop(agentCtx, name, l.agentKick)
+}
+
+// diskBuses maps the domain's disk targets (vda, sda) to their buses, for the agent's file
+// systems.
+func diskBuses(dom *libvirtxml.Domain) map[string]string {
+	buses := map[string]string{}
+	if dom.Devices == nil {
+		return buses
+	}
+	for _, d := range dom.Devices.Disks {
+		if d.Target != nil {
+			buses[d.Target.Dev] = d.Target.Bus
+		}
+	}
+	return buses
+}
+
+// prepare makes what the guest's domain refers to: its volumes' files and, with the
+// handler's part done, its network. A start and a migration target both need it.
+func (l *Launcher) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance) (domain.Options, []api.Interface, error) {
+	opts := domain.Options{
+		UseEmulation:   l.cfg.UseEmulation,
+		Layout:         l.Layout(),
+		KernelBootRoot: l.cfg.KernelBootRoot,
+	}
+	if err := os.MkdirAll(opts.Layout.EphemeralDir, 0o755); err != nil {
+		return opts, nil, err
+	}
+	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
+		return opts, nil, err
+	}
+	if err := prepareState(vmi, &l.cfg, &opts); err != nil {
+		return opts, nil, err
+	}
+	var ifaces []api.Interface
+	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
+		if l.cfg.Network == nil {
+			return opts, nil, fmt.Errorf("the instance has interfaces and this launcher sets up no network")
+		}
+		taps, reported, err := l.cfg.Network.Setup(ctx, vmi)
+		if err != nil {
+			return opts, nil, fmt.Errorf("network: %w", err)
+		}
+		opts.Taps, ifaces = taps, reported
+		opts.MACs = map[string]string{}
+		for _, i := range reported {
+			opts.MACs[i.Name] = i.MAC
+		}
+	}
+	return opts, ifaces, nil
+}
+
+// attachConsole relays the guest's serial console from QEMU's socket.
+func (l *Launcher) attachConsole(socket string) error {
+	serial, err := dialSerial(socket, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, "console.log"))
+	if err != nil {
+		serial.Close()
+		return fmt.Errorf("console relay: %w", err)
+	}
+	l.mu.Lock()
+	l.console = relay
 	l.mu.Unlock()
 	return nil
 }
@@ -375,6 +446,12 @@ func (l *Launcher) Shutdown(grace *time.Duration) (api.State, error) {
 		l.setStateLocked(api.PhaseSucceeded, "Stopped", "stopped before the guest started")
 		return l.state, nil
 	}
+	if l.state.Phase == api.PhaseIncoming {
+		// A migration target whose guest has not arrived: nothing of the guest's is here to
+		// stop (a half-arrived domain goes with the launcher, and the source keeps the guest).
+		l.setStateLocked(api.PhaseSucceeded, "Stopped", "stopped before the migrating guest arrived")
+		return l.state, nil
+	}
 	if l.state.Phase != api.PhaseShuttingDown {
 		l.setStateLocked(api.PhaseShuttingDown, "", "")
 		var err error
@@ -410,6 +487,10 @@ func (l *Launcher) refresh() {
 		return // start() sets Running itself; the paused start is not a pause
 	}
 	ds, err := l.hv.State(name)
+	if phase == api.PhaseIncoming {
+		l.refreshIncoming(name, ds, err)
+		return
+	}
 	if errors.Is(err, virt.ErrNoDomain) {
 		l.setState(api.PhaseFailed, "DomainLost", "libvirt no longer knows the domain")
 		return
@@ -431,8 +512,15 @@ func phaseOf(ds virt.DomainState, stopAsked bool) (api.Phase, string) {
 		}
 		return api.PhaseRunning, ""
 	case virt.StatePaused:
-		if stopAsked {
+		switch {
+		case stopAsked:
 			return api.PhaseShuttingDown, ""
+		case ds.Reason == "Migration" || ds.Reason == "PostCopy":
+			// Stopped by libvirt for a migration's switch-over (or resumed elsewhere in
+			// post-copy): the guest is not paused from its user's point of view.
+			return api.PhaseRunning, ""
+		case ds.Reason == "PostCopyFailed":
+			return api.PhaseFailed, ReasonMigrationFailed
 		}
 		return api.PhasePaused, "PausedByUser"
 	case virt.StateShuttingDown:
@@ -448,6 +536,8 @@ func phaseOf(ds virt.DomainState, stopAsked bool) (api.Phase, string) {
 			return api.PhaseFailed, "Destroyed"
 		case "Crashed":
 			return api.PhaseFailed, "QEMUCrashed"
+		case "Migrated":
+			return api.PhaseSucceeded, ReasonMigrated
 		default:
 			return api.PhaseFailed, "QEMU" + ds.Reason
 		}

@@ -37,6 +37,7 @@ type fakeHypervisor struct {
 	failOn   string
 	events   chan virt.Event
 	closed   chan struct{}
+	mig      fakeMigration
 }
 
 func newFake() *fakeHypervisor {

@@ -66,6 +66,33 @@ func (l *Launcher) Handler() http.Handler {
 		state, err := l.SoftReboot()
 		reply(w, state, err)
 	})
+	mux.HandleFunc("PUT "+api.PathMigrationTarget, func(w http.ResponseWriter, r *http.Request) {
+		var req api.MigrationTargetRequest
+		if err := decode(r, &req); err != nil || req.VMI == nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("a migration target needs an instance: %v", err))
+			return
+		}
+		state, err := l.PrepareTarget(context.WithoutCancel(r.Context()), req.VMI, req.UID)
+		reply(w, state, err)
+	})
+	mux.HandleFunc("POST "+api.PathMigrate, func(w http.ResponseWriter, r *http.Request) {
+		var req api.MigrateRequest
+		if err := decode(r, &req); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		state, err := l.Migrate(req)
+		reply(w, state, err)
+	})
+	mux.HandleFunc("POST "+api.PathMigrationAbort, func(w http.ResponseWriter, r *http.Request) {
+		var req api.AbortRequest
+		if err := decode(r, &req); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		state, err := l.AbortMigration(req.UID)
+		reply(w, state, err)
+	})
 	mux.HandleFunc("POST "+api.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ShutdownRequest
 		if err := decode(r, &req); err != nil {
@@ -107,19 +134,20 @@ func (l *Launcher) Handler() http.Handler {
 // maxUnfreezeTimeout is the longest unfreeze timeout: KubeVirt's is an int32 of seconds.
 const maxUnfreezeTimeout = 1<<31 - 1
 
-// Serve listens on <SocketDir>/launcher.sock until ctx ends.
+// Serve listens on <SocketDir>/launcher.sock for commands and on the migration socket for
+// the migration tunnel until ctx ends.
 func (l *Launcher) Serve(ctx context.Context) error {
-	path := l.SocketPath()
-	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
+	ln, err := listenPrivate(l.SocketPath())
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", path, err)
+		return err
 	}
-	// Only root (the handler) may command the guest.
-	if err := os.Chmod(path, 0o600); err != nil {
+	mig, err := listenPrivate(l.MigrationSocketPath())
+	if err != nil {
 		ln.Close()
 		return err
 	}
+	defer os.Remove(l.MigrationSocketPath())
+	go l.serveTunnel(ctx, mig)
 	srv := &http.Server{Handler: l.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -128,11 +156,26 @@ func (l *Launcher) Serve(ctx context.Context) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}()
 	err = srv.Serve(ln)
-	_ = os.Remove(path)
+	_ = os.Remove(l.SocketPath())
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// listenPrivate listens on a unix socket only the launcher's user and root (the handler)
+// may connect to.
+func listenPrivate(path string) (net.Listener, error) {
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // SocketPath is the command socket.
@@ -157,6 +200,8 @@ func reply(w http.ResponseWriter, state api.State, err error) {
 		writeJSON(w, http.StatusOK, state)
 	case errors.Is(err, errConflict):
 		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, errInvalid):
+		writeError(w, http.StatusBadRequest, err)
 	default:
 		writeError(w, http.StatusInternalServerError, err)
 	}

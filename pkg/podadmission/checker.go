@@ -125,6 +125,9 @@ func newChecker(kube kubernetes.Interface, ns corelisters.NamespaceLister, quota
 	}
 }
 
+// ClusterConfig is the cluster configuration in effect (the defaults until it is read).
+func (c *Checker) ClusterConfig() *config.ClusterConfig { return c.config.Get() }
+
 // Run starts reading the cluster configuration; it returns at once.
 func (c *Checker) Run(ctx context.Context) error {
 	synced, err := configwatch.Start(ctx, c.config, c.kube, c.configNamespace, c.configName)

@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
+	"github.com/hangarvm/hangar/pkg/evictionwebhook"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
 	"github.com/hangarvm/hangar/pkg/podadmission"
 )
@@ -74,9 +73,8 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1.SchemeGroupVersion)),
 	}
-	// Objects are stored as kubevirt.io/v1 whatever version a client used.
-	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1.SchemeGroupVersion, schema.GroupKind{Group: v1.GroupName})
+	// Objects are stored as kubevirt.io/v1, in protobuf (applyStorageCodec).
+	o.RecommendedOptions.Etcd.DefaultStorageMediaType = defaultStorageMediaType
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	o.Handlers = nodeclient.Config{Namespace: "hangar", Selector: "app.kubernetes.io/name=virt-handler", Port: 18186}
 	o.NodeAgents = []string{noderestriction.DefaultAgent}
@@ -154,6 +152,11 @@ func (o *Options) Complete() error {
 			// Every client is an admin: do not listen beyond this machine unless told to.
 			o.RecommendedOptions.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
 		}
+	} else {
+		// kube-apiserver calls admission webhooks without credentials unless its admission
+		// configuration gives it some, so the eviction webhook is open as /readyz is. It
+		// acts only on what it reads back from the API (pkg/evictionwebhook).
+		o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, evictionwebhook.Path)
 	}
 	return nil
 }

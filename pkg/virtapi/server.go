@@ -47,7 +47,6 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 
 	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
-	serverConfig.Serializer = apiserver.Serializer
 	serverConfig.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(kubeAPIVersion, "", "")
 
 	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
@@ -58,6 +57,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.OpenAPIV3Config.Info.Title = "Hangar"
 	serverConfig.OpenAPIV3Config.Info.Version = "v1"
 
+	if err := o.applyStorageCodec(); err != nil {
+		return nil, err
+	}
 	checkerOf := o.launcherPodChecks()
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err

@@ -6,161 +6,242 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-var crdGVR = schema.GroupVersionResource{Group: "bench.hangar.io", Version: "v1", Resource: "virtualmachines"}
+var (
+	vmGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	vmiGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	crdGVR = schema.GroupVersionResource{Group: "bench.hangar.io", Version: "v1", Resource: "virtualmachines"}
+)
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
+// api is one row of the table: a way to create and list objects of one namespace.
+type api struct {
+	name string
+	// checked: the namespace gets a quota and a LimitRange for virt-api's launcher pod
+	// checks to look at.
+	checked bool
+	new     func(c *clients, ns string) target
 }
 
+// target creates the n-th object and lists a page.
+type target struct {
+	create func(ctx context.Context, n int) error
+	list   func(ctx context.Context, opts metav1.ListOptions) (items int, next string, err error)
+}
+
+// apis are the rows. The first three compare Hangar with a CRD on VMs that do not run
+// (Halted): Hangar through its generated (typed) clientset, which speaks protobuf, and
+// Hangar and the CRD through client-go's dynamic client, which speaks JSON to both. The
+// others are the creates that pay for the launcher pod checks (the pod is built and checked
+// against the namespace): VMs that run, and instances.
+var apis = []api{
+	{name: "Hangar, typed clientset", new: func(c *clients, ns string) target { return typedVMs(c, ns) }},
+	{name: "Hangar, dynamic (JSON)", new: func(c *clients, ns string) target { return dynamicTarget(c, vmGVR, ns, vmObject("Halted")) }},
+	{name: "CRD, dynamic (JSON)", new: func(c *clients, ns string) target { return dynamicTarget(c, crdGVR, ns, vmObject("Halted")) }},
+	{name: "Hangar JSON, VMs Always", checked: true, new: func(c *clients, ns string) target { return dynamicTarget(c, vmGVR, ns, vmObject("Always")) }},
+	{name: "Hangar JSON, instances", checked: true, new: func(c *clients, ns string) target { return dynamicTarget(c, vmiGVR, ns, vmiObject) }},
+}
+
+const (
+	rowTyped = 0
+	rowCRD   = 2
+)
+
+type result struct {
+	createsPerSecond                  float64
+	listP50, listP95, listAllInOneP50 time.Duration
+}
+
+// TestAPIThroughput prints creates/s and list latencies of every row, BENCH_RUNS times on a
+// fresh cluster each (kube-apiserver, virt-api as a process of its own, an etcd each), then
+// the medians and ranges.
 func TestAPIThroughput(t *testing.T) {
-	count, workers, lists := envInt("BENCH_VMS", 5000), envInt("BENCH_WORKERS", 16), envInt("BENCH_LISTS", 5)
+	count, workers, lists, runs := envInt("BENCH_VMS", 5000), envInt("BENCH_WORKERS", 16), envInt("BENCH_LISTS", 5), envInt("BENCH_RUNS", 1)
 	// BENCH_LAUNCHER_POD_CHECKS=off measures virt-api without the HangarLauncherPod admission
 	// plugin, for a before/after pair on the same code.
 	checks := os.Getenv("BENCH_LAUNCHER_POD_CHECKS") != "off"
-	c := framework.StartAggregatedWith(t, func(o *virtapi.Options) {
-		if !checks {
-			o.RecommendedOptions.Admission.DisablePlugins = []string{podadmission.PluginName}
-		}
-	})
-	ctx := context.Background()
-	client, err := dynamic.NewForConfig(c.Admin)
-	require.NoError(t, err)
-	installCRD(t, c, client)
-
-	vmGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
-	vmiGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	// The first two compare Hangar with a CRD on VMs that do not run (Halted). The others are
-	// the creates that pay for the launcher pod checks (the pod is built and checked against
-	// the namespace): VMs that run, and instances.
-	apis := []struct {
-		name   string
-		gvr    schema.GroupVersionResource
-		object func(schema.GroupVersionResource, int) *unstructured.Unstructured
-	}{
-		{"kube-apiserver -> virt-api", vmGVR, vmObject("Halted")},
-		{"CRD in kube-apiserver", crdGVR, vmObject("Halted")},
-		{"virt-api, VMs Always", vmGVR, vmObject("Always")},
-		{"virt-api, instances", vmiGVR, vmiObject},
-	}
-	const checkedFrom = 2 // these namespaces get a quota and a LimitRange for the checks to look at
-	type result struct {
-		createsPerSecond                  float64
-		listP50, listP95, listAllInOneP50 time.Duration
-	}
-	results := make([]result, len(apis))
-	for i, a := range apis {
-		ns := fmt.Sprintf("bench-%d", i)
-		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		if i >= checkedFrom {
-			namespacePolicies(t, c, ns)
-		}
-		res := client.Resource(a.gvr).Namespace(ns)
-
-		start := time.Now()
-		jobs := make(chan int)
-		errs := make(chan error, workers)
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := range jobs {
-					if _, err := res.Create(ctx, a.object(a.gvr, n), metav1.CreateOptions{}); err != nil {
-						errs <- err
-						return
-					}
+	binary := virtAPIBinary(t)
+	framework.KubeAPIServerProfiling = profileDir() != ""
+	results := make([][]result, len(apis))
+	var typedContentType string
+	for run := 0; run < runs; run++ {
+		t.Run(fmt.Sprintf("run%d", run+1), func(t *testing.T) {
+			c := framework.StartAggregatedProcess(t, binary, func(o *virtapi.Options) {
+				if !checks {
+					o.RecommendedOptions.Admission.DisablePlugins = []string{podadmission.PluginName}
 				}
-			}()
-		}
-		for n := 0; n < count; n++ {
-			jobs <- n
-		}
-		close(jobs)
-		wg.Wait()
-		close(errs)
-		require.NoError(t, <-errs)
-		results[i].createsPerSecond = float64(count) / time.Since(start).Seconds()
-
-		// Lists as kubectl does them (pages of 500), and in one piece.
-		var paged, whole []time.Duration
-		for l := 0; l < lists; l++ {
-			start := time.Now()
-			total, cont := 0, ""
-			for {
-				list, err := res.List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+			})
+			cl := newClients(t, c)
+			installCRD(t, c, cl.dynamic)
+			profile := startProfile(t, c)
+			for i, a := range apis {
+				ns := fmt.Sprintf("bench-%d", i)
+				_, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 				require.NoError(t, err)
-				total += len(list.Items)
-				if cont = list.GetContinue(); cont == "" {
-					break
+				if a.checked {
+					namespacePolicies(t, c, ns)
 				}
+				profile.begin(i)
+				r := measure(t, a.new(cl, ns), count, workers, lists)
+				profile.end()
+				results[i] = append(results[i], r)
 			}
-			paged = append(paged, time.Since(start))
-			require.Equal(t, count, total)
-			start = time.Now()
-			list, err := res.List(ctx, metav1.ListOptions{})
-			require.NoError(t, err)
-			whole = append(whole, time.Since(start))
-			require.Len(t, list.Items, count)
-		}
-		results[i].listP50, results[i].listP95 = percentile(paged, 50), percentile(paged, 95)
-		results[i].listAllInOneP50 = percentile(whole, 50)
+			typedContentType = cl.typedContentType()
+			printRun(fmt.Sprintf("run %d of %d", run+1, runs), results, run)
+			printListSources(t, c)
+		})
 	}
-
-	fmt.Printf("\nAPI throughput: %d objects per row, %d concurrent clients, %d lists each; launcher pod checks %s\n",
-		count, workers, lists, map[bool]string{true: "on", false: "off"}[checks])
-	fmt.Printf("%-28s %12s %14s %14s %16s\n", "API", "creates/s", "list p50", "list p95", "list (1 page) p50")
-	for i, a := range apis {
-		r := results[i]
-		fmt.Printf("%-28s %12.0f %14s %14s %16s\n", a.name, r.createsPerSecond,
-			r.listP50.Round(time.Millisecond), r.listP95.Round(time.Millisecond), r.listAllInOneP50.Round(time.Millisecond))
-	}
-	fmt.Printf("ratio Hangar/CRD: creates %.2f, list p50 %.2f\n\n",
-		results[0].createsPerSecond/results[1].createsPerSecond,
-		float64(results[0].listP50)/float64(results[1].listP50))
+	fmt.Printf("\nAPI throughput: %d objects per row, %d concurrent clients, %d lists each, %d runs; launcher pod checks %s; the typed clientset sent %s\n",
+		count, workers, lists, runs, map[bool]string{true: "on", false: "off"}[checks], typedContentType)
+	printSummary(results)
 }
 
-// namespacePolicies gives a namespace a quota and a LimitRange roomy enough for every create,
-// so the checks do their whole work.
-func namespacePolicies(t *testing.T, c *framework.Cluster, ns string) {
-	t.Helper()
+// measure creates count objects with workers clients, then lists them lists times as kubectl
+// does (pages of 500) and in one piece.
+func measure(t *testing.T, tg target, count, workers, lists int) result {
 	ctx := context.Background()
-	_, err := c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "roomy"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100000"),
-			corev1.ResourceRequestsMemory: resource.MustParse("100Ti")}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.Kube.CoreV1().LimitRanges(ns).Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "roomy"},
-		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
-			Max: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}}}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// Let virt-api's informers see them before the clock starts.
-	time.Sleep(time.Second)
+	var r result
+	start := time.Now()
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range jobs {
+				if err := tg.create(ctx, n); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for n := 0; n < count; n++ {
+		jobs <- n
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+	r.createsPerSecond = float64(count) / time.Since(start).Seconds()
+
+	var paged, whole []time.Duration
+	for l := 0; l < lists; l++ {
+		start := time.Now()
+		total, cont := 0, ""
+		for {
+			items, next, err := tg.list(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+			require.NoError(t, err)
+			total += items
+			if cont = next; cont == "" {
+				break
+			}
+		}
+		paged = append(paged, time.Since(start))
+		require.Equal(t, count, total)
+		start = time.Now()
+		items, _, err := tg.list(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		whole = append(whole, time.Since(start))
+		require.Equal(t, count, items)
+	}
+	r.listP50, r.listP95 = percentile(paged, 50), percentile(paged, 95)
+	r.listAllInOneP50 = percentile(whole, 50)
+	return r
+}
+
+func printRun(title string, results [][]result, run int) {
+	fmt.Printf("\n%s\n%-26s %10s %10s %10s %18s\n", title, "API", "creates/s", "list p50", "list p95", "list (1 page) p50")
+	for i, a := range apis {
+		r := results[i][run]
+		fmt.Printf("%-26s %10.0f %10s %10s %18s\n", a.name, r.createsPerSecond,
+			r.listP50.Round(time.Millisecond), r.listP95.Round(time.Millisecond), r.listAllInOneP50.Round(time.Millisecond))
+	}
+}
+
+// printListSources prints where each server's lists took the run's objects from: the watch
+// cache (as they should, paged lists too) or etcd.
+func printListSources(t *testing.T, c *framework.Cluster) {
+	virtAPI, kube := direct(t, c), c.Kube.Discovery().RESTClient()
+	for _, s := range []struct {
+		server string
+		client rest.Interface
+		gvr    schema.GroupVersionResource
+	}{{"virt-api", virtAPI, vmGVR}, {"virt-api", virtAPI, vmiGVR}, {"kube-apiserver", kube, crdGVR}} {
+		cache, etcd := listSources(t, s.client, s.gvr.Group, s.gvr.Resource)
+		fmt.Printf("objects listed of %s.%s by %s: %.0f from the watch cache, %.0f from etcd\n", s.gvr.Resource, s.gvr.Group, s.server, cache, etcd)
+	}
+}
+
+// printSummary prints each row's medians over the runs with their ranges, and the ratios of
+// the Hangar rows to the CRD row run by run.
+func printSummary(results [][]result) {
+	if len(results[0]) == 0 {
+		return // no run finished
+	}
+	fmt.Printf("%-26s %22s %26s %18s\n", "API (median [min-max])", "creates/s", "list p50 (pages of 500)", "list (1 page) p50")
+	for i, a := range apis {
+		var creates, listP50, whole []float64
+		for _, r := range results[i] {
+			creates = append(creates, r.createsPerSecond)
+			listP50 = append(listP50, float64(r.listP50)/float64(time.Millisecond))
+			whole = append(whole, float64(r.listAllInOneP50)/float64(time.Millisecond))
+		}
+		fmt.Printf("%-26s %22s %26s %18s\n", a.name, spread(creates, ""), spread(listP50, " ms"), spread(whole, " ms"))
+	}
+	for i := range apis[:rowCRD] {
+		var creates, lists []float64
+		for run := range results[i] {
+			creates = append(creates, results[i][run].createsPerSecond/results[rowCRD][run].createsPerSecond)
+			lists = append(lists, float64(results[i][run].listP50)/float64(results[rowCRD][run].listP50))
+		}
+		fmt.Printf("ratio %s / CRD: creates %s, list p50 %s\n", apis[i].name, spreadRatio(creates), spreadRatio(lists))
+	}
+	fmt.Println()
+}
+
+func spread(v []float64, unit string) string {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 1 {
+		return fmt.Sprintf("%.0f%s", s[0], unit)
+	}
+	return fmt.Sprintf("%.0f%s [%.0f-%.0f]", median(s), unit, s[0], s[len(s)-1])
+}
+
+func spreadRatio(v []float64) string {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 1 {
+		return fmt.Sprintf("%.2f", s[0])
+	}
+	return fmt.Sprintf("%.2f [%.2f-%.2f]", median(s), s[0], s[len(s)-1])
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 func percentile(d []time.Duration, p int) time.Duration {
@@ -173,93 +254,31 @@ func percentile(d []time.Duration, p int) time.Duration {
 	return sorted[idx]
 }
 
-// vmObject makes a small VirtualMachine with the given run strategy, the same for both APIs
-// but for the group.
-func vmObject(runStrategy string) func(schema.GroupVersionResource, int) *unstructured.Unstructured {
-	return func(gvr schema.GroupVersionResource, n int) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": gvr.GroupVersion().String(),
-			"kind":       "VirtualMachine",
-			"metadata":   map[string]interface{}{"name": fmt.Sprintf("vm-%05d", n), "labels": map[string]interface{}{"app": "bench"}},
-			"spec": map[string]interface{}{
-				"runStrategy": runStrategy,
-				"template": map[string]interface{}{
-					"metadata": map[string]interface{}{"labels": map[string]interface{}{"app": "bench"}},
-					"spec":     instanceSpec(),
-				},
-			},
-		}}
+// virtAPIBinary is the virt-api build hack/bench-api.sh makes ($HANGAR_VIRT_API).
+func virtAPIBinary(t *testing.T) string {
+	path := os.Getenv("HANGAR_VIRT_API")
+	if path == "" {
+		t.Fatal("HANGAR_VIRT_API must name a build of cmd/virt-api: run hack/bench-api.sh")
 	}
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	return abs
 }
 
-// vmiObject is the instance of vmObject's template.
-func vmiObject(gvr schema.GroupVersionResource, n int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": gvr.GroupVersion().String(),
-		"kind":       "VirtualMachineInstance",
-		"metadata":   map[string]interface{}{"name": fmt.Sprintf("vmi-%05d", n), "labels": map[string]interface{}{"app": "bench"}},
-		"spec":       instanceSpec(),
-	}}
-}
-
-func instanceSpec() map[string]interface{} {
-	return map[string]interface{}{
-		"domain": map[string]interface{}{
-			"resources": map[string]interface{}{"requests": map[string]interface{}{"memory": "128Mi"}},
-			"devices":   map[string]interface{}{"disks": []interface{}{map[string]interface{}{"name": "root", "disk": map[string]interface{}{"bus": "virtio"}}}},
+// dynamicTarget creates and lists with client-go's dynamic client (JSON).
+func dynamicTarget(c *clients, gvr schema.GroupVersionResource, ns string, object objectFunc) target {
+	res := c.dynamic.Resource(gvr).Namespace(ns)
+	return target{
+		create: func(ctx context.Context, n int) error {
+			_, err := res.Create(ctx, object(gvr, n), metav1.CreateOptions{})
+			return err
 		},
-		"volumes": []interface{}{map[string]interface{}{"name": "root", "containerDisk": map[string]interface{}{"image": "example/disk"}}},
-	}
-}
-
-// installCRD installs VirtualMachine's schema, as virt-api publishes it, as a CRD.
-func installCRD(t *testing.T, c *framework.Cluster, client dynamic.Interface) {
-	t.Helper()
-	ctx := context.Background()
-	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/kubevirt.io/v1").DoRaw(ctx)
-	require.NoError(t, err)
-	var doc struct {
-		Components struct {
-			Schemas map[string]map[string]interface{} `json:"schemas"`
-		} `json:"components"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &doc))
-	vmSchema, err := crdSchema(doc.Components.Schemas, "com.github.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachine")
-	require.NoError(t, err)
-
-	crdRes := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	crd := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]interface{}{"name": "virtualmachines.bench.hangar.io"},
-		"spec": map[string]interface{}{
-			"group": "bench.hangar.io",
-			"scope": "Namespaced",
-			"names": map[string]interface{}{"plural": "virtualmachines", "singular": "virtualmachine", "kind": "VirtualMachine", "listKind": "VirtualMachineList"},
-			"versions": []interface{}{map[string]interface{}{
-				"name": "v1", "served": true, "storage": true,
-				"schema":       map[string]interface{}{"openAPIV3Schema": vmSchema},
-				"subresources": map[string]interface{}{"status": map[string]interface{}{}},
-			}},
-		},
-	}}
-	_, err = crdRes.Create(ctx, crd, metav1.CreateOptions{})
-	require.NoError(t, err)
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, err := crdRes.Get(ctx, "virtualmachines.bench.hangar.io", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, cond := range conditions {
-			m := cond.(map[string]interface{})
-			if m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
+		list: func(ctx context.Context, opts metav1.ListOptions) (int, string, error) {
+			list, err := res.List(ctx, opts)
+			if err != nil {
+				return 0, "", err
 			}
-		}
-		return false, nil
-	})
-	require.NoError(t, err, "the CRD is not established")
-	// Discovery of the new group takes a moment in the dynamic client's server.
-	time.Sleep(2 * time.Second)
+			return len(list.Items), list.GetContinue(), nil
+		},
+	}
 }

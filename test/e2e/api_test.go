@@ -61,7 +61,7 @@ func TestAPIServicesAndKubectl(t *testing.T) {
 	out, err = kubectl(t, "api-resources", "--api-group=kubevirt.io", "-o", "name")
 	require.NoError(t, err, out)
 	assert.ElementsMatch(t, []string{"virtualmachineinstancereplicasets.kubevirt.io", "virtualmachineinstances.kubevirt.io",
-		"virtualmachines.kubevirt.io"}, strings.Fields(out))
+		"virtualmachines.kubevirt.io", "virtualmachineinstancemigrations.kubevirt.io"}, strings.Fields(out))
 
 	out, err = kubectl(t, "get", "vms,vmis,vmirs", "-A")
 	require.NoError(t, err, out)

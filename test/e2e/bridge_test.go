@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -66,9 +70,9 @@ func TestBridgeBinding(t *testing.T) {
 		return answer == "hello-bridge\n"
 	}, 30*time.Second, 250*time.Millisecond, "the guest answers at the pod's address (last %q)", answer)
 
-	// Egress: the guest reaches the node through the pod's gateway with the pod's address.
-	ln, err := net.Listen("tcp", net.JoinHostPort(router[1], "0"))
-	require.NoError(t, err)
+	// Egress: the guest reaches the node through the pod's gateway with the pod's address
+	// (the gateway is in the node's network namespace, a namespace of its own here).
+	ln := listenOnNode(t, pods[0].Spec.NodeName, net.JoinHostPort(router[1], "0"))
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	type received struct {
@@ -100,4 +104,28 @@ func TestBridgeBinding(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no connection from the guest to the node")
 	}
+}
+
+// listenOnNode listens in the network namespace of the local cluster's node (hack/cluster
+// names it after the node): the socket stays in that namespace, the test's thread leaves it.
+func listenOnNode(t *testing.T, node, address string) net.Listener {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	require.NoError(t, err)
+	defer self.Close()
+	nodeNS, err := os.Open(filepath.Join("/run/netns", node))
+	require.NoError(t, err, "the node's network namespace")
+	defer nodeNS.Close()
+	require.NoError(t, unix.Setns(int(nodeNS.Fd()), unix.CLONE_NEWNET))
+	ln, listenErr := net.Listen("tcp", address)
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		// A thread stuck in another namespace must not run anything else: leave it locked,
+		// so the runtime ends it with this goroutine.
+		runtime.LockOSThread()
+		t.Fatalf("back to the test's network namespace: %v", err)
+	}
+	require.NoError(t, listenErr)
+	return ln
 }

@@ -23,9 +23,10 @@ import (
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-// kubeletPodsDir is a node's kubelet pods directory, seen from the host.
-func kubeletPodsDir(string) string {
-	return filepath.Join(framework.RepoRoot(), "_cluster", "kubelet", "pods")
+// kubeletPodsDir is a node's kubelet pods directory, seen from the host (in the node's mount
+// namespace it is /var/lib/kubelet/pods).
+func kubeletPodsDir(node string) string {
+	return filepath.Join(framework.RepoRoot(), "_cluster", "nodes", node, "kubelet", "pods")
 }
 
 // consoleConn is one way to the guest's serial console: the chain a user's console takes

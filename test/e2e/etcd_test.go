@@ -169,7 +169,7 @@ func attackerPod(t *testing.T, userKube kubernetes.Interface, ns string) string 
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "busybox", Image: "hangar.local/busybox:v1", ImagePullPolicy: corev1.PullNever,
+				Name: "busybox", Image: "hangar.local/busybox:v2", ImagePullPolicy: corev1.PullNever,
 				Command: []string{"sleep", "3600"},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"image"
 	"image/png"
 	"io"
 	"net/http"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/test/browser"
 )
 
 // guestImage is the kernelBoot test guest hack/deploy.sh imports (hack/guest/build-kernelboot.sh).
@@ -147,8 +149,9 @@ func waitVMI(t *testing.T, ns, name string, timeout time.Duration, ok func(*v1.V
 }
 
 // TestVMIBoots boots a guest (TCG) on the local cluster: Running with an address, a console
-// that shows the banner and answers a command, a VNC display, and deletion that stops QEMU and
-// the pod within the grace period.
+// that shows the banner and answers a command, a VNC display (virtctl's browser page in
+// Chromium shows it and types on it), and deletion that stops QEMU and the pod within the
+// grace period.
 func TestVMIBoots(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-boot")
@@ -170,7 +173,7 @@ func TestVMIBoots(t *testing.T) {
 	img, err := png.Decode(bytes.NewReader(shot))
 	require.NoError(t, err, "vnc/screenshot answers a PNG")
 	assert.Positive(t, img.Bounds().Dx())
-	browserVNC(t, ns, "guest")
+	browserVNC(t, ns, "guest", console, img)
 
 	start := time.Now()
 	require.NoError(t, vmis.Delete(ctx, "guest", metav1.DeleteOptions{}))
@@ -183,9 +186,11 @@ func TestVMIBoots(t *testing.T) {
 	assert.Empty(t, strings.TrimSpace(string(out)), "QEMU is gone")
 }
 
-// browserVNC runs `virtctl vnc --browser` and opens its page and websocket as a browser
-// would: the page loads and the websocket carries the guest's VNC greeting.
-func browserVNC(t *testing.T, ns, name string) {
+// browserVNC runs `virtctl vnc --browser` and opens its page as a browser would, then in
+// Chromium: the page shows the guest's screen (as vnc/screenshot has it), what is typed
+// there reaches the guest, whose serial console (console) prints it, and the page's
+// Ctrl+Alt+Del reboots the guest.
+func browserVNC(t *testing.T, ns, name string, console *stream, screenshot image.Image) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "virtctl")
 	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/virtctl").CombinedOutput()
@@ -213,13 +218,38 @@ func browserVNC(t *testing.T, ns, name string) {
 	u, err := url.Parse(page)
 	require.NoError(t, err)
 	origin := "http://" + u.Host
-	conn, _, err := gwebsocket.DefaultDialer.Dial("ws://"+u.Host+u.Path+"websocket", http.Header{"Origin": {origin}})
+	wsURL := "ws://" + u.Host + u.Path + "websocket"
+	_, refused, err := gwebsocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {"http://evil.example"}})
+	require.Error(t, err, "another site's page gets no websocket")
+	require.NotNil(t, refused)
+	assert.Equal(t, http.StatusForbidden, refused.StatusCode)
+	conn, _, err := gwebsocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {origin}})
 	require.NoError(t, err)
-	defer conn.Close()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, greeting, err := conn.ReadMessage()
 	require.NoError(t, err)
 	assert.Equal(t, "RFB 003.008\n", string(greeting))
+	conn.Close()
+
+	p := browser.StartVNCPage(t, page)
+	assert.Equal(t, screenshot.Bounds().Dx(), p.Width)
+	assert.Equal(t, screenshot.Bounds().Dy(), p.Height)
+	// The same screen as vnc/screenshot's, but for the text cursor, which blinks: one
+	// character cell at most.
+	var diff int
+	require.Eventually(t, func() bool {
+		diff, err = browser.DiffPixels(screenshot, p.Screen())
+		require.NoError(t, err)
+		return diff <= 9*16
+	}, 20*time.Second, 250*time.Millisecond, "the page shows the guest's screen (%d pixels differ)", diff)
+
+	// The shell on the guest's tty1 (the VGA console) gets what is typed, Shift and all.
+	p.Type("echo typed-in-the-browser-$((6*7)) >/dev/ttyS0\n")
+	console.waitFor(t, "typed-in-the-browser-42", 60*time.Second)
+
+	p.CtrlAltDel()
+	require.Eventually(t, func() bool { return strings.Count(console.output(), banner) >= 2 },
+		120*time.Second, 250*time.Millisecond, "Ctrl+Alt+Del reboots the guest, which boots again")
 }
 
 // TestKilledLauncherRestartsTheVM kills a running VM's launcher: its container goes, QEMU
@@ -364,8 +394,10 @@ func TestHandlerRestartKeepsGuests(t *testing.T) {
 	require.Len(t, pods, 1)
 
 	handler := "app.kubernetes.io/name=virt-handler"
+	handlers, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: handler})
+	require.NoError(t, err)
 	require.NoError(t, kube.CoreV1().Pods("hangar").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: handler}))
-	waitReady(t, handler, 1)
+	waitReady(t, handler, len(handlers.Items)) // one per node
 
 	after, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "steady", metav1.GetOptions{})
 	require.NoError(t, err)

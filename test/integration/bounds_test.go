@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,9 +10,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apiserver"
 )
 
 // mem is the memory every bound case gives its guest, so only the bound under test fails.
@@ -107,7 +115,8 @@ func TestBoundsAreRefusedAtCreate(t *testing.T) {
 }
 
 // TestQuantitiesTooCostlyToDecode: a quantity such as 1e-99999999 takes resource.ParseQuantity
-// minutes; virt-api refuses the body before decoding it, in every form a client can send it.
+// minutes; virt-api refuses the body before decoding it, in every form a client can send it
+// (JSON, YAML, protobuf).
 // A regression makes this test hang.
 func TestQuantitiesTooCostlyToDecode(t *testing.T) {
 	ctx := context.Background()
@@ -118,6 +127,14 @@ func TestQuantitiesTooCostlyToDecode(t *testing.T) {
 		{"application/yaml", "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: slow\nspec:\n  domain:\n    resources:\n      requests:\n        memory: \"0." +
 			strings.Repeat("0", 1000) + "1\"\n    devices: {}\n"},
 	}
+	// The clientset's protobuf form, with the quantity swapped for one of the same length so
+	// that every length prefix stays right.
+	vmi := newVMI("slow")
+	vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("12345678901")
+	var pb bytes.Buffer
+	require.NoError(t, apiserver.Codecs.EncoderForVersion(protobuf.NewSerializer(apiserver.Scheme, apiserver.Scheme), v1.SchemeGroupVersion).Encode(vmi, &pb))
+	bodies = append(bodies, struct{ contentType, body string }{runtime.ContentTypeProtobuf,
+		strings.Replace(pb.String(), "12345678901", "1e-99999999", 1)})
 	for _, b := range bodies {
 		err := client.Post().Namespace("slow").Resource("virtualmachineinstances").SetHeader("Content-Type", b.contentType).
 			Body([]byte(b.body)).Do(ctx).Error()

@@ -135,21 +135,3 @@ func TestOpenAPI(t *testing.T) {
 		assert.NotEmpty(t, v3.Components.Schemas, path)
 	}
 }
-
-// TestProtobufClientsGetJSON asks as kube-controller-manager does (protobuf first): Hangar's
-// types have no protobuf form, so the answer must be JSON, never a 406.
-func TestProtobufClientsGetJSON(t *testing.T) {
-	ctx := context.Background()
-	ns := "protobuf"
-	_, err := api.Client.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("pb", v1.RunStrategyHalted), metav1.CreateOptions{})
-	require.NoError(t, err)
-	accept := "application/vnd.kubernetes.protobuf, application/json"
-	raw, err := api.Client.KubevirtV1().RESTClient().Get().Namespace(ns).Resource("virtualmachines").
-		SetHeader("Accept", accept).DoRaw(ctx)
-	require.NoError(t, err)
-	assert.True(t, json.Valid(raw), "a JSON list")
-	var code int
-	api.Client.KubevirtV1().RESTClient().Delete().Namespace(ns).Resource("virtualmachines").
-		SetHeader("Accept", accept).Do(ctx).StatusCode(&code)
-	assert.Equal(t, 200, code, "delete-collection, as the namespace controller sends it")
-}

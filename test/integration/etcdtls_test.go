@@ -44,6 +44,7 @@ resources:
   - virtualmachines.kubevirt.io
   - virtualmachineinstances.kubevirt.io
   - virtualmachineinstancereplicasets.kubevirt.io
+  - virtualmachineinstancemigrations.kubevirt.io
   providers:
   - secretbox:
       keys:
@@ -71,6 +72,17 @@ func rawEtcd(t *testing.T, endpoint string, tlsConfig *tls.Config) *clientv3.Cli
 	return client
 }
 
+// etcdClientTLS is the TLS configuration of a client with a certificate of etcd's CA, as
+// virt-api and an operator's etcdctl have.
+func etcdClientTLS(t *testing.T, etcd *framework.TLSEtcd) *tls.Config {
+	t.Helper()
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(etcd.CA.PEM))
+	clientCert, err := tls.X509KeyPair(etcd.Client.CertPEM, etcd.Client.KeyPEM)
+	require.NoError(t, err)
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientCert}}
+}
+
 // TestEtcdMutualTLSAndEncryptionAtRest runs virt-api as deployed: its etcd admits only
 // clients with a certificate of the etcd CA, and Hangar's objects are encrypted before they
 // reach etcd (k8s.io/apiserver's --encryption-provider-config). The flags are the
@@ -92,11 +104,9 @@ func TestEtcdMutualTLSAndEncryptionAtRest(t *testing.T) {
 		require.NoError(t, fs.Parse(args))
 	})
 
-	roots := x509.NewCertPool()
-	require.True(t, roots.AppendCertsFromPEM(etcd.CA.PEM))
-	clientCert, err := tls.X509KeyPair(etcd.Client.CertPEM, etcd.Client.KeyPEM)
-	require.NoError(t, err)
-	admin := rawEtcd(t, etcd.URL, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientCert}})
+	adminTLS := etcdClientTLS(t, etcd)
+	roots := adminTLS.RootCAs
+	admin := rawEtcd(t, etcd.URL, adminTLS)
 	raw := func(t *testing.T, resource, ns, name string) string {
 		t.Helper()
 		resp, err := admin.Get(ctx, "/hangar/kubevirt.io/"+resource+"/"+ns+"/"+name)
@@ -112,7 +122,7 @@ func TestEtcdMutualTLSAndEncryptionAtRest(t *testing.T) {
 	vms := api.Client.KubevirtV1().VirtualMachines(ns)
 	old := newVM("before", v1.RunStrategyHalted)
 	old.Spec.Template.Spec = withUserData(oldSecret)
-	_, err = vms.Create(ctx, old, metav1.CreateOptions{})
+	_, err := vms.Create(ctx, old, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Contains(t, raw(t, "virtualmachines", ns, "before"), oldSecret, "without encryption the user data is in etcd as written")
 

@@ -214,7 +214,7 @@ func TestContainerDiskHonoursPowerButton(t *testing.T) {
 	env := testEnv(t)
 	image := filepath.Join(env.root, "_output", "guest", "containerdisk-rootfs")
 	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
-		t.Skipf("no containerDisk (hack/guest/build-containerdisk.sh): %v", err)
+		t.Fatalf("no containerDisk: hack/test-node.sh builds it (hack/guest/build-containerdisk.sh): %v", err)
 	}
 	diskRoot := launcherDir(t)
 	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))

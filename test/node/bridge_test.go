@@ -107,7 +107,7 @@ func TestBridgeBinding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, first, again)
 	assert.Equal(t, eth0.Address, showLink(t, n.pod, "eth0").Address)
-	inspected, err := network.InspectPod(ctx, netns, plans)
+	inspected, err := network.InspectPod(netns, plans)
 	require.NoError(t, err)
 	assert.Equal(t, first, inspected)
 

@@ -26,7 +26,7 @@ func TestContainerDiskCloudInitAndEmptyDisk(t *testing.T) {
 	base := filepath.Join(image, "disk", "debian.qcow2")
 	before, err := os.Stat(base)
 	if err != nil {
-		t.Skipf("no containerDisk (hack/guest/build-containerdisk.sh): %v", err)
+		t.Fatalf("no containerDisk: hack/test-node.sh builds it (hack/guest/build-containerdisk.sh): %v", err)
 	}
 	// The launcher finds volume "root"'s image files under <root>/root, as a pod would mount them.
 	diskRoot := launcherDir(t)

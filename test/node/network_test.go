@@ -133,6 +133,25 @@ func TestMasqueradeDHCPEgressAndPortForward(t *testing.T) {
 	n.waitForGuestAnswer(t, "hello-in\n")
 }
 
+// TestNetworkSetupErrorsNameTheLink: a setup that fails says which link and what failed.
+func TestNetworkSetupErrorsNameTheLink(t *testing.T) {
+	n := newPodNetwork(t)
+	// A link that has the bridge's name and is no bridge.
+	ipCmd(t, "-n", n.pod, "link", "add", "hangar-br0", "type", "veth", "peer", "name", "other")
+	for _, vmi := range []*v1.VirtualMachineInstance{
+		kernelBootVMI("masq", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.AutoattachPodInterface = nil }),
+		bridgeVMI("bridge"),
+	} {
+		plans, err := network.Plans(vmi)
+		require.NoError(t, err)
+		ns, err := os.Open("/run/netns/" + n.pod)
+		require.NoError(t, err)
+		_, err = network.SetupPod(context.Background(), ns, plans)
+		ns.Close()
+		assert.EqualError(t, err, "interface default: link hangar-br0: a veth, not a bridge", vmi.Name)
+	}
+}
+
 // waitForGuestAnswer connects from outside the pod to the pod's address, port 8080, until
 // the guest's listener there answers want.
 func (n podNetwork) waitForGuestAnswer(t *testing.T, want string) {

@@ -53,13 +53,17 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	require.NoError(t, err)
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	require.Len(t, nodes.Items, 1)
+	require.NotEmpty(t, nodes.Items)
 	node := nodes.Items[0].Name
 
 	// kubelet learns devices.kubevirt.io/tun from the handler's device plugin.
 	pluginCtx, stopPlugins := context.WithCancel(ctx)
 	defer stopPlugins()
-	go func() { _ = deviceplugin.TUN("/var/lib/kubelet/device-plugins").Run(pluginCtx) }()
+	// The node's kubelet root, seen from the host (in the node's mount namespace it is
+	// /var/lib/kubelet): the device-plugin socket directory is below it.
+	go func() {
+		_ = deviceplugin.TUN(filepath.Join(root, "_cluster", "nodes", node, "kubelet", "device-plugins")).Run(pluginCtx)
+	}()
 	require.Eventually(t, func() bool {
 		n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		q := n.Status.Allocatable["devices.kubevirt.io/tun"]
@@ -139,7 +143,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	vmi.Status.ActivePods = map[types.UID]string{created.UID: node}
 	_, err = va.Client.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	pods, err := podsockets.OpenRoot(filepath.Join(root, "_cluster", "kubelet", "pods"))
+	pods, err := podsockets.OpenRoot(filepath.Join(root, "_cluster", "nodes", node, "kubelet", "pods"))
 	require.NoError(t, err)
 	defer pods.Close()
 	h := handler.NewController(handler.Config{NodeName: node, Pods: pods, SetupNetwork: true}, va.Client)

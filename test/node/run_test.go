@@ -56,6 +56,17 @@ var (
 	nodeErr  error
 )
 
+// TestMain removes what the emulated node left on the host: the cgroup parent of the
+// launchers (each launcher's own cgroup goes with its test) and the node's directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if nodeVal != nil {
+		_ = os.Remove(nodeVal.cgroups)
+		_ = os.RemoveAll(nodeVal.base)
+	}
+	os.Exit(code)
+}
+
 // testNode prepares the emulated node once per test binary.
 func testNode(t *testing.T) *node {
 	t.Helper()
@@ -175,6 +186,10 @@ type launcherOptions struct {
 	podUID types.UID
 	// args are extra flags.
 	args []string
+	// sharedRunPath mounts the run and socket directories at the same paths in every
+	// launcher that asks for it, as a pod's are: the two ends of a migration name their
+	// sockets by those paths (the domain's definition travels from source to target).
+	sharedRunPath bool
 }
 
 func startLauncher(t *testing.T, vmi *v1.VirtualMachineInstance, extraArgs ...string) *launcherRun {
@@ -209,16 +224,26 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 	// Inside the launcher's mount namespace the socket volume is at a short path, as in the
 	// container (/var/run/hangar/sockets): sockets are bound by path, and sun_path is short.
 	mountPoint := filepath.Join(private, "s")
-	require.NoError(t, os.Mkdir(mountPoint, 0o755))
+	if o.sharedRunPath {
+		mountPoint = filepath.Join(n.base, "s") // the same in every pod, as the run directory
+	}
+	require.NoError(t, os.MkdirAll(mountPoint, 0o755))
 
 	r.cgroup = filepath.Join(n.cgroups, "pod"+string(o.podUID))
 	require.NoError(t, os.MkdirAll(r.cgroup, 0o755))
 
-	logFile, err := os.Create(filepath.Join(env.outDir, vmi.Name+".launcher.log"))
+	runDirArg := r.runDir
+	logName := vmi.Name + ".launcher.log"
+	if o.sharedRunPath {
+		runDirArg = filepath.Join(n.base, "run")
+		require.NoError(t, os.MkdirAll(runDirArg, 0o755))
+		logName = vmi.Name + "-" + string(o.podUID)[:8] + ".launcher.log"
+	}
+	logFile, err := os.Create(filepath.Join(env.outDir, logName))
 	require.NoError(t, err)
 	args := append([]string{
 		"--namespace", vmi.Namespace, "--name", vmi.Name, "--uid", string(vmi.UID),
-		"--socket-dir", mountPoint, "--state-dir", r.stateDir, "--run-dir", r.runDir, "--ephemeral-dir", r.ephemeralDir,
+		"--socket-dir", mountPoint, "--state-dir", r.stateDir, "--run-dir", runDirArg, "--ephemeral-dir", r.ephemeralDir,
 		"--use-emulation", "--kernel-boot-root", env.kernelBootRoot, "--final-wait", "10s",
 	}, o.args...)
 	script := strings.Join([]string{
@@ -227,6 +252,7 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 		"mount --bind " + n.group + " /etc/group",
 		"mount --bind " + n.tun + " /dev/net/tun",
 		"mount --bind " + r.socketDir + " " + mountPoint,
+		"mount --bind " + r.runDir + " " + runDirArg, // the same directory unless sharedRunPath
 		fmt.Sprintf(`exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"`, api.LauncherUID, api.LauncherUID),
 	}, "\n")
 	argv := []string{"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "launcher", n.launcher}

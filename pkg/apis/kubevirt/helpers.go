@@ -27,3 +27,8 @@ func (vmi *VirtualMachineInstance) IsFinal() bool {
 
 // DefaultGracePeriodSeconds is the time a guest gets to shut down when none is given.
 const DefaultGracePeriodSeconds int64 = 30
+
+// IsFinal says whether a migration has ended, one way or the other.
+func (m *VirtualMachineInstanceMigration) IsFinal() bool {
+	return m.Status.Phase == MigrationSucceeded || m.Status.Phase == MigrationFailed
+}

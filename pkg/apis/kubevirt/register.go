@@ -33,6 +33,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtualMachine{}, &VirtualMachineList{},
 		&VirtualMachineInstance{}, &VirtualMachineInstanceList{},
 		&VirtualMachineInstanceReplicaSet{}, &VirtualMachineInstanceReplicaSetList{},
+		&VirtualMachineInstanceMigration{}, &VirtualMachineInstanceMigrationList{},
 	)
 	return nil
 }

@@ -186,8 +186,9 @@ type FeatureHyperv struct {
 	Synic *FeatureState
 	// Synictimer are the synthetic timers (stimer). Needs synic.
 	Synictimer *SyNICTimer
-	// Reset lets the guest reset itself through Hyper-V.
-	Reset *FeatureState
+	// ResetFeature (reset) lets the guest reset itself through Hyper-V; not named Reset,
+	// which protobuf's generated code has as a method.
+	ResetFeature *FeatureState
 	// Vendorid is the hypervisor vendor ID the guest sees.
 	Vendorid *FeatureVendorID
 	// Frequencies tells the guest the TSC and APIC frequencies.

@@ -454,6 +454,9 @@ const (
 	// VirtualMachineInstanceFeaturesDropped is true when features the spec asks for only KVM
 	// offers, and the guest runs under software emulation without them.
 	VirtualMachineInstanceFeaturesDropped VirtualMachineInstanceConditionType = "FeaturesDropped"
+	// VirtualMachineInstanceIsMigratable says whether the instance can be live migrated; when
+	// False, its reason and message say why not.
+	VirtualMachineInstanceIsMigratable VirtualMachineInstanceConditionType = "LiveMigratable"
 )
 
 // VirtualMachineInstanceStatus is the observed state of an instance.
@@ -478,6 +481,14 @@ type VirtualMachineInstanceStatus struct {
 	ActivePods map[types.UID]string
 	// FSFreezeStatus is "frozen" while a freeze of the guest's filesystems is in effect.
 	FSFreezeStatus string
+	// MigrationState is the state of the instance's current or last live migration.
+	MigrationState *VirtualMachineInstanceMigrationState
+	// MigrationMethod says whether a migration copies the instance's local disks
+	// (BlockMigration) or moves memory and device state only (LiveMigration).
+	MigrationMethod VirtualMachineInstanceMigrationMethod
+	// EvacuationNodeName is the node the instance is to leave: set when an eviction of its
+	// launcher pod is turned into a migration. Only Hangar's components set it.
+	EvacuationNodeName string
 }
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.

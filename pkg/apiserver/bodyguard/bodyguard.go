@@ -9,7 +9,9 @@
 // number of them (resource maps, emptyDisk capacities), so one request from anyone who may
 // create an instance could occupy virt-api. No real quantity needs an exponent of three
 // digits or more than a few dozen characters, so any string or number that looks like a
-// quantity and has either is refused with a 400.
+// quantity and has either is refused with a 400. Protobuf bodies carry the same risk (a
+// Quantity's protobuf form is its string, parsed while the body is decoded) and are looked
+// at as well.
 package bodyguard
 
 import (
@@ -22,6 +24,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -83,14 +86,18 @@ func quantityLike(s string) bool {
 }
 
 // Check looks at every string and number of a JSON or YAML body (as the decoder will see
-// them: YAML is converted to JSON first, as the API server does) and returns the first
-// problem, or "". Other content types are not looked at: virt-api does not decode them.
+// them: YAML is converted to JSON first, as the API server does), and at every string of a
+// protobuf body (checkProtobuf), and returns the first problem, or "". Other content types
+// are not looked at: virt-api does not decode them (CBOR is a test-only feature of
+// k8s.io/apimachinery v0.34, off in virt-api).
 func Check(body []byte, contentType string) string {
 	media, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return ""
 	}
 	switch {
+	case media == runtime.ContentTypeProtobuf:
+		return checkProtobuf(body)
 	case strings.HasSuffix(media, "json"):
 	case strings.HasSuffix(media, "yaml"):
 		if body, err = yaml.YAMLToJSON(body); err != nil {

@@ -83,6 +83,12 @@ func CheckStatusUpdate(node string, vmi, old *kubevirt.VirtualMachineInstance) e
 	if to := vmi.Status.NodeName; to != node {
 		return fmt.Errorf("status.nodeName may not change from %q to %q: a node agent cannot move an instance to another node", node, to)
 	}
+	if err := checkMigrationState(vmi.Status.MigrationState, old.Status.MigrationState); err != nil {
+		return err
+	}
+	if !equality.Semantic.DeepEqual(vmi.Status.ActivePods, old.Status.ActivePods) {
+		return fmt.Errorf("status.activePods may not change: virt-controller records the launcher pods")
+	}
 	for _, m := range []struct {
 		field string
 		same  bool
@@ -95,6 +101,40 @@ func CheckStatusUpdate(node string, vmi, old *kubevirt.VirtualMachineInstance) e
 		if !m.same {
 			return fmt.Errorf("%s may not change: a node agent writes an instance's status only", m.field)
 		}
+	}
+	return checkMigrationVerdicts(vmi, old)
+}
+
+// checkMigrationState: of a migration, the node agent reports the progress only; which
+// migration it is, between which nodes and pods and to which address, is virt-controller's,
+// so an agent cannot steer a guest's memory to a node of its choosing.
+func checkMigrationState(ms, old *kubevirt.VirtualMachineInstanceMigrationState) error {
+	if ms == nil && old == nil {
+		return nil
+	}
+	if ms == nil || old == nil {
+		return fmt.Errorf("status.migrationState may not be added or removed by a node agent")
+	}
+	for _, f := range []struct {
+		field    string
+		got, was string
+	}{
+		{"migrationUid", string(ms.MigrationUid), string(old.MigrationUid)},
+		{"sourceNode", ms.SourceNode, old.SourceNode},
+		{"sourcePod", ms.SourcePod, old.SourcePod},
+		{"targetNode", ms.TargetNode, old.TargetNode},
+		{"targetPod", ms.TargetPod, old.TargetPod},
+		{"targetNodeAddress", ms.TargetNodeAddress, old.TargetNodeAddress},
+	} {
+		if f.got != f.was {
+			return fmt.Errorf("status.migrationState.%s may not change: virt-controller sets it", f.field)
+		}
+	}
+	if ms.AbortRequested != old.AbortRequested {
+		return fmt.Errorf("status.migrationState.abortRequested may not change: virt-controller sets it")
+	}
+	if !equality.Semantic.DeepEqual(ms.MigrationConfiguration, old.MigrationConfiguration) {
+		return fmt.Errorf("status.migrationState.migrationConfiguration may not change: virt-controller sets it")
 	}
 	return nil
 }

@@ -25,8 +25,12 @@ const DefaultAgent = "system:serviceaccount:hangar:virt-handler"
 // NodeNameExtra is the user extra that carries the node a ServiceAccount token is bound to.
 const NodeNameExtra = serviceaccount.NodeNameKey
 
-// NodeNameField is the instance field a node agent's lists and watches must select on.
+// NodeNameField is the instance field a node agent's lists and watches must select on...
 const NodeNameField = "status.nodeName"
+
+// TargetNodeField ...or this one: the instances migrating to its node, which it prepares to
+// receive (it writes nothing of theirs until they are on its node).
+const TargetNodeField = "status.migrationState.targetNode"
 
 // Agents are the users that are node agents.
 type Agents struct {

@@ -42,8 +42,8 @@ func (z Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (a
 		if selectsNode(attrs, node) {
 			return authorizer.DecisionNoOpinion, "", nil
 		}
-		return authorizer.DecisionDeny, fmt.Sprintf("the node agent of node %q may %s only the instances on its node: select %s=%s",
-			node, verb, NodeNameField, node), nil
+		return authorizer.DecisionDeny, fmt.Sprintf("the node agent of node %q may %s only the instances on its node or migrating to it: select %s=%s or %s=%s",
+			node, verb, NodeNameField, node, TargetNodeField, node), nil
 	case instances && attrs.GetSubresource() == "status" && (verb == "update" || verb == "patch"):
 		return authorizer.DecisionNoOpinion, "", nil // the admission plugin checks the instance's node
 	}
@@ -54,14 +54,15 @@ func (z Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (a
 const notBound = "a node agent must use a credential bound to its node (the ServiceAccount token of its pod, " +
 	"which carries " + NodeNameExtra + "); this one names no node"
 
-// selectsNode: the request's field selector requires status.nodeName to be node.
+// selectsNode: the request's field selector requires status.nodeName, or
+// status.migrationState.targetNode, to be node.
 func selectsNode(attrs authorizer.Attributes, node string) bool {
 	reqs, err := attrs.GetFieldSelector()
 	if err != nil {
 		return false
 	}
 	for _, r := range reqs {
-		if r.Field == NodeNameField && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && r.Value == node {
+		if (r.Field == NodeNameField || r.Field == TargetNodeField) && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && r.Value == node {
 			return true
 		}
 	}

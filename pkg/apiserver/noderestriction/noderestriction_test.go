@@ -2,6 +2,7 @@ package noderestriction
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -71,6 +73,8 @@ func TestAuthorizer(t *testing.T) {
 		{"list of its node, == and more", attrs(handlerA, "list", kv, vmis, "", "metadata.namespace=ns,status.nodeName==node-a"), authorizer.DecisionNoOpinion},
 		{"list without selector", attrs(handlerA, "list", kv, vmis, "", ""), authorizer.DecisionDeny},
 		{"watch of another node", attrs(handlerA, "watch", kv, vmis, "", "status.nodeName=node-b"), authorizer.DecisionDeny},
+		{"watch of migrations to its node", attrs(handlerA, "watch", kv, vmis, "", "status.migrationState.targetNode=node-a"), authorizer.DecisionNoOpinion},
+		{"watch of migrations to another node", attrs(handlerA, "watch", kv, vmis, "", "status.migrationState.targetNode=node-b"), authorizer.DecisionDeny},
 		{"list of every node but another", attrs(handlerA, "list", kv, vmis, "", "status.nodeName!=node-b"), authorizer.DecisionDeny},
 		{"get", attrs(handlerA, "get", kv, vmis, "", ""), authorizer.DecisionDeny},
 		{"update status", attrs(handlerA, "update", kv, vmis, "status", ""), authorizer.DecisionNoOpinion},
@@ -129,9 +133,40 @@ func TestCheckStatusUpdate(t *testing.T) {
 		{"labels", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Labels["app"] = "y" }), instance("node-a"), "metadata.labels"},
 		{"annotations", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Annotations = map[string]string{"a": "b"} }), instance("node-a"), "metadata.annotations"},
 		{"finalizers", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Finalizers = nil }), instance("node-a"), "metadata.finalizers"},
+		{"migration progress", instance("node-a", migrating(func(m *kubevirt.VirtualMachineInstanceMigrationState) { m.Completed = true })), instance("node-a", migrating()), ""},
+		{"migration target address", instance("node-a", migrating(func(m *kubevirt.VirtualMachineInstanceMigrationState) { m.TargetNodeAddress = "10.0.0.66:18187" })),
+			instance("node-a", migrating()), "migrationState.targetNodeAddress"},
+		{"migration target node", instance("node-a", migrating(func(m *kubevirt.VirtualMachineInstanceMigrationState) { m.TargetNode = "node-evil" })),
+			instance("node-a", migrating()), "migrationState.targetNode"},
+		{"migration abort withdrawn", instance("node-a", migrating()),
+			instance("node-a", migrating(func(m *kubevirt.VirtualMachineInstanceMigrationState) { m.AbortRequested = true })), "migrationState.abortRequested"},
+		{"migration state dropped", instance("node-a"), instance("node-a", migrating()), "added or removed"},
+		{"active pods", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.ActivePods = map[types.UID]string{"other-pod": "node-a"}
+		}), instance("node-a"), "status.activePods"},
 		{"owners", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
 			v.OwnerReferences = []metav1.OwnerReference{{Kind: "VirtualMachine", Name: "x"}}
 		}), instance("node-a"), "metadata.ownerReferences"},
+		// What gates migrations is not a node agent's to decide.
+		{"declare an instance migratable", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}}
+		}), instance("node-a"), "LiveMigratable condition may not change"},
+		{"flip the verdict", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}}
+		}), instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse, Reason: "DisksNotLiveMigratable"}}
+		}), "LiveMigratable condition may not change"},
+		{"keep the verdict while writing other conditions", instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceReady, Status: corev1.ConditionTrue},
+				{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse}}
+		}), instance("node-a", func(v *kubevirt.VirtualMachineInstance) {
+			v.Status.Conditions = []kubevirt.VirtualMachineInstanceCondition{{Type: kubevirt.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse}}
+		}), ""},
+		{"migration method", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.MigrationMethod = kubevirt.LiveMigration }),
+			instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.MigrationMethod = kubevirt.BlockMigration }), "status.migrationMethod"},
+		{"mark for evacuation", instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.EvacuationNodeName = "node-a" }),
+			instance("node-a"), "only cleared"},
+		{"clear the mark", instance("node-a"), instance("node-a", func(v *kubevirt.VirtualMachineInstance) { v.Status.EvacuationNodeName = "node-a" }), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := CheckStatusUpdate("node-a", tt.vmi, tt.old)
@@ -180,5 +215,17 @@ func TestPlugin(t *testing.T) {
 	}
 	for _, op := range []admission.Operation{admission.Create, admission.Update, admission.Delete, admission.Connect} {
 		assert.True(t, p.Handles(op), op)
+	}
+}
+
+// migrating gives an instance a migration from node-a to node-b.
+func migrating(mutate ...func(*kubevirt.VirtualMachineInstanceMigrationState)) func(*kubevirt.VirtualMachineInstance) {
+	return func(v *kubevirt.VirtualMachineInstance) {
+		v.Status.MigrationState = &kubevirt.VirtualMachineInstanceMigrationState{
+			MigrationUid: "m-1", SourceNode: "node-a", TargetNode: "node-b", TargetNodeAddress: "10.0.0.2:18187",
+		}
+		for _, m := range mutate {
+			m(v.Status.MigrationState)
+		}
 	}
 }

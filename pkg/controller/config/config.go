@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
 // ConfigMap keys.
@@ -23,6 +26,9 @@ const (
 	KeyLauncherImage = "launcherImage"
 	// KeyMemoryOverhead is a quantity added to the guest memory in the launcher pod's request.
 	KeyMemoryOverhead = "memoryOverhead"
+	// KeyNodeUnresponsiveGracePeriod is how long a node may not be Ready before its
+	// instances fail with NodeUnresponsive (a duration, default 1m).
+	KeyNodeUnresponsiveGracePeriod = "nodeUnresponsiveGracePeriod"
 	// KeyCPUAllocationRatio is how many vCPUs share one requested CPU when the instance
 	// requests no CPU itself (KubeVirt's cpuAllocationRatio, default 10: 100m per vCPU).
 	KeyCPUAllocationRatio = "cpuAllocationRatio"
@@ -45,6 +51,12 @@ type ClusterConfig struct {
 	LauncherImage      string
 	MemoryOverhead     resource.Quantity
 	CPUAllocationRatio int
+	// NodeUnresponsiveGracePeriod: see KeyNodeUnresponsiveGracePeriod.
+	NodeUnresponsiveGracePeriod time.Duration
+	// EvictionStrategy: see KeyEvictionStrategy; empty when unset.
+	EvictionStrategy v1.EvictionStrategy
+	// Migrations: see KeyMigrations (migrations.go); every field is set.
+	Migrations v1.MigrationConfiguration
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -53,6 +65,11 @@ func Defaults() ClusterConfig {
 		LauncherImage:      DefaultLauncherImage,
 		MemoryOverhead:     DefaultMemoryOverhead,
 		CPUAllocationRatio: 10,
+		// The node's heartbeat is missed after the controller manager's
+		// node-monitor-grace-period (50 s by default, later than KubeVirt's 5 minutes of
+		// virt-handler heartbeat): a minute more of silence is not a hiccup.
+		NodeUnresponsiveGracePeriod: time.Minute,
+		Migrations:                  DefaultMigrations(),
 	}
 }
 
@@ -83,12 +100,25 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 			c.MemoryOverhead = q
 		}
 	}
+	if v, ok := data[KeyNodeUnresponsiveGracePeriod]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration", KeyNodeUnresponsiveGracePeriod, v))
+		} else {
+			c.NodeUnresponsiveGracePeriod = d
+		}
+	}
 	if v, ok := data[KeyCPUAllocationRatio]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			errs = append(errs, fmt.Errorf("%s: %q is not a positive integer", KeyCPUAllocationRatio, v))
 		} else {
 			c.CPUAllocationRatio = n
+		}
+	}
+	for _, parse := range []func(map[string]string, *ClusterConfig) error{parseEvictionStrategy, parseMigrations} {
+		if err := parse(data, &c); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return c, errs

@@ -1,5 +1,5 @@
 // Package manager runs virt-controller's controllers together: shared informers, the cluster
-// configuration, the event recorder and the three controllers. cmd/virt-controller runs it
+// configuration, the event recorder and the controllers. cmd/virt-controller runs it
 // under leader election; tests and benchmarks run it directly.
 package manager
 
@@ -25,7 +25,10 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/config"
 	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
+	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
+	"github.com/hangarvm/hangar/pkg/controller/migration"
+	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	"github.com/hangarvm/hangar/pkg/controller/vm"
 	"github.com/hangarvm/hangar/pkg/controller/vmi"
@@ -49,12 +52,26 @@ type Options struct {
 	VMWorkers, VMIWorkers, ReplicaSetWorkers int
 	// Resync is the informers' resync period (0: none).
 	Resync time.Duration
+	// Migration finds the handlers' migration proxies.
+	Migration migration.Options
+	// MigrationCA issues the nodes' migration identities (nil: none are issued, and no
+	// handler can carry a migration).
+	MigrationCA *migrationsigner.CA
+	// HandlerUsers are virt-handler's ServiceAccount user names, whose identity requests the
+	// signer answers.
+	HandlerUsers []string
 }
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
 func DefaultOptions() Options {
 	return Options{ConfigNamespace: "hangar", ConfigName: "hangar-config", Defaults: config.Defaults(),
-		VMWorkers: 3, VMIWorkers: 10, ReplicaSetWorkers: 3, Resync: 10 * time.Minute}
+		VMWorkers: 3, VMIWorkers: 10, ReplicaSetWorkers: 3, Resync: 10 * time.Minute,
+		Migration: migration.Options{
+			HandlerNamespace: "hangar", HandlerPort: 18187,
+			HandlerSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "virt-handler"}),
+		},
+		HandlerUsers: []string{"system:serviceaccount:hangar:virt-handler"},
+	}
 }
 
 // Run runs the controllers until ctx ends. kubevirt reaches the kubevirt.io API (through
@@ -102,7 +119,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
-	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, cfg, recorder)
+	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
 	if err != nil {
 		return err
 	}
@@ -110,23 +127,62 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	evacuationController, err := evacuation.New(kubevirt, vmiInformer, kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations(), cfg, recorder)
+	if err != nil {
+		return err
+	}
+	// virt-handler pods, for the address of each node's migration proxy.
+	handlerFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+		informers.WithNamespace(o.Migration.HandlerNamespace),
+		informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.Migration.HandlerSelector.String() }))
+	migController, err := migration.New(kubevirt, kube, kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations(),
+		vmiInformer, podInformer, handlerFactory.Core().V1().Pods(), pvcInformer, cfg, recorder, o.Migration)
+	if err != nil {
+		return err
+	}
+	runners := []func() error{
+		func() error { return vmController.Run(ctx, o.VMWorkers) },
+		func() error { return vmiController.Run(ctx, o.VMIWorkers) },
+		func() error { return rsController.Run(ctx, o.ReplicaSetWorkers) },
+		func() error { return migController.Run(ctx, 3) },
+		func() error { return evacuationController.Run(ctx) },
+	}
+	var csrFactory informers.SharedInformerFactory
+	if o.MigrationCA != nil {
+		csrFactory = informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = migrationsigner.FieldSelector }))
+		signer, err := migrationsigner.New(kube, csrFactory.Certificates().V1().CertificateSigningRequests(), o.MigrationCA, o.HandlerUsers...)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, func() error { return signer.Run(ctx, 1) })
+	} else {
+		klog.InfoS("no migration CA: nodes get no migration identity, and no instance can migrate")
+	}
 
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
 	eventFactory.Start(ctx.Done())
+	handlerFactory.Start(ctx.Done())
+	defer handlerFactory.Shutdown()
+	if csrFactory != nil {
+		csrFactory.Start(ctx.Done())
+		defer csrFactory.Shutdown()
+	}
 	defer kvFactory.Shutdown()
 	defer podFactory.Shutdown()
 	defer kubeFactory.Shutdown()
 	defer eventFactory.Shutdown()
 
-	errs := make(chan error, 3)
-	go func() { errs <- vmController.Run(ctx, o.VMWorkers) }()
-	go func() { errs <- vmiController.Run(ctx, o.VMIWorkers) }()
-	go func() { errs <- rsController.Run(ctx, o.ReplicaSetWorkers) }()
+	errs := make(chan error, len(runners))
+	for _, run := range runners {
+		go func() { errs <- run() }()
+	}
 	klog.InfoS("virt-controller running")
 	var first error
-	for range 3 {
+	for range runners {
 		if err := <-errs; err != nil && first == nil && ctx.Err() == nil {
 			first = err // caches that did not sync because ctx ended are no failure
 		}

@@ -148,7 +148,7 @@ func syncConditions(s *v1.VirtualMachineStatus, vmi *v1.VirtualMachineInstance, 
 }
 
 // printableStatus is the first of KubeVirt's statuses that holds, in KubeVirt's order.
-// Migrating, Provisioning, the data volume and image-pull statuses need features Hangar does
+// Provisioning, the data volume and image-pull statuses need features Hangar does
 // not have yet and are never shown.
 func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pending) v1.VirtualMachinePrintableStatus {
 	paused := vmi != nil && vmiCondition(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue) != nil
@@ -158,6 +158,8 @@ func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pe
 		return v1.VirtualMachineStatusTerminating
 	case vmi != nil && !isFinal(vmi) && (vmi.DeletionTimestamp != nil || p.stop):
 		return v1.VirtualMachineStatusStopping
+	case isRunning(vmi) && migrating(vmi):
+		return v1.VirtualMachineStatusMigrating
 	case isRunning(vmi) && paused:
 		return v1.VirtualMachineStatusPaused
 	case isRunning(vmi):
@@ -240,4 +242,10 @@ func removeConditions(s *v1.VirtualMachineStatus, drop func(v1.VirtualMachineCon
 		}
 	}
 	s.Conditions = out
+}
+
+// migrating: the instance has a migration under way.
+func migrating(vmi *v1.VirtualMachineInstance) bool {
+	ms := vmi.Status.MigrationState
+	return ms != nil && ms.MigrationUid != "" && !ms.Completed && !ms.Failed
 }

@@ -49,7 +49,9 @@ type Controller struct {
 	pvcLister  corelisters.PersistentVolumeClaimLister
 	// eventIndexer holds the kubelet's FailedMount events of pods (FailedMountEvents).
 	eventIndexer cache.Indexer
-	synced       []cache.InformerSynced
+	// nodeLister tells unresponsive nodes (nodes.go).
+	nodeLister corelisters.NodeLister
+	synced     []cache.InformerSynced
 
 	config       *config.Store
 	recorder     record.EventRecorder
@@ -68,7 +70,8 @@ type Controller struct {
 // only: they say why a launcher pod cannot start.
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kvinformers.VirtualMachineInstanceInformer,
 	podInformer coreinformers.PodInformer, pvcInformer coreinformers.PersistentVolumeClaimInformer,
-	eventInformer coreinformers.EventInformer, cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
+	eventInformer coreinformers.EventInformer, nodeInformer coreinformers.NodeInformer,
+	cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		kubevirt:     kubevirt,
 		kube:         kube,
@@ -77,8 +80,9 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 		podIndexer:   podInformer.Informer().GetIndexer(),
 		pvcLister:    pvcInformer.Lister(),
 		eventIndexer: eventInformer.Informer().GetIndexer(),
+		nodeLister:   nodeInformer.Lister(),
 		synced: []cache.InformerSynced{vmiInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-			pvcInformer.Informer().HasSynced, eventInformer.Informer().HasSynced},
+			pvcInformer.Informer().HasSynced, eventInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
 		config:       cfg,
 		recorder:     recorder,
 		queue:        controllerutil.NewQueue("virt-controller-vmi"),
@@ -88,8 +92,8 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByOwnerIndex: indexByOwner}); err != nil {
 		return nil, fmt.Errorf("index launcher pods: %w", err)
 	}
-	if err := vmiInformer.Informer().AddIndexers(cache.Indexers{vmisByClaimIndex: indexByClaim}); err != nil {
-		return nil, fmt.Errorf("index instances by claim: %w", err)
+	if err := vmiInformer.Informer().AddIndexers(cache.Indexers{vmisByClaimIndex: indexByClaim, vmisByNodeIndex: indexByNode}); err != nil {
+		return nil, fmt.Errorf("index instances: %w", err)
 	}
 	if err := eventInformer.Informer().AddIndexers(cache.Indexers{eventsByPodIndex: indexByPod}); err != nil {
 		return nil, fmt.Errorf("index events by pod: %w", err)
@@ -123,6 +127,13 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	// and a claim's volumeMode never changes.
 	if _, err := pvcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueClaimants,
+	}); err != nil {
+		return nil, err
+	}
+	// A node whose readiness changes may have instances to fail (nodes.go).
+	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: c.enqueueNodeInstances,
+		DeleteFunc: c.enqueueNodeDeleted,
 	}); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -34,6 +35,7 @@ type fixture struct {
 	kube     *k8sfake.Clientset
 	c        *Controller
 	recorder *record.FakeRecorder
+	nodes    cache.Indexer
 }
 
 // newFixture seeds the clientsets and the informer caches with the same objects, as the
@@ -58,7 +60,9 @@ func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.
 	pvcInformer, eventInformer := kf.Core().V1().PersistentVolumeClaims(), kf.Core().V1().Events()
 	cfg := config.Defaults()
 	cfg.UseEmulation = true
-	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, eventInformer, config.NewStore(cfg), f.recorder)
+	nodeInformer := kf.Core().V1().Nodes()
+	f.nodes = nodeInformer.Informer().GetIndexer()
+	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, eventInformer, nodeInformer, config.NewStore(cfg), f.recorder)
 	require.NoError(t, err)
 	for _, o := range claims {
 		require.NoError(t, pvcInformer.Informer().GetIndexer().Add(o))
@@ -403,8 +407,9 @@ func TestSync(t *testing.T) {
 			})},
 			wantPhase: v1.Running, wantNode: "node-a",
 			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {
-				require.Len(t, vmi.Status.Conditions, 1)
-				assert.Equal(t, corev1.ConditionTrue, vmi.Status.Conditions[0].Status)
+				ready := condition(vmi, v1.VirtualMachineInstanceReady)
+				require.NotNil(t, ready)
+				assert.Equal(t, corev1.ConditionTrue, ready.Status)
 			},
 		},
 		{

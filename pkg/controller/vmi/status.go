@@ -39,16 +39,17 @@ const (
 const PodScheduledCondition = v1.VirtualMachineInstanceConditionType(corev1.PodScheduled)
 
 // nextStatus is the status the instance should have given its launcher pod (nil: none in the
-// cache), whether a pod creation is still to be observed, for an instance without a pod why it
+// cache), whether a pod creation is still to be observed, whether the pod's node stopped
+// responding (nodes.go), for an instance without a pod why it
 // cannot have one yet (waiting), and for a pod that cannot start why the kubelet cannot mount
 // its volumes (mountFailure). It never leaves a final phase and never enters Running or later:
 // those are the node agent's.
-func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending bool, waiting, mountFailure string, now metav1.Time) v1.VirtualMachineInstanceStatus {
+func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending, nodeDown bool, waiting, mountFailure string, now metav1.Time) v1.VirtualMachineInstanceStatus {
 	s := *vmi.Status.DeepCopy()
 	// Step through the controller's phases until none applies, so an instance whose pod is
 	// already bound (after a controller restart, say) goes straight to Scheduled.
 	for range 4 {
-		next, reason := nextPhase(s.Phase, pod, creationPending, now)
+		next, reason := nextPhase(s.Phase, pod, creationPending, nodeDown, now)
 		if next == s.Phase {
 			break
 		}
@@ -120,7 +121,10 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 }
 
 // nextPhase is one step of the controller's part of the lifecycle.
-func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPending bool, now metav1.Time) (v1.VirtualMachineInstancePhase, string) {
+func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPending, nodeDown bool, now metav1.Time) (v1.VirtualMachineInstancePhase, string) {
+	if nodeDown && (phase == v1.Scheduled || phase == v1.Running) {
+		return v1.Failed, ReasonNodeUnresponsive
+	}
 	switch phase {
 	case v1.Running:
 		// How a guest ends is the node agent's to say; these are the ends it cannot report.

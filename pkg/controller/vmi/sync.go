@@ -79,12 +79,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.staleVersions.Replaced(key, cachedVersion, c.now())
 	}
 
-	pod := activePod(own)
+	pod := activePod(vmi, own)
 	var syncErr error
 	waiting := "" // why an instance that needs a pod cannot have one yet
 	creationPending := !c.expectations.Satisfied(string(vmi.UID))
 	if pod == nil && !creationPending && needsPod(vmi.Status.Phase) {
-		modes, missing, err := c.volumeModes(vmi)
+		modes, missing, err := launcherpod.ClaimVolumeModes(c.pvcLister, vmi)
 		switch {
 		case err != nil:
 			return err
@@ -110,7 +110,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	now := metav1.Now()
-	status := nextStatus(vmi, pod, creationPending, waiting, mountFailure, now)
+	var nodeDown bool
+	var nodeGraceLeft time.Duration
+	if pod != nil && !isFinal(vmi.Status.Phase) {
+		nodeDown, nodeGraceLeft = c.nodeUnresponsive(pod.Spec.NodeName)
+	}
+	status := nextStatus(vmi, pod, creationPending, nodeDown, waiting, mountFailure, now)
+	c.setMigratable(vmi, &status, now)
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status
@@ -120,30 +126,21 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.staleVersions.Replaced(key, cachedVersion, c.now())
 		if old != status.Phase {
 			klog.V(2).InfoS("Instance phase", "vmi", klog.KObj(vmi), "from", old, "to", status.Phase, "reason", status.Reason)
+			if status.Reason == ReasonNodeUnresponsive {
+				c.recorder.Eventf(vmi, corev1.EventTypeWarning, ReasonNodeUnresponsive,
+					"node %s has not been Ready for %s: the instance failed", pod.Spec.NodeName, c.config.Get().NodeUnresponsiveGracePeriod)
+			}
 		}
+	}
+	if syncErr == nil && nodeGraceLeft > 0 {
+		// The node is not Ready; come back when its grace period is over.
+		return controllerutil.RequeueAfter(nodeGraceLeft + time.Second)
 	}
 	if syncErr == nil && status.Phase == v1.Running && pod != nil && podTerminated(pod) {
 		// Come back when the node agent's time to report on the ended pod is up.
 		return controllerutil.RequeueAfter(awaitingNodeAgent(pod, now) + time.Second)
 	}
 	return syncErr
-}
-
-// volumeModes reads the volumeMode of every claim the instance names, or the first claim
-// that does not exist.
-func (c *Controller) volumeModes(vmi *v1.VirtualMachineInstance) (launcherpod.VolumeModes, string, error) {
-	modes := launcherpod.VolumeModes{}
-	for _, name := range launcherpod.ClaimNames(vmi) {
-		claim, err := c.pvcLister.PersistentVolumeClaims(vmi.Namespace).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, name, nil
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("read claim %s/%s: %w", vmi.Namespace, name, err)
-		}
-		modes[name] = ptr.Deref(claim.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
-	}
-	return modes, "", nil
 }
 
 func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance, modes launcherpod.VolumeModes) (*corev1.Pod, error) {
@@ -194,11 +191,17 @@ func (c *Controller) finish(ctx context.Context, vmi *v1.VirtualMachineInstance,
 func (c *Controller) deletePods(ctx context.Context, vmi *v1.VirtualMachineInstance, pods []*corev1.Pod) error {
 	var errs []error
 	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil {
+		// A pod on an unresponsive node cannot end gracefully (no kubelet confirms it): it is
+		// deleted at once, again if it is terminating already (nodes.go).
+		nodeDown, _ := c.nodeUnresponsive(pod.Spec.NodeName)
+		if pod.DeletionTimestamp != nil && !nodeDown {
 			continue
 		}
 		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
-		if vmi != nil {
+		switch {
+		case nodeDown:
+			opts.GracePeriodSeconds = ptr.To[int64](0)
+		case vmi != nil:
 			opts.GracePeriodSeconds = ptr.To(gracePeriod(vmi))
 		}
 		err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
@@ -228,10 +231,16 @@ func gracePeriod(vmi *v1.VirtualMachineInstance) int64 {
 	return launcherpod.DefaultGracePeriodSeconds
 }
 
-// activePod is the pod that runs the instance: the newest one, preferring those not being deleted.
-func activePod(pods []*corev1.Pod) *corev1.Pod {
+// activePod is the pod that runs the instance: the newest one, preferring those not being
+// deleted, on the instance's node once it has one. A migration's target pod (MigrationJobLabel)
+// is the migration controller's until the instance is handed over to its node.
+func activePod(vmi *v1.VirtualMachineInstance, pods []*corev1.Pod) *corev1.Pod {
 	var best *corev1.Pod
 	for _, p := range pods {
+		node := vmi.Status.NodeName
+		if node != "" && p.Spec.NodeName != node || node == "" && p.Labels[v1.MigrationJobLabel] != "" {
+			continue
+		}
 		if best == nil ||
 			(best.DeletionTimestamp != nil && p.DeletionTimestamp == nil) ||
 			((best.DeletionTimestamp == nil) == (p.DeletionTimestamp == nil) && best.CreationTimestamp.Before(&p.CreationTimestamp)) {

@@ -5,6 +5,8 @@
 package api
 
 import (
+	"time"
+
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 )
@@ -45,6 +47,16 @@ const (
 	PathGuestInfo  = "/" + Version + "/guestinfo"  // GET: v1.VirtualMachineInstanceGuestAgentInfo
 	PathFreeze     = "/" + Version + "/freeze"     // POST FreezeRequest: State
 	PathUnfreeze   = "/" + Version + "/unfreeze"   // POST: State
+
+	// PathMigrationTarget makes the launcher of a migration's target pod ready to receive
+	// the guest: its volumes and network as for a start, no domain (libvirt makes it when the
+	// migration arrives).
+	PathMigrationTarget = "/" + Version + "/migration/target" // PUT MigrationTargetRequest: State
+	// PathMigrate starts the migration of the guest to the target behind the migration
+	// socket; it returns at once, the progress follows in State.Migration.
+	PathMigrate = "/" + Version + "/migration/start" // POST MigrateRequest: State
+	// PathMigrationAbort cancels the migration under way; the guest stays.
+	PathMigrationAbort = "/" + Version + "/migration/abort" // POST AbortRequest: State
 )
 
 // Health answers PathHealthz.
@@ -82,6 +94,8 @@ const (
 	PhaseNone Phase = ""
 	// PhaseStarting: being defined and started.
 	PhaseStarting Phase = "Starting"
+	// PhaseIncoming: a migration target, ready for the guest to arrive; Running once it has.
+	PhaseIncoming Phase = "Incoming"
 	PhaseRunning  Phase = "Running"
 	PhasePaused   Phase = "Paused"
 	// PhaseShuttingDown: the guest was asked to power off and has not yet.
@@ -111,6 +125,9 @@ type State struct {
 	Agent *Agent `json:"agent,omitempty"`
 	// FSFrozen says a freeze of the guest's file systems is in effect.
 	FSFrozen bool `json:"fsFrozen,omitempty"`
+	// Migration is the latest migration of the guest, out of this launcher (source) or into
+	// it (target); nil when there was none.
+	Migration *Migration `json:"migration,omitempty"`
 	// Seq is the sequence number of the latest event.
 	Seq uint64 `json:"seq"`
 }
@@ -159,3 +176,90 @@ type Events struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// MigrationTargetRequest is the body of PathMigrationTarget.
+type MigrationTargetRequest struct {
+	VMI *v1.VirtualMachineInstance `json:"vmi"`
+	// UID is the migration's.
+	UID string `json:"uid"`
+}
+
+// MigrateRequest is the body of PathMigrate.
+type MigrateRequest struct {
+	// UID is the migration's (the VirtualMachineInstanceMigration's): it names the migration
+	// in the launcher's state and on the tunnel.
+	UID string `json:"uid"`
+	// Options bound the migration.
+	Options MigrationOptions `json:"options"`
+}
+
+// MigrationOptions are the cluster configuration's migration settings, as they apply to one
+// migration.
+type MigrationOptions struct {
+	// BandwidthMiB limits the migration's throughput (MiB/s); 0 is unlimited.
+	BandwidthMiB uint64 `json:"bandwidthMiB,omitempty"`
+	// ProgressTimeoutSeconds aborts a migration whose remaining data has not shrunk for
+	// that long.
+	ProgressTimeoutSeconds int64 `json:"progressTimeoutSeconds,omitempty"`
+	// CompletionTimeoutPerGiBSeconds aborts (or, with AllowPostCopy, switches to post-copy)
+	// a migration that takes longer than this per GiB of memory and copied disk.
+	CompletionTimeoutPerGiBSeconds int64 `json:"completionTimeoutPerGiBSeconds,omitempty"`
+	// AllowAutoConverge lets QEMU throttle the guest's vCPUs to converge.
+	AllowAutoConverge bool `json:"allowAutoConverge,omitempty"`
+	// AllowPostCopy lets the migration switch to post-copy when it does not complete in time.
+	AllowPostCopy bool `json:"allowPostCopy,omitempty"`
+}
+
+// AbortRequest is the body of PathMigrationAbort.
+type AbortRequest struct {
+	UID string `json:"uid"`
+}
+
+// MigrationMode is how memory moves.
+type MigrationMode string
+
+const (
+	MigrationPreCopy  MigrationMode = "PreCopy"
+	MigrationPostCopy MigrationMode = "PostCopy"
+)
+
+// AbortStatus is the state of a cancel request.
+type AbortStatus string
+
+const (
+	AbortAborting  AbortStatus = "Aborting"
+	AbortSucceeded AbortStatus = "Succeeded"
+	AbortFailed    AbortStatus = "Failed"
+)
+
+// Migration is a migration as one of its launchers sees it.
+type Migration struct {
+	UID string `json:"uid"`
+	// Role is Source or Target.
+	Role      MigrationRole `json:"role"`
+	StartedAt *time.Time    `json:"startedAt,omitempty"`
+	EndedAt   *time.Time    `json:"endedAt,omitempty"`
+	Completed bool          `json:"completed,omitempty"`
+	Failed    bool          `json:"failed,omitempty"`
+	// Reason is why it failed: CamelCase.
+	Reason      string        `json:"reason,omitempty"`
+	Message     string        `json:"message,omitempty"`
+	Mode        MigrationMode `json:"mode,omitempty"`
+	AbortStatus AbortStatus   `json:"abortStatus,omitempty"`
+	// Progress (source only), from libvirt's job statistics.
+	DataTotalBytes     uint64 `json:"dataTotalBytes,omitempty"`
+	DataProcessedBytes uint64 `json:"dataProcessedBytes,omitempty"`
+	DataRemainingBytes uint64 `json:"dataRemainingBytes,omitempty"`
+	// MemoryBytesPerSecond is the memory transfer rate; DirtyRateBytesPerSecond the rate at
+	// which the guest dirties memory.
+	MemoryBytesPerSecond    uint64 `json:"memoryBytesPerSecond,omitempty"`
+	DirtyRateBytesPerSecond uint64 `json:"dirtyRateBytesPerSecond,omitempty"`
+}
+
+// MigrationRole says which end of a migration a launcher is.
+type MigrationRole string
+
+const (
+	MigrationSource MigrationRole = "Source"
+	MigrationTarget MigrationRole = "Target"
+)

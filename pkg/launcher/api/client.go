@@ -111,6 +111,23 @@ func (c *Client) Freeze(ctx context.Context, unfreezeTimeoutSeconds int64) (Stat
 // Unfreeze thaws the guest's file systems.
 func (c *Client) Unfreeze(ctx context.Context) (State, error) { return c.post(ctx, PathUnfreeze, nil) }
 
+// PrepareMigrationTarget makes the launcher of a migration's target pod ready to receive
+// the guest.
+func (c *Client) PrepareMigrationTarget(ctx context.Context, vmi *v1.VirtualMachineInstance, migrationUID string) (State, error) {
+	var s State
+	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathMigrationTarget, MigrationTargetRequest{VMI: vmi, UID: migrationUID}, &s)
+}
+
+// Migrate starts the migration of the guest; it returns at once.
+func (c *Client) Migrate(ctx context.Context, req MigrateRequest) (State, error) {
+	return c.post(ctx, PathMigrate, req)
+}
+
+// AbortMigration cancels the migration under way.
+func (c *Client) AbortMigration(ctx context.Context, migrationUID string) (State, error) {
+	return c.post(ctx, PathMigrationAbort, AbortRequest{UID: migrationUID})
+}
+
 func (c *Client) post(ctx context.Context, path string, body any) (State, error) {
 	var s State
 	return s, c.call(ctx, DefaultTimeout, http.MethodPost, path, body, &s)

@@ -24,6 +24,9 @@ type NoCloud struct {
 	UserData      []byte
 	MetaData      []byte
 	NetworkConfig []byte // omitted from the image when nil
+	// Created dates the image's files: the instance's creation, so that the image of a
+	// migration's target is the source's, byte for byte (the guest may have it mounted).
+	Created time.Time
 }
 
 // ForVolume is the NoCloud data of the instance's cloudInitNoCloud volume source. The Secrets
@@ -57,6 +60,7 @@ func ForVolume(vmi *v1.VirtualMachineInstance, src *v1.CloudInitNoCloudSource, s
 		UserData: user,
 		// KubeVirt's instance id: stable for the instance, new for a new one of the same name.
 		MetaData: MetaData(fmt.Sprintf("%s.%s", vmi.Name, vmi.Namespace), hostname),
+		Created:  vmi.CreationTimestamp.Time,
 	}
 	if len(network) > 0 {
 		nc.NetworkConfig = network
@@ -118,7 +122,11 @@ func (n NoCloud) Files() []File {
 // WriteFile writes the ISO to path (atomically: a reader sees the old file or the new one).
 func (n NoCloud) WriteFile(path string) error {
 	var buf bytes.Buffer
-	if err := WriteISO(&buf, Label, n.Files(), time.Now()); err != nil {
+	created := n.Created
+	if created.IsZero() {
+		created = time.Now()
+	}
+	if err := WriteISO(&buf, Label, n.Files(), created); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

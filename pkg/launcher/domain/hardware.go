@@ -109,7 +109,7 @@ func hyperv(h *v1.FeatureHyperv) *libvirtxml.DomainFeatureHyperV {
 	}
 	out := &libvirtxml.DomainFeatureHyperV{
 		Relaxed: state(h.Relaxed), VAPIC: state(h.VAPIC), VPIndex: state(h.Vpindex), Runtime: state(h.Runtime),
-		Synic: state(h.Synic), Reset: state(h.Reset), Frequencies: state(h.Frequencies),
+		Synic: state(h.Synic), Reset: state(h.ResetFeature), Frequencies: state(h.Frequencies),
 		ReEnlightenment: state(h.Reenlightenment), IPI: state(h.IPI), EVMCS: state(h.EVMCS),
 	}
 	if s := h.Spinlocks; s != nil {

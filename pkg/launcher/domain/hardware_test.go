@@ -21,7 +21,7 @@ func withWindows(v *v1.VirtualMachineInstance) {
 		SMM: enabled(), APIC: &v1.FeatureAPIC{},
 		Hyperv: &v1.FeatureHyperv{
 			Relaxed: enabled(), VAPIC: enabled(), Spinlocks: &v1.FeatureSpinlocks{Spinlocks: ptr.To[uint32](8191)},
-			Synictimer: &v1.SyNICTimer{Direct: enabled()}, Runtime: enabled(), Reset: enabled(), Frequencies: enabled(),
+			Synictimer: &v1.SyNICTimer{Direct: enabled()}, Runtime: enabled(), ResetFeature: enabled(), Frequencies: enabled(),
 			Reenlightenment: enabled(), IPI: enabled(), Tlbflush: &v1.TLBFlush{}, Vendorid: &v1.FeatureVendorID{Vendorid: "KubeVirt"},
 		},
 	}

@@ -27,6 +27,15 @@ type Layout struct {
 	// NVRAMDir holds an EFI guest's variables: in the launcher's private directory, or on the
 	// VM's state claim when they persist.
 	NVRAMDir string
+	// MigrationDir holds the unix sockets of a migration's streams: on the source the
+	// launcher listens on them for libvirtd and QEMU, on the target QEMU listens on them.
+	// libvirt uses one path on both ends, so it must be the same in every launcher pod.
+	MigrationDir string
+}
+
+// MigrationSocket is the socket of a migration stream ("libvirt", "memory", "disks").
+func (l Layout) MigrationSocket(stream string) string {
+	return filepath.Join(l.MigrationDir, stream+".sock")
 }
 
 // DefaultLayout is the layout inside a launcher pod, with run as the launcher's private
@@ -41,6 +50,7 @@ func DefaultLayout(run string) Layout {
 
 		GuestAgentSocket: filepath.Join(run, "guest-agent.sock"),
 		NVRAMDir:         filepath.Join(run, "nvram"),
+		MigrationDir:     filepath.Join(run, "migration"),
 	}
 }
 

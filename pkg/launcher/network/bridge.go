@@ -3,12 +3,15 @@ package network
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vishvananda/netlink"
+	"sigs.k8s.io/knftables"
 
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
@@ -16,7 +19,7 @@ import (
 // bridgeRecordTag starts the alias of a bridge binding's bridge. After the first setup the
 // pod interface no longer holds the pod's address, so what setup learnt from it is kept on
 // the bridge itself: it lives exactly as long as the pod's namespace, and a restarted
-// virt-handler and the (unprivileged) launcher both read it with `ip link show`.
+// virt-handler and the (unprivileged) launcher both read it over netlink.
 const bridgeRecordTag = "hangar-bridge/v1"
 
 // BridgedPod is what the bridge binding takes over from the pod interface.
@@ -89,154 +92,133 @@ func replacementMAC(orig net.HardwareAddr) net.HardwareAddr {
 	return mac
 }
 
-// BridgeNFTables keeps DHCP inside the pod for a bridge binding: the guest's requests do
-// not reach the pod network, no other server there answers the guest, and the launcher's
-// answers stay on the bridge's guest side.
-func BridgeNFTables(podIface string) string {
-	return fmt.Sprintf(`table bridge hangar
-delete table bridge hangar
-table bridge hangar {
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		oifname %[1]q udp dport 67 drop
-		iifname %[1]q udp dport 68 drop
-	}
-	chain output {
-		type filter hook output priority filter; policy accept;
-		oifname %[1]q udp dport 68 drop
-	}
-}
-`, podIface)
-}
-
-// link is what `ip -j link show` / `ip -j addr show` say of one link.
-type link struct {
-	Name     string `json:"ifname"`
-	MTU      int    `json:"mtu"`
-	Address  string `json:"address"`
-	Master   string `json:"master"`
-	Alias    string `json:"ifalias"`
-	AddrInfo []struct {
-		Family    string `json:"family"`
-		Local     string `json:"local"`
-		PrefixLen int    `json:"prefixlen"`
-		Scope     string `json:"scope"`
-	} `json:"addr_info"`
-}
-
-// showLink reads a link and its addresses; ok is false when it does not exist. (The alias
-// shows only in `ip link`, the addresses only in `ip addr`.)
-func (r runner) showLink(ctx context.Context, name string) (l link, ok bool, err error) {
-	out, err := r.run(ctx, "", "ip", "-j", "link", "show", "dev", name)
-	if err != nil {
-		return l, false, nil
-	}
-	var links []link
-	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		return l, false, fmt.Errorf("ip link show %s: %q: %v", name, out, err)
-	}
-	l = links[0]
-	if out, err = r.run(ctx, "", "ip", "-j", "addr", "show", "dev", name); err != nil {
-		return l, false, err
-	}
-	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		return l, false, fmt.Errorf("ip addr show %s: %q: %v", name, out, err)
-	}
-	l.AddrInfo = links[0].AddrInfo
-	return l, true, nil
-}
-
 // readBridgedPod is the record on the plan's bridge; ok is false before the first setup
 // has written it.
-func (r runner) readBridgedPod(ctx context.Context, p Plan) (BridgedPod, bool, error) {
-	br, exists, err := r.showLink(ctx, p.Bridge)
+func readBridgedPod(h *netlink.Handle, p Plan) (BridgedPod, bool, error) {
+	br, exists, err := linkByName(h, p.Bridge)
 	if err != nil || !exists {
 		return BridgedPod{}, false, err
 	}
-	return parseBridgedPod(br.Alias)
+	return parseBridgedPod(br.Attrs().Alias)
 }
 
 // lookupBridgedPod reads the pod interface before the bridge binding takes it over.
-func (r runner) lookupBridgedPod(ctx context.Context) (BridgedPod, error) {
-	pod, err := lookupPod(ctx, r)
+func lookupBridgedPod(h *netlink.Handle) (BridgedPod, error) {
+	pod, err := lookupPod(h)
 	if err != nil {
 		return BridgedPod{}, err
 	}
-	l, _, err := r.showLink(ctx, pod.Interface)
+	l, err := h.LinkByName(pod.Interface)
 	if err != nil {
-		return BridgedPod{}, err
+		return BridgedPod{}, fmt.Errorf("link %s: %w", pod.Interface, err)
 	}
-	mac, err := net.ParseMAC(l.Address)
-	if err != nil || len(mac) != 6 {
-		return BridgedPod{}, fmt.Errorf("pod interface %s: not an Ethernet link (address %q)", pod.Interface, l.Address)
+	mac := l.Attrs().HardwareAddr
+	if len(mac) != 6 {
+		return BridgedPod{}, fmt.Errorf("pod interface %s: not an Ethernet link (address %q)", pod.Interface, mac)
 	}
-	return BridgedPod{Interface: pod.Interface, IP: pod.Prefix, Gateway: pod.Gateway, MAC: mac, MTU: l.MTU}, nil
+	return BridgedPod{Interface: pod.Interface, IP: pod.Prefix, Gateway: pod.Gateway,
+		MAC: slices.Clone(mac), MTU: l.Attrs().MTU}, nil
 }
 
 // setupBridge hands the pod interface over to the guest: a bridge with the interface (new
 // MAC, no IPv4 address) and the tap as ports, and the link-local address the DHCP server
 // answers from. Every step checks or replaces, so it can run again at any point.
-func (r runner) setupBridge(ctx context.Context, p Plan) (BridgedPod, error) {
-	pod, recorded, err := r.readBridgedPod(ctx, p)
+func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, error) {
+	pod, recorded, err := readBridgedPod(h, p)
 	if err != nil {
 		return pod, err
 	}
 	if !recorded {
 		// The pod interface still has everything: nothing is taken from it before the
 		// record is on the bridge.
-		if pod, err = r.lookupBridgedPod(ctx); err != nil {
+		if pod, err = lookupBridgedPod(h); err != nil {
 			return pod, err
 		}
-		if _, exists, err := r.showLink(ctx, p.Bridge); err != nil {
+		br, err := ensureBridge(h, p.Bridge)
+		if err != nil {
 			return pod, err
-		} else if !exists {
-			if _, err := r.run(ctx, "", "ip", "link", "add", p.Bridge, "type", "bridge"); err != nil {
-				return pod, err
-			}
 		}
-		if _, err := r.run(ctx, "", "ip", "link", "set", p.Bridge, "alias", pod.String()); err != nil {
-			return pod, err
+		if err := h.LinkSetAlias(br, pod.String()); err != nil {
+			return pod, fmt.Errorf("link %s: set alias: %w", p.Bridge, err)
 		}
 	}
-	_, tapExists, err := r.showLink(ctx, p.Tap)
+	links := bridgeLinks{}
+	if links.bridge, err = ensureBridge(h, p.Bridge); err != nil {
+		return pod, err
+	}
+	podLink, ok, err := linkByName(h, pod.Interface)
 	if err != nil {
 		return pod, err
 	}
-	for _, s := range bridgeSteps(p, pod, tapExists) {
-		if _, err := r.run(ctx, "", s[0], s[1:]...); err != nil {
-			return pod, err
+	if !ok {
+		return pod, fmt.Errorf("pod interface %s recorded on %s is gone", pod.Interface, p.Bridge)
+	}
+	links.pod = podLink
+	if links.tap, _, err = linkByName(h, p.Tap); err != nil {
+		return pod, err
+	}
+	for _, s := range bridgeSteps(h, p, pod, &links) {
+		if err := s.do(); err != nil {
+			return pod, fmt.Errorf("%s: %w", s.what, err)
 		}
 	}
-	if _, err := r.run(ctx, BridgeNFTables(pod.Interface), "nft", "-f", "-"); err != nil {
+	if err := loadRules(ctx, knftables.BridgeFamily, func(tx *knftables.Transaction) error {
+		return bridgeRules(tx, pod.Interface)
+	}); err != nil {
 		return pod, err
 	}
-	if err := r.allowLauncherDHCP(ctx); err != nil {
-		return pod, err
-	}
-	return pod, nil
+	return pod, allowLauncherDHCP()
 }
 
-// bridgeSteps are the commands that give the recorded pod interface to the guest; each
-// checks or replaces, so they can run again.
-func bridgeSteps(p Plan, pod BridgedPod, tapExists bool) [][]string {
-	mtu := strconv.Itoa(pod.MTU)
-	steps := [][]string{
-		{"ip", "link", "set", p.Bridge, "mtu", mtu},
-		{"ip", "addr", "replace", p.Gateway.String(), "dev", p.Bridge},
+// bridgeLinks are the links of a bridge binding; tap is nil until it exists.
+type bridgeLinks struct {
+	bridge, pod, tap netlink.Link
+}
+
+// step is one change to a link; what names the link and the change, for errors.
+type step struct {
+	what string
+	do   func() error
+}
+
+// bridgeSteps give the recorded pod interface to the guest; each checks or replaces, so
+// they can run again.
+func bridgeSteps(h *netlink.Handle, p Plan, pod BridgedPod, l *bridgeLinks) []step {
+	podIf := pod.Interface
+	newMAC := replacementMAC(pod.MAC)
+	steps := []step{
+		{fmt.Sprintf("link %s: set mtu %d", p.Bridge, pod.MTU), func() error { return h.LinkSetMTU(l.bridge, pod.MTU) }},
+		{fmt.Sprintf("link %s: address %s", p.Bridge, p.Gateway), func() error { return h.AddrReplace(l.bridge, ipv4Addr(p.Gateway)) }},
 		// The guest answers for the pod's address now; the pod's frames must not carry its MAC.
-		{"ip", "link", "set", pod.Interface, "address", replacementMAC(pod.MAC).String()},
-		{"ip", "-4", "addr", "flush", "dev", pod.Interface},
-		{"ip", "link", "set", pod.Interface, "master", p.Bridge},
+		{fmt.Sprintf("link %s: set address %s", podIf, newMAC), func() error { return h.LinkSetHardwareAddr(l.pod, newMAC) }},
+		{fmt.Sprintf("link %s: flush IPv4 addresses", podIf), func() error { return flushIPv4(h, l.pod) }},
+		{fmt.Sprintf("link %s: set master %s", podIf, p.Bridge), func() error { return h.LinkSetMaster(l.pod, l.bridge) }},
 	}
-	if !tapExists {
-		// Owned by the launcher's user: QEMU (that user, without CAP_NET_ADMIN) may then
-		// attach to the persistent tap through /dev/net/tun.
-		steps = append(steps, []string{"ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", fmt.Sprint(api.LauncherUID), "group", fmt.Sprint(api.LauncherUID)})
+	if l.tap == nil {
+		steps = append(steps, step{fmt.Sprintf("link %s: add tap for uid %d", p.Tap, api.LauncherUID), func() (err error) {
+			l.tap, err = addTap(h, p.Tap)
+			return err
+		}})
 	}
 	return append(steps,
-		[]string{"ip", "link", "set", p.Tap, "mtu", mtu, "master", p.Bridge},
-		[]string{"ip", "link", "set", p.Tap, "up"},
-		[]string{"ip", "link", "set", pod.Interface, "up"},
-		[]string{"ip", "link", "set", p.Bridge, "up"},
+		step{fmt.Sprintf("link %s: set mtu %d", p.Tap, pod.MTU), func() error { return h.LinkSetMTU(l.tap, pod.MTU) }},
+		step{fmt.Sprintf("link %s: set master %s", p.Tap, p.Bridge), func() error { return h.LinkSetMaster(l.tap, l.bridge) }},
+		step{fmt.Sprintf("link %s: set up", p.Tap), func() error { return h.LinkSetUp(l.tap) }},
+		step{fmt.Sprintf("link %s: set up", podIf), func() error { return h.LinkSetUp(l.pod) }},
+		step{fmt.Sprintf("link %s: set up", p.Bridge), func() error { return h.LinkSetUp(l.bridge) }},
 	)
+}
+
+// flushIPv4 removes every IPv4 address of l (`ip -4 addr flush`).
+func flushIPv4(h *netlink.Handle, l netlink.Link) error {
+	addrs, err := retryInterrupted(func() ([]netlink.Addr, error) { return h.AddrList(l, netlink.FAMILY_V4) })
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if err := h.AddrDel(l, &a); err != nil {
+			return fmt.Errorf("%s: %w", a.IPNet, err)
+		}
+	}
+	return nil
 }

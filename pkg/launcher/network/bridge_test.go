@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
+	"sigs.k8s.io/knftables"
 )
 
 func testBridgedPod() BridgedPod {
@@ -69,63 +72,84 @@ func TestBridgeSteps(t *testing.T) {
 		Gateway: netip.MustParsePrefix("169.254.75.10/32")}
 	pod := testBridgedPod()
 	newMAC := replacementMAC(pod.MAC).String()
-	join := func(steps [][]string) []string {
-		var out []string
-		for _, s := range steps {
-			out = append(out, strings.Join(s, " "))
-		}
-		return out
-	}
 	tests := []struct {
-		name      string
-		tapExists bool
-		want      []string
+		name string
+		tap  netlink.Link
+		want []string
 	}{
 		{name: "first run", want: []string{
-			"ip link set hangar-br0 mtu 1450",
-			"ip addr replace 169.254.75.10/32 dev hangar-br0",
-			"ip link set eth0 address " + newMAC,
-			"ip -4 addr flush dev eth0",
-			"ip link set eth0 master hangar-br0",
-			"ip tuntap add dev hangar-tap0 mode tap user 107 group 107",
-			"ip link set hangar-tap0 mtu 1450 master hangar-br0",
-			"ip link set hangar-tap0 up",
-			"ip link set eth0 up",
-			"ip link set hangar-br0 up",
+			"link hangar-br0: set mtu 1450",
+			"link hangar-br0: address 169.254.75.10/32",
+			"link eth0: set address " + newMAC,
+			"link eth0: flush IPv4 addresses",
+			"link eth0: set master hangar-br0",
+			"link hangar-tap0: add tap for uid 107",
+			"link hangar-tap0: set mtu 1450",
+			"link hangar-tap0: set master hangar-br0",
+			"link hangar-tap0: set up",
+			"link eth0: set up",
+			"link hangar-br0: set up",
 		}},
-		{name: "again, the tap exists", tapExists: true, want: []string{
-			"ip link set hangar-br0 mtu 1450",
-			"ip addr replace 169.254.75.10/32 dev hangar-br0",
-			"ip link set eth0 address " + newMAC,
-			"ip -4 addr flush dev eth0",
-			"ip link set eth0 master hangar-br0",
-			"ip link set hangar-tap0 mtu 1450 master hangar-br0",
-			"ip link set hangar-tap0 up",
-			"ip link set eth0 up",
-			"ip link set hangar-br0 up",
+		{name: "again, the tap exists", tap: &netlink.Tuntap{}, want: []string{
+			"link hangar-br0: set mtu 1450",
+			"link hangar-br0: address 169.254.75.10/32",
+			"link eth0: set address " + newMAC,
+			"link eth0: flush IPv4 addresses",
+			"link eth0: set master hangar-br0",
+			"link hangar-tap0: set mtu 1450",
+			"link hangar-tap0: set master hangar-br0",
+			"link hangar-tap0: set up",
+			"link eth0: set up",
+			"link hangar-br0: set up",
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, join(bridgeSteps(plan, pod, tt.tapExists)))
+			var got []string
+			for _, s := range bridgeSteps(nil, plan, pod, &bridgeLinks{tap: tt.tap}) {
+				got = append(got, s.what)
+			}
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
 
+// nftDump runs what fill puts in a transaction against knftables' model of a table, twice
+// (a repeated setup), and dumps the table.
+func nftDump(t *testing.T, family knftables.Family, fill func(*knftables.Transaction) error) string {
+	t.Helper()
+	fake := knftables.NewFake(family, nftTable)
+	var dump string
+	for i := range 2 {
+		tx := fake.NewTransaction()
+		require.NoError(t, fill(tx))
+		require.NoError(t, fake.Run(context.Background(), tx))
+		if i > 0 {
+			assert.Equal(t, dump, fake.Dump(), "a repeated setup replaces the table with the same")
+		}
+		dump = fake.Dump()
+	}
+	return dump
+}
+
 func TestBridgeNFTables(t *testing.T) {
-	rules := BridgeNFTables("eth0")
+	rules := nftDump(t, knftables.BridgeFamily, func(tx *knftables.Transaction) error { return bridgeRules(tx, "eth0") })
 	for _, want := range []string{
-		"delete table bridge hangar\n",
-		"type filter hook forward priority filter; policy accept;",
-		`oifname "eth0" udp dport 67 drop`, // the guest's requests stay in the pod
-		`iifname "eth0" udp dport 68 drop`, // no other server answers the guest
-		"type filter hook output priority filter; policy accept;",
-		`oifname "eth0" udp dport 68 drop`, // the launcher's answers stay in the pod
+		"add chain bridge hangar forward { type filter hook forward priority -200 ; policy accept ; }",
+		`add rule bridge hangar forward oifname "eth0" udp dport 67 drop`, // the guest's requests stay in the pod
+		`add rule bridge hangar forward iifname "eth0" udp dport 68 drop`, // no other server answers the guest
+		"add chain bridge hangar output { type filter hook output priority -200 ; policy accept ; }",
+		`add rule bridge hangar output oifname "eth0" udp dport 68 drop`, // the launcher's answers stay in the pod
 	} {
-		assert.Contains(t, rules, want)
+		assert.Contains(t, rules, want+"\n")
 	}
 	assert.NotContains(t, rules, "dnat")
 	assert.NotContains(t, rules, "masquerade")
+
+	tx := knftables.NewFake(knftables.BridgeFamily, nftTable).NewTransaction()
+	require.NoError(t, bridgeRules(tx, "eth0"))
+	assert.True(t, strings.HasPrefix(tx.String(), "add table bridge hangar\ndelete table bridge hangar\nadd table bridge hangar\n"),
+		"the table is replaced in one transaction: %s", tx)
 }
 
 func TestAttachment(t *testing.T) {

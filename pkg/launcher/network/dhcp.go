@@ -2,9 +2,9 @@ package network
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -13,13 +13,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/server4"
+	"github.com/insomniacslk/dhcp/iana"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 )
 
 // A DHCPv4 server for exactly one client: the guest behind a bridge in the pod. It answers
 // DISCOVER with an OFFER and REQUEST with an ACK (or a NAK for another address), for the
-// guest's MAC only.
+// guest's MAC only. Messages are parsed and built by github.com/insomniacslk/dhcp; its
+// server4 reads the socket.
 
 // Lease is what the guest gets.
 type Lease struct {
@@ -33,153 +37,101 @@ type Lease struct {
 	Duration time.Duration
 }
 
-// DHCP message types and options (RFC 2131, 2132).
-const (
-	dhcpDiscover = 1
-	dhcpOffer    = 2
-	dhcpRequest  = 3
-	dhcpAck      = 5
-	dhcpNak      = 6
-
-	optSubnetMask  = 1
-	optRouter      = 3
-	optDNS         = 6
-	optHostname    = 12
-	optDomainName  = 15
-	optMTU         = 26
-	optRequestedIP = 50
-	optLeaseTime   = 51
-	optMessageType = 53
-	optServerID    = 54
-	optEnd         = 255
-)
-
-var dhcpMagic = []byte{99, 130, 83, 99}
-
-type dhcpMessage struct {
-	op      byte
-	xid     [4]byte
-	flags   uint16
-	ciaddr  netip.Addr
-	chaddr  net.HardwareAddr
-	options map[byte][]byte
-}
-
-func parseDHCP(b []byte) (dhcpMessage, error) {
-	var m dhcpMessage
-	if len(b) < 240 || !equalBytes(b[236:240], dhcpMagic) {
-		return m, errors.New("not a DHCP message")
-	}
-	m.op = b[0]
-	if b[1] != 1 || b[2] != 6 {
-		return m, errors.New("not ethernet")
-	}
-	copy(m.xid[:], b[4:8])
-	m.flags = binary.BigEndian.Uint16(b[10:12])
-	m.ciaddr = netip.AddrFrom4([4]byte(b[12:16]))
-	m.chaddr = net.HardwareAddr(append([]byte(nil), b[28:34]...))
-	m.options = map[byte][]byte{}
-	for i := 240; i < len(b); {
-		code := b[i]
-		if code == optEnd {
-			break
-		}
-		if code == 0 {
-			i++
-			continue
-		}
-		if i+1 >= len(b) || i+2+int(b[i+1]) > len(b) {
-			return m, errors.New("truncated option")
-		}
-		m.options[code] = b[i+2 : i+2+int(b[i+1])]
-		i += 2 + int(b[i+1])
-	}
-	return m, nil
-}
-
-func equalBytes(a, b []byte) bool { return string(a) == string(b) }
-
-// reply is the server's answer to m, or nil when it has none.
-func (l Lease) reply(m dhcpMessage, server netip.Addr) []byte {
-	if m.op != 1 || m.chaddr.String() != l.MAC.String() {
+// reply is the server's answer to req, or nil when it has none: req is whatever the guest
+// sent, so everything in it is checked before it counts.
+func (l Lease) reply(req *dhcpv4.DHCPv4, server netip.Addr) *dhcpv4.DHCPv4 {
+	if req.OpCode != dhcpv4.OpcodeBootRequest || req.HWType != iana.HWTypeEthernet || !bytes.Equal(req.ClientHWAddr, l.MAC) {
 		return nil
 	}
-	typ := byte(0)
-	if t := m.options[optMessageType]; len(t) == 1 {
-		typ = t[0]
-	}
-	var answer byte
-	switch typ {
-	case dhcpDiscover:
-		answer = dhcpOffer
-	case dhcpRequest:
-		answer = dhcpAck
-		requested := m.ciaddr
-		if r := m.options[optRequestedIP]; len(r) == 4 {
-			requested = netip.AddrFrom4([4]byte(r))
-		}
-		if requested.IsValid() && !requested.IsUnspecified() && requested != l.IP.Addr() {
-			answer = dhcpNak
-		}
-		if id := m.options[optServerID]; len(id) == 4 && netip.AddrFrom4([4]byte(id)) != server {
+	var answer dhcpv4.MessageType
+	switch req.MessageType() {
+	case dhcpv4.MessageTypeDiscover:
+		answer = dhcpv4.MessageTypeOffer
+	case dhcpv4.MessageTypeRequest:
+		if id := req.ServerIdentifier(); id != nil && !id.Equal(net.IP(server.AsSlice())) {
 			return nil // the guest chose another server
+		}
+		answer = dhcpv4.MessageTypeAck
+		requested := req.ClientIPAddr
+		if r := req.RequestedIPAddress(); r != nil {
+			requested = r
+		}
+		if a, ok := netip.AddrFromSlice(requested.To4()); ok && !a.IsUnspecified() && a != l.IP.Addr() {
+			answer = dhcpv4.MessageTypeNak
 		}
 	default:
 		return nil
 	}
-	b := make([]byte, 240, 400)
-	b[0], b[1], b[2] = 2, 1, 6
-	copy(b[4:8], m.xid[:])
-	binary.BigEndian.PutUint16(b[10:12], m.flags)
-	if answer != dhcpNak {
-		ip := l.IP.Addr().As4()
-		copy(b[16:20], ip[:])
+	sid := net.IP(server.AsSlice())
+	mods := []dhcpv4.Modifier{
+		dhcpv4.WithMessageType(answer),
+		dhcpv4.WithServerIP(sid),
+		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(sid)),
 	}
-	sid := server.As4()
-	copy(b[20:24], sid[:])
-	copy(b[28:34], l.MAC)
-	copy(b[236:240], dhcpMagic)
-	opt := func(code byte, v []byte) { b = append(append(b, code, byte(len(v))), v...) }
-	opt(optMessageType, []byte{answer})
-	opt(optServerID, sid[:])
-	if answer != dhcpNak {
-		mask := net.CIDRMask(l.IP.Bits(), 32)
-		opt(optSubnetMask, mask)
+	if answer != dhcpv4.MessageTypeNak {
+		mods = append(mods,
+			dhcpv4.WithYourIP(net.IP(l.IP.Addr().AsSlice())),
+			dhcpv4.WithNetmask(net.CIDRMask(l.IP.Bits(), 32)),
+			dhcpv4.WithLeaseTime(uint32(l.Duration/time.Second)),
+		)
 		if l.Router.Is4() { // a pod route through the link alone has no next hop to hand over
-			r := l.Router.As4()
-			opt(optRouter, r[:])
+			mods = append(mods, dhcpv4.WithOption(dhcpv4.OptRouter(net.IP(l.Router.AsSlice()))))
 		}
-		var dns []byte
+		var dns []net.IP
 		for _, d := range l.DNS {
 			if d.Is4() {
-				a := d.As4()
-				dns = append(dns, a[:]...)
+				dns = append(dns, net.IP(d.AsSlice()))
 			}
 		}
 		if len(dns) > 0 {
-			opt(optDNS, dns)
+			mods = append(mods, dhcpv4.WithOption(dhcpv4.OptDNS(dns...)))
 		}
-		lease := make([]byte, 4)
-		binary.BigEndian.PutUint32(lease, uint32(l.Duration/time.Second))
-		opt(optLeaseTime, lease)
 		if l.Hostname != "" {
-			opt(optHostname, []byte(l.Hostname))
+			mods = append(mods, dhcpv4.WithOption(dhcpv4.OptHostName(l.Hostname)))
 		}
 		if l.Domain != "" {
-			opt(optDomainName, []byte(l.Domain))
+			mods = append(mods, dhcpv4.WithOption(dhcpv4.OptDomainName(l.Domain)))
 		}
 		if l.MTU != 0 {
-			mtu := make([]byte, 2)
-			binary.BigEndian.PutUint16(mtu, l.MTU)
-			opt(optMTU, mtu)
+			mods = append(mods, dhcpv4.WithGeneric(dhcpv4.OptionInterfaceMTU, binary.BigEndian.AppendUint16(nil, l.MTU)))
 		}
 	}
-	b = append(b, optEnd)
-	return b
+	resp, err := dhcpv4.NewReplyFromRequest(req, mods...)
+	if err != nil {
+		klog.ErrorS(err, "DHCP reply")
+		return nil
+	}
+	return resp
+}
+
+// maxAnswering bounds the replies being built at once: server4 hands every message to
+// the handler on a goroutine of its own, and a guest may send as fast as it likes. Past
+// the bound a message is dropped; a DHCP client sends again.
+const maxAnswering = 4
+
+// handler answers on conn; the answer is broadcast on the bridge, as the guest may not
+// have its address yet (and in the bridge binding the pod's namespace has no route to it).
+func (l Lease) handler(server netip.Addr) server4.Handler {
+	busy := make(chan struct{}, maxAnswering)
+	broadcast := &net.UDPAddr{IP: net.IPv4bcast, Port: dhcpv4.ClientPort}
+	return func(conn net.PacketConn, _ net.Addr, req *dhcpv4.DHCPv4) {
+		select {
+		case busy <- struct{}{}:
+			defer func() { <-busy }()
+		default:
+			return
+		}
+		if resp := l.reply(req, server); resp != nil {
+			if _, err := conn.WriteTo(resp.ToBytes(), broadcast); err != nil {
+				klog.ErrorS(err, "DHCP reply")
+			}
+		}
+	}
 }
 
 // ServeDHCP answers the guest's DHCP on the bridge link until ctx ends. server is the
-// bridge's address.
+// bridge's address. It needs no privilege: virt-handler made port 67 unprivileged in the
+// pod's namespace, and binding a socket to a device is allowed to anyone.
 func ServeDHCP(ctx context.Context, bridge string, server netip.Addr, lease Lease) error {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -198,34 +150,23 @@ func ServeDHCP(ctx context.Context, bridge string, server netip.Addr, lease Leas
 		}
 		return serr
 	}}
-	pc, err := lc.ListenPacket(ctx, "udp4", "0.0.0.0:67")
+	pc, err := lc.ListenPacket(ctx, "udp4", fmt.Sprintf("0.0.0.0:%d", dhcpv4.ServerPort))
 	if err != nil {
+		return fmt.Errorf("DHCP server on %s: %w", bridge, err)
+	}
+	srv, err := server4.NewServer(bridge, nil, lease.handler(server), server4.WithConn(pc))
+	if err != nil {
+		pc.Close()
 		return fmt.Errorf("DHCP server on %s: %w", bridge, err)
 	}
 	go func() {
 		<-ctx.Done()
-		pc.Close()
+		srv.Close()
 	}()
-	buf := make([]byte, 1500)
-	broadcast := &net.UDPAddr{IP: net.IPv4bcast, Port: 68}
-	for {
-		n, _, err := pc.ReadFrom(buf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		m, err := parseDHCP(buf[:n])
-		if err != nil {
-			continue
-		}
-		if out := lease.reply(m, server); out != nil {
-			if _, err := pc.WriteTo(out, broadcast); err != nil {
-				klog.ErrorS(err, "DHCP reply", "bridge", bridge)
-			}
-		}
+	if err := srv.Serve(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("DHCP server on %s: %w", bridge, err)
 	}
+	return nil
 }
 
 // ResolvConf reads name servers and the first search domain from a resolv.conf.

@@ -31,7 +31,7 @@ func (m *PodNetwork) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 	if err != nil {
 		return nil, nil, err
 	}
-	atts, err := InspectPod(ctx, nil, plans)
+	atts, err := InspectPod(nil, plans)
 	if err != nil {
 		return nil, nil, err
 	}

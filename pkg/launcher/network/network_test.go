@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/knftables"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
@@ -127,82 +129,163 @@ func TestPlans(t *testing.T) {
 func TestNFTables(t *testing.T) {
 	plans, err := Plans(testVMI())
 	require.NoError(t, err)
-	rules := NFTables(plans[0], "eth0")
-	assert.Contains(t, rules, "delete table ip hangar\n")
-	assert.Contains(t, rules, `iifname "eth0" meta l4proto { tcp, udp } dnat to 10.0.2.2`)
-	assert.Contains(t, rules, `ip saddr 10.0.2.2 oifname "eth0" masquerade`)
+	plan := plans[0]
+	masquerade := func(plan Plan, iface string) func(*knftables.Transaction) error {
+		return func(tx *knftables.Transaction) error { return masqueradeRules(tx, plan, iface) }
+	}
+	rules := nftDump(t, knftables.IPv4Family, masquerade(plan, "eth0"))
+	assert.Contains(t, rules, "add chain ip hangar prerouting { type nat hook prerouting priority -100 ; policy accept ; }\n")
+	assert.Contains(t, rules, "add chain ip hangar postrouting { type nat hook postrouting priority 100 ; policy accept ; }\n")
+	assert.Contains(t, rules, `add rule ip hangar prerouting iifname "eth0" meta l4proto { tcp, udp } dnat to 10.0.2.2`+"\n")
+	assert.Contains(t, rules, `add rule ip hangar postrouting ip saddr 10.0.2.2 oifname "eth0" masquerade`+"\n")
 
-	plans[0].Ports = []v1.Port{{Port: 22, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}
-	rules = NFTables(plans[0], "eth0")
-	assert.Contains(t, rules, `iifname "eth0" tcp dport 22 dnat to 10.0.2.2`)
-	assert.Contains(t, rules, `iifname "eth0" udp dport 53 dnat to 10.0.2.2`)
+	plan.Ports = []v1.Port{{Port: 22, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}
+	rules = nftDump(t, knftables.IPv4Family, masquerade(plan, "eth0"))
+	assert.Contains(t, rules, `add rule ip hangar prerouting iifname "eth0" tcp dport 22 dnat to 10.0.2.2`+"\n")
+	assert.Contains(t, rules, `add rule ip hangar prerouting iifname "eth0" udp dport 53 dnat to 10.0.2.2`+"\n")
 	assert.NotContains(t, rules, "l4proto")
+
+	// Nothing from outside the plan is written into a rule unchecked.
+	tx := knftables.NewFake(knftables.IPv4Family, nftTable).NewTransaction()
+	assert.ErrorContains(t, masqueradeRules(tx, plan, `eth0" accept`), "not a name the rules can use")
+	assert.ErrorContains(t, bridgeRules(tx, "eth0 accept;"), "not a name the rules can use")
+	plan.Ports = []v1.Port{{Port: 22, Protocol: "tcp dport 1 accept; sctp"}}
+	assert.ErrorContains(t, masqueradeRules(tx, plan, "eth0"), "neither TCP nor UDP")
 }
 
-// clientMessage is a client message of type typ from mac, asking for requested (if valid).
-func clientMessage(typ byte, mac net.HardwareAddr, requested netip.Addr) []byte {
+// clientMessage is a client message of type typ from mac, asking for requested (if valid),
+// as bytes on the wire (written by hand, as a guest's client would send them).
+func clientMessage(typ dhcpv4.MessageType, mac net.HardwareAddr, requested netip.Addr) []byte {
 	b := make([]byte, 240)
 	b[0], b[1], b[2] = 1, 1, 6
 	copy(b[4:8], []byte{1, 2, 3, 4})
 	binary.BigEndian.PutUint16(b[10:], 0x8000)
 	copy(b[28:], mac)
-	copy(b[236:], dhcpMagic)
-	b = append(b, optMessageType, 1, typ)
+	copy(b[236:], []byte{99, 130, 83, 99})
+	b = append(b, 53, 1, byte(typ))
 	if requested.IsValid() {
 		a := requested.As4()
-		b = append(append(b, optRequestedIP, 4), a[:]...)
+		b = append(append(b, 50, 4), a[:]...)
 	}
-	return append(b, optEnd)
+	return append(b, 255)
 }
 
-func TestDHCPReplies(t *testing.T) {
+func testLease() Lease {
 	mac, _ := net.ParseMAC("52:54:00:aa:bb:cc")
-	lease := Lease{
+	return Lease{
 		MAC: mac, IP: netip.MustParsePrefix("10.0.2.2/24"), Router: netip.MustParseAddr("10.0.2.1"),
 		DNS: []netip.Addr{netip.MustParseAddr("10.96.0.10")}, Domain: "ns.svc.cluster.local",
 		Hostname: "guest", MTU: 1450, Duration: time.Hour,
 	}
-	server := netip.MustParseAddr("10.0.2.1")
-	parse := func(b []byte) dhcpMessage {
-		m, err := parseDHCP(b)
+}
+
+var testServer = netip.MustParseAddr("10.0.2.1")
+
+func TestDHCPReplies(t *testing.T) {
+	lease := testLease()
+	mac := lease.MAC
+	// answer is the server's reply to wire as the guest receives it: built, sent, parsed.
+	answer := func(l Lease, wire []byte) *dhcpv4.DHCPv4 {
+		req, err := dhcpv4.FromBytes(wire)
+		require.NoError(t, err)
+		resp := l.reply(req, testServer)
+		if resp == nil {
+			return nil
+		}
+		m, err := dhcpv4.FromBytes(resp.ToBytes())
 		require.NoError(t, err)
 		return m
 	}
+	ip := func(s string) net.IP { return net.ParseIP(s).To4() }
 
-	offer := lease.reply(parse(clientMessage(dhcpDiscover, mac, netip.Addr{})), server)
+	offer := answer(lease, clientMessage(dhcpv4.MessageTypeDiscover, mac, netip.Addr{}))
 	require.NotNil(t, offer)
-	m := parse(offer)
-	assert.Equal(t, byte(2), m.op)
-	assert.Equal(t, [4]byte{1, 2, 3, 4}, m.xid)
-	assert.Equal(t, []byte{dhcpOffer}, m.options[optMessageType])
-	assert.Equal(t, []byte{10, 0, 2, 2}, offer[16:20], "yiaddr")
-	assert.Equal(t, []byte{255, 255, 255, 0}, m.options[optSubnetMask])
-	assert.Equal(t, []byte{10, 0, 2, 1}, m.options[optRouter])
-	assert.Equal(t, []byte{10, 0, 2, 1}, m.options[optServerID])
-	assert.Equal(t, []byte{10, 96, 0, 10}, m.options[optDNS])
-	assert.Equal(t, "guest", string(m.options[optHostname]))
-	assert.Equal(t, "ns.svc.cluster.local", string(m.options[optDomainName]))
-	assert.Equal(t, []byte{0x05, 0xaa}, m.options[optMTU])
-	assert.Equal(t, []byte{0, 0, 0x0e, 0x10}, m.options[optLeaseTime])
+	assert.Equal(t, dhcpv4.OpcodeBootReply, offer.OpCode)
+	assert.Equal(t, dhcpv4.TransactionID{1, 2, 3, 4}, offer.TransactionID)
+	assert.True(t, offer.IsBroadcast(), "the client's broadcast flag is kept")
+	assert.Equal(t, dhcpv4.MessageTypeOffer, offer.MessageType())
+	assert.Equal(t, mac, offer.ClientHWAddr)
+	assert.Equal(t, ip("10.0.2.2"), offer.YourIPAddr.To4(), "yiaddr")
+	assert.Equal(t, ip("10.0.2.1"), offer.ServerIPAddr.To4(), "siaddr")
+	assert.Equal(t, net.IPMask{255, 255, 255, 0}, offer.SubnetMask())
+	assert.Equal(t, []net.IP{ip("10.0.2.1")}, offer.Router())
+	assert.Equal(t, ip("10.0.2.1"), offer.ServerIdentifier().To4())
+	assert.Equal(t, []net.IP{ip("10.96.0.10")}, offer.DNS())
+	assert.Equal(t, "guest", offer.HostName())
+	assert.Equal(t, "ns.svc.cluster.local", offer.DomainName())
+	assert.Equal(t, []byte{0x05, 0xaa}, offer.Options.Get(dhcpv4.OptionInterfaceMTU))
+	assert.Equal(t, time.Hour, offer.IPAddressLeaseTime(0))
 
-	ack := parse(lease.reply(parse(clientMessage(dhcpRequest, mac, netip.MustParseAddr("10.0.2.2"))), server))
-	assert.Equal(t, []byte{dhcpAck}, ack.options[optMessageType])
-	nak := parse(lease.reply(parse(clientMessage(dhcpRequest, mac, netip.MustParseAddr("10.0.2.9"))), server))
-	assert.Equal(t, []byte{dhcpNak}, nak.options[optMessageType])
-	assert.Nil(t, nak.options[optRouter])
+	ack := answer(lease, clientMessage(dhcpv4.MessageTypeRequest, mac, netip.MustParseAddr("10.0.2.2")))
+	require.NotNil(t, ack)
+	assert.Equal(t, dhcpv4.MessageTypeAck, ack.MessageType())
+	assert.Equal(t, ip("10.0.2.2"), ack.YourIPAddr.To4())
+	nak := answer(lease, clientMessage(dhcpv4.MessageTypeRequest, mac, netip.MustParseAddr("10.0.2.9")))
+	require.NotNil(t, nak)
+	assert.Equal(t, dhcpv4.MessageTypeNak, nak.MessageType())
+	assert.Nil(t, nak.Router())
+	assert.True(t, nak.YourIPAddr.IsUnspecified(), "a NAK offers nothing")
 
 	// A pod route through the link alone has no next hop: no router option then.
 	direct := lease
 	direct.Router = netip.Addr{}
-	noRouter := parse(direct.reply(parse(clientMessage(dhcpDiscover, mac, netip.Addr{})), server))
-	assert.Equal(t, []byte{dhcpOffer}, noRouter.options[optMessageType])
-	assert.Nil(t, noRouter.options[optRouter])
+	noRouter := answer(direct, clientMessage(dhcpv4.MessageTypeDiscover, mac, netip.Addr{}))
+	require.NotNil(t, noRouter)
+	assert.Equal(t, dhcpv4.MessageTypeOffer, noRouter.MessageType())
+	assert.Nil(t, noRouter.Router())
 
 	other, _ := net.ParseMAC("52:54:00:00:00:01")
-	assert.Nil(t, lease.reply(parse(clientMessage(dhcpDiscover, other, netip.Addr{})), server), "only the guest's MAC")
+	assert.Nil(t, answer(lease, clientMessage(dhcpv4.MessageTypeDiscover, other, netip.Addr{})), "only the guest's MAC")
+	assert.Nil(t, answer(lease, clientMessage(dhcpv4.MessageTypeRelease, mac, netip.Addr{})), "nothing but DISCOVER and REQUEST")
 
-	_, err := parseDHCP([]byte("short"))
+	toOther, err := dhcpv4.FromBytes(clientMessage(dhcpv4.MessageTypeRequest, mac, netip.MustParseAddr("10.0.2.2")))
+	require.NoError(t, err)
+	toOther.UpdateOption(dhcpv4.OptServerIdentifier(ip("10.0.2.77")))
+	assert.Nil(t, lease.reply(toOther, testServer), "a REQUEST for another server's offer")
+
+	_, err = dhcpv4.FromBytes([]byte("short"))
 	assert.Error(t, err)
+}
+
+// FuzzDHCP sends the DHCP server whatever a guest could: whatever parses is answered only
+// for the guest's MAC, only with its lease, and the answer parses back; nothing panics.
+func FuzzDHCP(f *testing.F) {
+	lease := testLease()
+	other, _ := net.ParseMAC("52:54:00:00:00:01")
+	for _, seed := range [][]byte{
+		clientMessage(dhcpv4.MessageTypeDiscover, lease.MAC, netip.Addr{}),
+		clientMessage(dhcpv4.MessageTypeRequest, lease.MAC, netip.MustParseAddr("10.0.2.2")),
+		clientMessage(dhcpv4.MessageTypeRequest, lease.MAC, netip.MustParseAddr("10.0.2.9")),
+		clientMessage(dhcpv4.MessageTypeDiscover, other, netip.Addr{}),
+		clientMessage(dhcpv4.MessageTypeInform, lease.MAC, netip.Addr{}),
+		{},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		req, err := dhcpv4.FromBytes(wire)
+		if err != nil {
+			return
+		}
+		resp := lease.reply(req, testServer)
+		if resp == nil {
+			return
+		}
+		got, err := dhcpv4.FromBytes(resp.ToBytes())
+		require.NoError(t, err, "the answer parses")
+		assert.Equal(t, lease.MAC, got.ClientHWAddr, "answers only the guest")
+		assert.Equal(t, req.TransactionID, got.TransactionID)
+		switch got.MessageType() {
+		case dhcpv4.MessageTypeOffer, dhcpv4.MessageTypeAck:
+			assert.Equal(t, lease.IP.Addr().AsSlice(), []byte(got.YourIPAddr.To4()), "only the lease")
+			assert.Equal(t, net.IPMask{255, 255, 255, 0}, got.SubnetMask())
+		case dhcpv4.MessageTypeNak:
+			assert.True(t, got.YourIPAddr.IsUnspecified())
+		default:
+			t.Fatalf("answered with %s", got.MessageType())
+		}
+		assert.Equal(t, testServer.AsSlice(), []byte(got.ServerIdentifier().To4()))
+	})
 }
 
 func TestResolvConf(t *testing.T) {

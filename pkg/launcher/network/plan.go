@@ -9,17 +9,17 @@
 //     address, gateway and MAC; the guest is reached at the pod's address directly. (IPv6 is
 //     not handed over: the pod keeps its IPv6 addresses.)
 //
-// The privileged part (SetupPod: links, addresses, sysctls, nftables) needs CAP_NET_ADMIN in
-// the pod's network namespace, which a launcher container does not have; virt-handler runs
-// it from the host (nsenter into the launcher's namespace), or a launcher with the
-// capability runs it itself. The DHCP server needs no privilege and runs in the launcher,
-// which reads what it serves with InspectPod.
+// The privileged part (SetupPod: links and addresses over netlink, nftables rules through
+// knftables, sysctls) needs CAP_NET_ADMIN in the pod's network namespace, which a launcher
+// container does not have; virt-handler runs it from the host on a thread that entered the
+// launcher's namespace, or a launcher with the capability runs it itself. The DHCP server
+// needs no privilege and runs in the launcher, which reads what it serves (netlink, read
+// only) with InspectPod.
 package network
 
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
@@ -122,34 +122,4 @@ func addresses(cidr string) (gw, guest netip.Prefix, err error) {
 	}
 	a := p.Addr().Next()
 	return netip.PrefixFrom(a, p.Bits()), netip.PrefixFrom(a.Next(), p.Bits()), nil
-}
-
-// NFTables is the ruleset (one nft table of its own) for plan, with podIface the pod's
-// interface. Loading it replaces the table atomically.
-func NFTables(plan Plan, podIface string) string {
-	guest := plan.Guest.Addr().String()
-	var fwd strings.Builder
-	if plan.Ports == nil {
-		fmt.Fprintf(&fwd, "\t\tiifname %q meta l4proto { tcp, udp } dnat to %s\n", podIface, guest)
-	} else {
-		for _, p := range plan.Ports {
-			proto := strings.ToLower(p.Protocol)
-			if proto == "" {
-				proto = "tcp"
-			}
-			fmt.Fprintf(&fwd, "\t\tiifname %q %s dport %d dnat to %s\n", podIface, proto, p.Port, guest)
-		}
-	}
-	return fmt.Sprintf(`table ip hangar
-delete table ip hangar
-table ip hangar {
-	chain prerouting {
-		type nat hook prerouting priority dstnat; policy accept;
-%s	}
-	chain postrouting {
-		type nat hook postrouting priority srcnat; policy accept;
-		ip saddr %s oifname %q masquerade
-	}
-}
-`, fwd.String(), guest, podIface)
 }

@@ -1,15 +1,15 @@
 package network
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/knftables"
 
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
@@ -24,71 +24,56 @@ type Pod struct {
 	Gateway netip.Addr
 }
 
-// runner runs ip, nft and sh in a network namespace (nsenter) or, when netns is nil, in the
-// caller's.
-type runner struct{ netns *os.File }
-
-// netnsFD is the descriptor the network namespace has in the child: the first of ExtraFiles.
-const netnsFD = 3
-
-func (r runner) run(ctx context.Context, stdin string, name string, args ...string) ([]byte, error) {
-	var extra []*os.File
-	if r.netns != nil {
-		// The namespace goes to the child as an open descriptor, never as a path someone
-		// could swap (virt-handler opened it from a verified launcher process).
-		args = append([]string{fmt.Sprintf("--net=/proc/self/fd/%d", netnsFD), "--", name}, args...)
-		name = "nsenter"
-		extra = []*os.File{r.netns}
-	}
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.ExtraFiles = extra
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
-}
-
 // LookupPod finds the pod's interface and address in netns (nil for the caller's).
-func LookupPod(ctx context.Context, netns *os.File) (Pod, error) {
-	return lookupPod(ctx, runner{netns})
+func LookupPod(netns *os.File) (Pod, error) {
+	h, err := openHandle(netns)
+	if err != nil {
+		return Pod{}, err
+	}
+	defer h.Close()
+	return lookupPod(h)
 }
 
-func lookupPod(ctx context.Context, r runner) (Pod, error) {
-	out, err := r.run(ctx, "", "ip", "-j", "-4", "route", "show", "default")
+// lookupPod reads the IPv4 default route of the main table (`ip -4 route show default`)
+// and the global address of the link it leaves through.
+func lookupPod(h *netlink.Handle) (Pod, error) {
+	routes, err := retryInterrupted(func() ([]netlink.Route, error) { return h.RouteList(nil, netlink.FAMILY_V4) })
 	if err != nil {
-		return Pod{}, err
+		return Pod{}, fmt.Errorf("list routes: %w", err)
 	}
-	var routes []struct {
-		Dev     string `json:"dev"`
-		Gateway string `json:"gateway"`
-	}
-	if err := json.Unmarshal(out, &routes); err != nil || len(routes) == 0 || routes[0].Dev == "" {
-		return Pod{}, fmt.Errorf("no IPv4 default route in the pod (%s)", strings.TrimSpace(string(out)))
-	}
-	dev := routes[0].Dev
-	gw, _ := netip.ParseAddr(routes[0].Gateway) // none for a route through the link alone
-	out, err = r.run(ctx, "", "ip", "-j", "-4", "addr", "show", "dev", dev)
-	if err != nil {
-		return Pod{}, err
-	}
-	var links []link
-	if err := json.Unmarshal(out, &links); err != nil {
-		return Pod{}, fmt.Errorf("ip addr show %s: %w", dev, err)
-	}
-	for _, l := range links {
-		for _, a := range l.AddrInfo {
-			if ip, err := netip.ParseAddr(a.Local); err == nil && a.Scope == "global" {
-				return Pod{Interface: dev, IP: ip, Prefix: netip.PrefixFrom(ip, a.PrefixLen), Gateway: gw}, nil
-			}
+	var def *netlink.Route
+	for i, r := range routes {
+		if isDefault(r.Dst) && r.LinkIndex > 0 && r.Type == unix.RTN_UNICAST {
+			def = &routes[i]
+			break
 		}
 	}
-	return Pod{}, fmt.Errorf("pod interface %s has no global IPv4 address", dev)
+	if def == nil {
+		return Pod{}, fmt.Errorf("no IPv4 default route through a link in the pod")
+	}
+	l, err := h.LinkByIndex(def.LinkIndex)
+	if err != nil {
+		return Pod{}, fmt.Errorf("link %d of the default route: %w", def.LinkIndex, err)
+	}
+	dev := l.Attrs().Name
+	gw, _ := netip.AddrFromSlice(def.Gw.To4()) // none for a route through the link alone
+	addrs, err := globalIPv4(h, l)
+	if err != nil {
+		return Pod{}, err
+	}
+	if len(addrs) == 0 {
+		return Pod{}, fmt.Errorf("pod interface %s has no global IPv4 address", dev)
+	}
+	return Pod{Interface: dev, IP: addrs[0].Addr(), Prefix: addrs[0], Gateway: gw}, nil
+}
+
+// isDefault tells whether a route's destination is everything (nil in older netlink).
+func isDefault(dst *net.IPNet) bool {
+	if dst == nil {
+		return true
+	}
+	ones, _ := dst.Mask.Size()
+	return ones == 0
 }
 
 // Attachment is what one plan's interface gets in the pod: what the launcher serves by DHCP
@@ -126,17 +111,21 @@ func attachment(p Plan, pod Pod, bridged *BridgedPod) (Attachment, error) {
 
 // InspectPod reads, without changing anything, what SetupPod made of plans in netns (nil for
 // the caller's): the launcher's view when virt-handler did the setup.
-func InspectPod(ctx context.Context, netns *os.File, plans []Plan) ([]Attachment, error) {
-	r := runner{netns}
+func InspectPod(netns *os.File, plans []Plan) ([]Attachment, error) {
+	h, err := openHandle(netns)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
 	var pod Pod
 	var atts []Attachment
 	for _, p := range plans {
 		var bridged *BridgedPod
 		switch p.Binding {
 		case BindingBridge:
-			b, ok, err := r.readBridgedPod(ctx, p)
+			b, ok, err := readBridgedPod(h, p)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("interface %s: %w", p.Interface, err)
 			}
 			if !ok {
 				return nil, fmt.Errorf("interface %s: bridge %s is not set up", p.Interface, p.Bridge)
@@ -144,8 +133,7 @@ func InspectPod(ctx context.Context, netns *os.File, plans []Plan) ([]Attachment
 			bridged = &b
 		default:
 			if !pod.IP.IsValid() {
-				var err error
-				if pod, err = lookupPod(ctx, r); err != nil {
+				if pod, err = lookupPod(h); err != nil {
 					return nil, err
 				}
 			}
@@ -160,80 +148,116 @@ func InspectPod(ctx context.Context, netns *os.File, plans []Plan) ([]Attachment
 }
 
 // SetupPod makes the bridge, tap, forwarding and nftables rules of plans in netns (nil for
-// the caller's). Links that exist already are kept and what the bridge binding took from
-// the pod interface is read back from its bridge, so it can run again (a restarted handler).
+// the caller's), all from one thread inside the namespace: netlink for links and
+// addresses, knftables for the rules, /proc/sys/net for the sysctls. Links that exist
+// already are kept and what the bridge binding took from the pod interface is read back
+// from its bridge, so it can run again (a restarted handler).
 func SetupPod(ctx context.Context, netns *os.File, plans []Plan) ([]Attachment, error) {
-	r := runner{netns}
 	var atts []Attachment
-	for _, p := range plans {
-		if p.Binding == BindingBridge {
-			bridged, err := r.setupBridge(ctx, p)
-			if err != nil {
-				return nil, fmt.Errorf("interface %s: %w", p.Interface, err)
+	err := inNamespace(netns, func(h *netlink.Handle) error {
+		for _, p := range plans {
+			var a Attachment
+			var err error
+			if p.Binding == BindingBridge {
+				var bridged BridgedPod
+				if bridged, err = setupBridge(ctx, h, p); err == nil {
+					a, err = attachment(p, Pod{}, &bridged)
+				}
+			} else {
+				var pod Pod
+				if pod, err = setupMasquerade(ctx, h, p); err == nil {
+					a, err = attachment(p, pod, nil)
+				}
 			}
-			a, err := attachment(p, Pod{}, &bridged)
 			if err != nil {
-				return nil, err
+				return fmt.Errorf("interface %s: %w", p.Interface, err)
 			}
 			atts = append(atts, a)
-			continue
 		}
-		pod, err := r.setupMasquerade(ctx, p)
-		if err != nil {
-			return nil, fmt.Errorf("interface %s: %w", p.Interface, err)
-		}
-		a, err := attachment(p, pod, nil)
-		if err != nil {
-			return nil, err
-		}
-		atts = append(atts, a)
-	}
-	return atts, nil
+		return nil
+	})
+	return atts, err
 }
 
-func (r runner) setupMasquerade(ctx context.Context, p Plan) (Pod, error) {
-	pod, err := lookupPod(ctx, r)
+// addTap makes the guest's tap, persistent and owned by the launcher's user: QEMU (that
+// user, without CAP_NET_ADMIN) may then attach to it through /dev/net/tun. The tap is made
+// in the namespace of the calling thread, whatever h's.
+func addTap(h *netlink.Handle, name string) (netlink.Link, error) {
+	tap := &netlink.Tuntap{
+		LinkAttrs: netlink.LinkAttrs{Name: name},
+		Mode:      netlink.TUNTAP_MODE_TAP,
+		Flags:     netlink.TUNTAP_NO_PI | netlink.TUNTAP_TUN_EXCL,
+		Owner:     api.LauncherUID,
+		Group:     api.LauncherUID,
+	}
+	if err := h.LinkAdd(tap); err != nil {
+		return nil, fmt.Errorf("link %s: add tap: %w", name, err)
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("link %s: %w", name, err)
+	}
+	return l, nil
+}
+
+// ensureBridge is the bridge called name, added when missing.
+func ensureBridge(h *netlink.Handle, name string) (netlink.Link, error) {
+	if l, ok, err := linkByName(h, name); err != nil {
+		return nil, err
+	} else if ok {
+		if l.Type() != "bridge" {
+			return nil, fmt.Errorf("link %s: a %s, not a bridge", name, l.Type())
+		}
+		return l, nil
+	}
+	if err := h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}); err != nil {
+		return nil, fmt.Errorf("link %s: add bridge: %w", name, err)
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("link %s: %w", name, err)
+	}
+	return l, nil
+}
+
+func setupMasquerade(ctx context.Context, h *netlink.Handle, p Plan) (Pod, error) {
+	pod, err := lookupPod(h)
 	if err != nil {
 		return pod, err
 	}
-	exists := func(link string) bool {
-		_, err := r.run(ctx, "", "ip", "link", "show", "dev", link)
-		return err == nil
-	}
-	if !exists(p.Bridge) {
-		if _, err := r.run(ctx, "", "ip", "link", "add", p.Bridge, "type", "bridge"); err != nil {
-			return pod, err
-		}
-		if _, err := r.run(ctx, "", "ip", "addr", "add", p.Gateway.String(), "dev", p.Bridge); err != nil {
-			return pod, err
-		}
-	}
-	if !exists(p.Tap) {
-		// Owned by the launcher's user: QEMU (that user, without CAP_NET_ADMIN) may then
-		// attach to the persistent tap through /dev/net/tun.
-		if _, err := r.run(ctx, "", "ip", "tuntap", "add", "dev", p.Tap, "mode", "tap", "user", fmt.Sprint(api.LauncherUID), "group", fmt.Sprint(api.LauncherUID)); err != nil {
-			return pod, err
-		}
-		if _, err := r.run(ctx, "", "ip", "link", "set", p.Tap, "master", p.Bridge); err != nil {
-			return pod, err
-		}
-	}
-	for _, l := range []string{p.Tap, p.Bridge} {
-		if _, err := r.run(ctx, "", "ip", "link", "set", l, "up"); err != nil {
-			return pod, err
-		}
-	}
-	if _, err := r.run(ctx, NFTables(p, pod.Interface), "nft", "-f", "-"); err != nil {
+	br, err := ensureBridge(h, p.Bridge)
+	if err != nil {
 		return pod, err
 	}
-	// /proc/sys/net is the namespace's own for a process inside it.
-	if _, err := r.run(ctx, "", "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"); err != nil {
+	if err := h.AddrReplace(br, ipv4Addr(p.Gateway)); err != nil {
+		return pod, fmt.Errorf("link %s: address %s: %w", p.Bridge, p.Gateway, err)
+	}
+	tap, exists, err := linkByName(h, p.Tap)
+	if err != nil {
 		return pod, err
 	}
-	if err := r.allowLauncherDHCP(ctx); err != nil {
+	if !exists {
+		if tap, err = addTap(h, p.Tap); err != nil {
+			return pod, err
+		}
+		if err := h.LinkSetMaster(tap, br); err != nil {
+			return pod, fmt.Errorf("link %s: set master %s: %w", p.Tap, p.Bridge, err)
+		}
+	}
+	for _, l := range []netlink.Link{tap, br} {
+		if err := h.LinkSetUp(l); err != nil {
+			return pod, fmt.Errorf("link %s: set up: %w", l.Attrs().Name, err)
+		}
+	}
+	if err := loadRules(ctx, knftables.IPv4Family, func(tx *knftables.Transaction) error {
+		return masqueradeRules(tx, p, pod.Interface)
+	}); err != nil {
 		return pod, err
 	}
-	return pod, nil
+	if err := setSysctl("ipv4/ip_forward", 1); err != nil {
+		return pod, err
+	}
+	return pod, allowLauncherDHCP()
 }
 
 // dhcpServerPort is the port the launcher's DHCP server listens on.
@@ -242,8 +266,7 @@ const dhcpServerPort = 67
 // allowLauncherDHCP lets the launcher, an unprivileged process, bind the DHCP server's port
 // in its pod's network namespace: ports from 67 up become unprivileged there. The sysctl is
 // the namespace's own (Kubernetes counts it among the safe sysctls a pod may set itself), so
-// nothing changes outside the pod.
-func (r runner) allowLauncherDHCP(ctx context.Context) error {
-	_, err := r.run(ctx, "", "sh", "-c", fmt.Sprintf("echo %d > /proc/sys/net/ipv4/ip_unprivileged_port_start", dhcpServerPort))
-	return err
+// nothing changes outside the pod. Called on a thread inside the namespace.
+func allowLauncherDHCP() error {
+	return setSysctl("ipv4/ip_unprivileged_port_start", dhcpServerPort)
 }

@@ -144,6 +144,24 @@ func shutoffReason(r libvirt.DomainShutoffReason) string {
 		return "Crashed"
 	case libvirt.DOMAIN_SHUTOFF_FAILED:
 		return "Failed"
+	case libvirt.DOMAIN_SHUTOFF_MIGRATED:
+		return "Migrated"
+	}
+	return fmt.Sprintf("Reason%d", r)
+}
+
+func pausedReason(r libvirt.DomainPausedReason) string {
+	switch r {
+	case libvirt.DOMAIN_PAUSED_USER:
+		return "User"
+	case libvirt.DOMAIN_PAUSED_MIGRATION:
+		return "Migration"
+	case libvirt.DOMAIN_PAUSED_POSTCOPY:
+		return "PostCopy"
+	case libvirt.DOMAIN_PAUSED_POSTCOPY_FAILED:
+		return "PostCopyFailed"
+	case libvirt.DOMAIN_PAUSED_STARTING_UP:
+		return "StartingUp"
 	}
 	return fmt.Sprintf("Reason%d", r)
 }
@@ -231,6 +249,7 @@ func (c *Conn) State(name string) (DomainState, error) {
 			s.State = StateRunning
 		case libvirt.DOMAIN_PAUSED:
 			s.State = StatePaused
+			s.Reason = pausedReason(libvirt.DomainPausedReason(reason))
 		case libvirt.DOMAIN_SHUTDOWN:
 			s.State = StateShuttingDown
 		case libvirt.DOMAIN_SHUTOFF:
@@ -244,6 +263,55 @@ func (c *Conn) State(name string) (DomainState, error) {
 		return nil
 	})
 	return s, err
+}
+
+// Migrate migrates live and peer to peer, the target domain persistent like the source's;
+// the source keeps its (stopped) definition, so its end reads as Shutoff/Migrated.
+func (c *Conn) Migrate(name string, p MigrateParams) error {
+	flags := libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_PERSIST_DEST | libvirt.MIGRATE_ABORT_ON_ERROR
+	params := &libvirt.DomainMigrateParameters{URISet: true, URI: p.MemoryURI}
+	if len(p.CopyDisks) > 0 {
+		// Incremental: the target has the disks' backing images (the same containerDisk).
+		flags |= libvirt.MIGRATE_NON_SHARED_INC
+		params.MigrateDisksSet, params.MigrateDisks = true, p.CopyDisks
+		params.DisksURISet, params.DisksURI = true, p.DisksURI
+	}
+	if p.BandwidthMiB > 0 {
+		params.BandwidthSet, params.Bandwidth = true, p.BandwidthMiB
+	}
+	if p.AutoConverge {
+		flags |= libvirt.MIGRATE_AUTO_CONVERGE
+	}
+	if p.PostCopy {
+		flags |= libvirt.MIGRATE_POSTCOPY
+	}
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.MigrateToURI3(p.DestURI, params, flags) })
+}
+
+func (c *Conn) JobStats(name string) (JobStats, error) {
+	var s JobStats
+	err := c.withDomain(name, func(d *libvirt.Domain) error {
+		j, err := d.GetJobStats(0)
+		if err != nil {
+			return err
+		}
+		s.Active = j.Type != libvirt.DOMAIN_JOB_NONE && j.Type != libvirt.DOMAIN_JOB_COMPLETED
+		s.DataTotal, s.DataProcessed, s.DataRemaining = j.DataTotal, j.DataProcessed, j.DataRemaining
+		s.MemoryBps = j.MemBps
+		if j.MemDirtyRateSet && j.MemPageSizeSet {
+			s.DirtyRate = j.MemDirtyRate * j.MemPageSize
+		}
+		return nil
+	})
+	return s, err
+}
+
+func (c *Conn) AbortJob(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.AbortJob() })
+}
+
+func (c *Conn) StartPostCopy(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.MigrateStartPostCopy(0) })
 }
 
 var _ Hypervisor = (*Conn)(nil)

@@ -21,7 +21,8 @@ const (
 )
 
 // DomainState is a domain's state and libvirt's reason for it (for Shutoff: Shutdown,
-// Destroyed, Crashed, Failed, ...).
+// Destroyed, Crashed, Failed, Migrated, ...; for Paused: User, Migration (stopped for the
+// switch-over, or an incoming guest not yet running), PostCopy, ...).
 type DomainState struct {
 	State  State
 	Reason string
@@ -73,4 +74,42 @@ type Hypervisor interface {
 	// Closed is closed when the connection to libvirtd is lost or closed.
 	Closed() <-chan struct{}
 	Close() error
+
+	// Migrate live-migrates the domain peer to peer and returns when the migration ended:
+	// nil once the guest runs on the target.
+	Migrate(name string, p MigrateParams) error
+	// JobStats are the statistics of the domain's job under way (a migration).
+	JobStats(name string) (JobStats, error)
+	// AbortJob cancels the domain's job under way.
+	AbortJob(name string) error
+	// StartPostCopy switches a migration started with PostCopy to post-copy.
+	StartPostCopy(name string) error
+}
+
+// MigrateParams say where and how a domain migrates.
+type MigrateParams struct {
+	// DestURI is the target libvirtd's URI, as the source libvirtd dials it.
+	DestURI string
+	// MemoryURI is where QEMU sends its migration stream (unix:///path).
+	MemoryURI string
+	// DisksURI is where QEMU copies the disks in CopyDisks (unix:///path); CopyDisks are
+	// target device names (vda, ...): the disks that are not shared.
+	DisksURI  string
+	CopyDisks []string
+	// BandwidthMiB limits the throughput (MiB/s); 0 is unlimited.
+	BandwidthMiB uint64
+	AutoConverge bool
+	// PostCopy allows a switch to post-copy (StartPostCopy).
+	PostCopy bool
+}
+
+// JobStats are a migration's statistics.
+type JobStats struct {
+	// Active: a job is under way.
+	Active bool
+	// Data is memory plus copied disks, in bytes.
+	DataTotal, DataProcessed, DataRemaining uint64
+	// MemoryBps is the memory transfer rate; DirtyRate the guest's dirtying rate, in
+	// bytes per second.
+	MemoryBps, DirtyRate uint64
 }

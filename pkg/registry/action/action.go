@@ -1,5 +1,5 @@
 // Package action holds what the imperative subresources (start, stop, restart, pause, ...)
-// share: a Connecter that takes KubeVirt's raw option bodies on PUT or POST and answers 202
+// share: a Connecter that takes KubeVirt's option bodies (or their protobuf form) on PUT or POST and answers 202
 // Accepted on success: with a Status on the kubevirt.io subresources, so that the generated
 // typed clients have something to decode, and with no body under subresources.kubevirt.io,
 // exactly as KubeVirt does.
@@ -9,22 +9,37 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
 // maxBodyBytes bounds an option body; real ones are a few dozen bytes.
 const maxBodyBytes = 64 << 10
 
-// Func carries out an action on the named object; body is the raw option body (maybe empty).
+// Func carries out an action on the named object; body is the option body (maybe empty).
 // It returns an API error (409, 400, 404, ...) when the action cannot be done.
-type Func func(ctx context.Context, name string, body []byte) error
+type Func func(ctx context.Context, name string, body Body) error
+
+// Body is an action's option body as it came: JSON or YAML from KubeVirt's clients and
+// kubectl, protobuf from the generated clientset, which prefers it.
+type Body struct {
+	// Data is the raw body; empty when the client sent none.
+	Data []byte
+	// MediaType is the body's Content-Type without parameters.
+	MediaType string
+}
 
 // REST serves one action as a subresource: PUT (KubeVirt's verb) and POST.
 type REST struct {
@@ -80,7 +95,8 @@ func (r *REST) Connect(ctx context.Context, name string, _ runtime.Object, respo
 			responder.Error(apierrors.NewBadRequest("dryRun is not supported in the query; set dryRun in the request body"))
 			return
 		}
-		if err := r.act(ctx, name, body); err != nil {
+		mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		if err := r.act(ctx, name, Body{Data: body, MediaType: mediaType}); err != nil {
 			responder.Error(err)
 			return
 		}
@@ -92,15 +108,36 @@ func (r *REST) Connect(ctx context.Context, name string, _ runtime.Object, respo
 	}), nil
 }
 
-// DecodeOptions reads an option body (JSON or YAML) into opts; an empty body leaves opts as
-// they are. Unknown fields are ignored, as KubeVirt does.
-func DecodeOptions(body []byte, opts interface{}) error {
-	if len(body) == 0 {
+// optionsCodecs decodes the protobuf form of the option types, which only kubevirt.io/v1 has.
+var optionsCodecs = func() serializer.CodecFactory {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1.AddToScheme(scheme))
+	return serializer.NewCodecFactory(scheme)
+}()
+
+// Decode reads the body into opts, one of the option types of kubevirt.io/v1; an empty body
+// leaves opts as they are. JSON and YAML bodies may carry unknown fields (ignored, as
+// KubeVirt does) and need no apiVersion or kind; a protobuf body must be of opts' kind.
+func (b Body) Decode(opts runtime.Object) error {
+	if len(b.Data) == 0 {
 		return nil
 	}
-	if err := utilyaml.Unmarshal(body, opts); err != nil {
+	if b.MediaType != runtime.ContentTypeProtobuf {
+		if err := utilyaml.Unmarshal(b.Data, opts); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("cannot decode the request body: %v", err))
+		}
+		return nil
+	}
+	info, _ := runtime.SerializerInfoForMediaType(optionsCodecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	decoded, gvk, err := info.Serializer.Decode(b.Data, nil, nil)
+	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("cannot decode the request body: %v", err))
 	}
+	want := reflect.TypeOf(opts)
+	if reflect.TypeOf(decoded) != want {
+		return apierrors.NewBadRequest(fmt.Sprintf("the request body is a %s, not a %s", gvk.Kind, want.Elem().Name()))
+	}
+	reflect.ValueOf(opts).Elem().Set(reflect.ValueOf(decoded).Elem())
 	return nil
 }
 

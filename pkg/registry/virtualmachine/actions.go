@@ -36,6 +36,8 @@ type Actions struct {
 	vmis     rest.Getter
 	pods     LauncherPods
 	starts   StartChecker
+	// migrations creates the migrations of the migrate action.
+	migrations rest.Creater
 }
 
 // NewActions returns the actions on the given VM storage; vmis reads instances, pods (nil

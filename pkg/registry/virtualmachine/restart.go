@@ -11,9 +11,9 @@ import (
 )
 
 // Restart serves virtualmachines/restart.
-func (a *Actions) Restart(ctx context.Context, name string, body []byte) error {
+func (a *Actions) Restart(ctx context.Context, name string, body action.Body) error {
 	opts := v1.RestartOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	if g := opts.GracePeriodSeconds; g != nil && *g != 0 {

@@ -9,9 +9,9 @@ import (
 )
 
 // Start serves virtualmachines/start.
-func (a *Actions) Start(ctx context.Context, name string, body []byte) error {
+func (a *Actions) Start(ctx context.Context, name string, body action.Body) error {
 	opts := v1.StartOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	vmi, err := a.instance(ctx, name)

@@ -22,9 +22,9 @@ type InstanceGracePeriodSetter interface {
 }
 
 // Stop serves virtualmachines/stop.
-func (a *Actions) Stop(ctx context.Context, name string, body []byte) error {
+func (a *Actions) Stop(ctx context.Context, name string, body action.Body) error {
 	opts := v1.StopOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	if opts.GracePeriod != nil && *opts.GracePeriod < 0 {

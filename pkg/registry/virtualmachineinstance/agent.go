@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -93,10 +94,16 @@ func agentInstance(ctx context.Context, vmis rest.Getter, name string) (*kubevir
 
 // Freeze serves virtualmachineinstances/freeze: the guest's file systems are frozen (for a
 // consistent snapshot) and thawed after unfreezeTimeout (0: not by themselves).
-func (c *Commands) Freeze(ctx context.Context, name string, body []byte) error {
+func (c *Commands) Freeze(ctx context.Context, name string, body action.Body) error {
 	opts := v1.FreezeUnfreezeTimeout{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
-		return err
+	// KubeVirt's body has no kind, so it has no protobuf form: JSON or YAML only.
+	if body.MediaType == runtime.ContentTypeProtobuf {
+		return apierrors.NewBadRequest("freeze takes a JSON or YAML body, not " + body.MediaType)
+	}
+	if len(body.Data) > 0 {
+		if err := utilyaml.Unmarshal(body.Data, &opts); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("cannot decode the request body: %v", err))
+		}
 	}
 	if opts.UnfreezeTimeout == nil || opts.UnfreezeTimeout.Duration < 0 {
 		return apierrors.NewBadRequest("freeze needs unfreezeTimeout, a duration of at least 0 (0: thaw only on unfreeze)")
@@ -115,7 +122,7 @@ func (c *Commands) Freeze(ctx context.Context, name string, body []byte) error {
 const maxUnfreezeTimeoutSeconds = 1<<31 - 1
 
 // Unfreeze serves virtualmachineinstances/unfreeze.
-func (c *Commands) Unfreeze(ctx context.Context, name string, _ []byte) error {
+func (c *Commands) Unfreeze(ctx context.Context, name string, _ action.Body) error {
 	return c.agentCall(ctx, name, "unfreeze", nil)
 }
 

@@ -23,9 +23,9 @@ func NewCommands(vmis rest.Getter, nodes Nodes) *Commands {
 }
 
 // Pause serves virtualmachineinstances/pause.
-func (c *Commands) Pause(ctx context.Context, name string, body []byte) error {
+func (c *Commands) Pause(ctx context.Context, name string, body action.Body) error {
 	opts := v1.PauseOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	return c.run(ctx, name, "pause", action.IsDryRun(opts.DryRun), func(vmi *kubevirt.VirtualMachineInstance) error {
@@ -40,9 +40,9 @@ func (c *Commands) Pause(ctx context.Context, name string, body []byte) error {
 }
 
 // Unpause serves virtualmachineinstances/unpause.
-func (c *Commands) Unpause(ctx context.Context, name string, body []byte) error {
+func (c *Commands) Unpause(ctx context.Context, name string, body action.Body) error {
 	opts := v1.UnpauseOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	return c.run(ctx, name, "unpause", action.IsDryRun(opts.DryRun), func(vmi *kubevirt.VirtualMachineInstance) error {
@@ -54,9 +54,9 @@ func (c *Commands) Unpause(ctx context.Context, name string, body []byte) error 
 }
 
 // SoftReboot serves virtualmachineinstances/softreboot: an ACPI reboot request to the guest.
-func (c *Commands) SoftReboot(ctx context.Context, name string, body []byte) error {
+func (c *Commands) SoftReboot(ctx context.Context, name string, body action.Body) error {
 	opts := v1.SoftRebootOptions{}
-	if err := action.DecodeOptions(body, &opts); err != nil {
+	if err := body.Decode(&opts); err != nil {
 		return err
 	}
 	return c.run(ctx, name, "softreboot", action.IsDryRun(opts.DryRun), func(vmi *kubevirt.VirtualMachineInstance) error {

@@ -86,6 +86,9 @@ func (vmiStatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Obje
 const (
 	NodeNameField = "status.nodeName"
 	PhaseField    = "status.phase"
+	// TargetNodeField: the node agent of a migration's target watches the instances coming
+	// to its node.
+	TargetNodeField = "status.migrationState.targetNode"
 )
 
 // GetAttrs returns the labels and fields an instance can be selected by.
@@ -99,9 +102,14 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 
 // SelectableFields returns the field set of an instance.
 func SelectableFields(vmi *kubevirt.VirtualMachineInstance) fields.Set {
+	target := ""
+	if ms := vmi.Status.MigrationState; ms != nil {
+		target = ms.TargetNode
+	}
 	return generic.AddObjectMetaFieldsSet(fields.Set{
-		NodeNameField: vmi.Status.NodeName,
-		PhaseField:    string(vmi.Status.Phase),
+		NodeNameField:   vmi.Status.NodeName,
+		PhaseField:      string(vmi.Status.Phase),
+		TargetNodeField: target,
 	}, &vmi.ObjectMeta, true)
 }
 

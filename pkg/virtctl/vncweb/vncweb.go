@@ -1,7 +1,14 @@
 // Package vncweb serves a VNC viewer for the browser: a page with a small RFB client
-// (static/rfb.js) and a websocket that virtctl bridges to the instance's VNC stream on the
-// API. It listens on the user's machine only; a random token in every path and an Origin
-// check keep other local users' pages and other sites from using the user's credentials.
+// (static/rfb.js: ZRLE, inflated by the browser's DecompressionStream, so a text screen
+// crosses kube-apiserver and virt-api compressed) and a websocket that virtctl bridges to the
+// instance's VNC stream on the API. It listens on the user's machine only; a random token in
+// every path and an Origin check keep other local users' pages and other sites from using
+// the user's credentials.
+//
+// The page is embedded in virtctl, which is one binary that `go build` makes from a clone.
+// noVNC, the usual browser client, would have to be fetched from npm at build time to stay
+// out of the repository, and go:embed cannot embed what a fresh clone lacks: the client
+// stays virtctl's own.
 package vncweb
 
 import (

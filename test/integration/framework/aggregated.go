@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/virtapi"
@@ -53,13 +55,25 @@ func StartAggregated(t testing.TB) *Cluster {
 // StartAggregatedWith is StartAggregated with virt-api's options adjusted by customize.
 func StartAggregatedWith(t testing.TB, customize func(o *virtapi.Options)) *Cluster {
 	t.Helper()
+	return startAggregated(t, "", customize)
+}
+
+// StartAggregatedProcess is StartAggregatedWith with virt-api running as a process of binary
+// (a build of cmd/virt-api), for benchmarks that measure it apart from the test.
+func StartAggregatedProcess(t testing.TB, binary string, customize func(o *virtapi.Options)) *Cluster {
+	t.Helper()
+	return startAggregated(t, binary, customize)
+}
+
+func startAggregated(t testing.TB, binary string, customize func(o *virtapi.Options)) *Cluster {
+	t.Helper()
 	dir := t.TempDir()
 	kube, err := StartKubeAPIServer(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Cluster{KubeAPIServer: kube, AdminKubeconfig: filepath.Join(dir, "admin.kubeconfig"),
-		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), customize: customize}}
+		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), Binary: binary, customize: customize}}
 	// kube-apiserver goes first: its proxied watches would hold virt-api's shutdown open.
 	t.Cleanup(func() {
 		kube.Stop()
@@ -216,6 +230,25 @@ func (c *Cluster) waitForRoleAggregation() error {
 		}
 		return true, nil
 	})
+}
+
+// RegisterEvictionWebhook applies the ValidatingWebhookConfiguration of artifacts/ (virt-api's
+// eviction webhook), pointed at the in-process virt-api as the APIServices are.
+func (c *Cluster) RegisterEvictionWebhook() error {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "artifacts/base/virt-api/webhooks.yaml"))
+	if err != nil {
+		return err
+	}
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
+		return err
+	}
+	for i := range cfg.Webhooks {
+		cfg.Webhooks[i].ClientConfig.Service.Port = ptr.To(int32(c.VirtAPI.port))
+		cfg.Webhooks[i].ClientConfig.CABundle = c.CA.PEM
+	}
+	_, err = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &cfg, metav1.CreateOptions{})
+	return err
 }
 
 // Kubectl runs kubectl as the admin.

@@ -156,9 +156,14 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + proxyClient.CertFile,
 		"--proxy-client-key-file=" + proxyClient.KeyFile,
-		"--profiling=false",
+		// /debug/pprof only for a benchmark that profiles (KubeAPIServerProfiling).
+		"--profiling=" + strconv.FormatBool(KubeAPIServerProfiling),
 	}, nil
 }
+
+// KubeAPIServerProfiling serves /debug/pprof in the kube-apiservers started after it is set:
+// a benchmark's profiles of a create include kube-apiserver's half.
+var KubeAPIServerProfiling bool
 
 func (s *KubeAPIServer) waitReady() error {
 	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true,

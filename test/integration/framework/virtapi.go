@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hangarvm/hangar/pkg/etcd"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/virtapi"
 )
@@ -29,10 +31,14 @@ type VirtAPI struct {
 	Kubeconfig string
 	// Dir holds etcd's data and the certificates; a restart reuses it.
 	Dir string
+	// Binary, when set, runs virt-api as a process of this binary (virtapiprocess.go).
+	Binary string
 
 	port   int
 	cancel context.CancelFunc
 	done   chan error
+	cmd    *exec.Cmd
+	etcd   *etcd.Server
 	// configure, when set, replaces standalone mode with other options (see aggregated.go).
 	configure func(o *virtapi.Options) error
 	// customize, when set, adjusts the options after the mode's own settings.
@@ -107,6 +113,16 @@ func (s *VirtAPI) start() error {
 	if s.customize != nil {
 		s.customize(o)
 	}
+	if s.Binary != "" {
+		if err := s.startProcess(o, listener); err != nil {
+			return err
+		}
+		if err := s.waitReady(); err != nil {
+			s.Stop()
+			return fmt.Errorf("virt-api did not become ready: %w", err)
+		}
+		return nil
+	}
 	if err := o.Complete(); err != nil {
 		return fmt.Errorf("complete options: %w", err)
 	}
@@ -156,6 +172,11 @@ func (s *VirtAPI) waitReady() error {
 
 // Stop stops virt-api and its etcd, and waits for both to be gone.
 func (s *VirtAPI) Stop() {
+	if s.cmd != nil {
+		s.stopProcess()
+		s.Config, s.Client = nil, nil
+		return
+	}
 	if s.cancel == nil {
 		return
 	}

@@ -3,7 +3,7 @@
 // import` accepts. The local cluster has no registry and no internet, so every
 // image it runs (pause, busybox, Hangar's components) is built this way.
 //
-//	imagebuild -image hangar.local/busybox:v1 -out busybox.tar \
+//	imagebuild -image hangar.local/busybox:v2 -out busybox.tar \
 //	    -dir rootfs/ -file /bin/busybox:/bin/busybox -entrypoint /bin/sh
 //
 // Files get uid/gid 0 and a fixed timestamp, so the same input always yields
@@ -54,7 +54,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.image, "image", "", "image reference, e.g. hangar.local/busybox:v1 (required)")
+	flag.StringVar(&o.image, "image", "", "image reference, e.g. hangar.local/busybox:v2 (required)")
 	flag.StringVar(&o.out, "out", "", "output docker-archive tarball (required)")
 	flag.Var(&o.dirs, "dir", "directory whose contents become the image root (repeatable, later wins)")
 	flag.Var(&o.files, "file", "SRC:DEST, add one file at absolute path DEST (repeatable)")

@@ -8,8 +8,9 @@ import (
 	kubevirtfuzzer "github.com/hangarvm/hangar/pkg/apis/kubevirt/fuzzer"
 )
 
-// TestRoundTripTypes converts random objects internal → v1/v1alpha3 → JSON/YAML/protobuf-less
-// codecs → internal and checks nothing is lost, for every kind of the group.
+// TestRoundTripTypes converts random objects internal → v1/v1alpha3 → JSON, YAML and
+// protobuf → internal and checks nothing is lost, for every kind of the group. Protobuf
+// fails here for a type go-to-protobuf cannot express (hack/update-codegen.sh).
 func TestRoundTripTypes(t *testing.T) {
-	roundtrip.RoundTripTestForAPIGroup(t, Install, kubevirtfuzzer.Funcs)
+	roundtrip.RoundTripProtobufTestForAPIGroup(t, Install, kubevirtfuzzer.Funcs)
 }

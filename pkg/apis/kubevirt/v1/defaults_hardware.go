@@ -81,7 +81,7 @@ func (s *FeatureState) IsEnabled() bool {
 }
 
 func setDefaultHyperv(h *FeatureHyperv, spec *VirtualMachineInstanceSpec) {
-	for _, s := range []*FeatureState{h.Relaxed, h.VAPIC, h.Vpindex, h.Runtime, h.Synic, h.Reset,
+	for _, s := range []*FeatureState{h.Relaxed, h.VAPIC, h.Vpindex, h.Runtime, h.Synic, h.ResetFeature,
 		h.Frequencies, h.Reenlightenment, h.IPI, h.EVMCS} {
 		enable(s)
 	}

@@ -1,6 +1,9 @@
 package v1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // RunStrategyFromRunning is the run strategy the deprecated spec.running stands for.
 func RunStrategyFromRunning(running bool) VirtualMachineRunStrategy {
@@ -28,6 +31,9 @@ const (
 	AppLabel = "kubevirt.io"
 	// LauncherAppLabelValue is AppLabel's value on launcher pods.
 	LauncherAppLabelValue = "virt-launcher"
+	// MigrationJobLabel marks a migration's target launcher pod with the migration's UID
+	// (KubeVirt's label).
+	MigrationJobLabel = "kubevirt.io/migrationJobUID"
 	// CreatedByLabel carries the UID of the instance a launcher pod runs.
 	CreatedByLabel = "kubevirt.io/created-by"
 )
@@ -67,4 +73,22 @@ func (s *VirtualMachineInstanceStatus) RemoveCondition(t VirtualMachineInstanceC
 		}
 	}
 	s.Conditions = out
+}
+
+// IsFinal says whether a migration has ended, one way or the other.
+func (m *VirtualMachineInstanceMigration) IsFinal() bool {
+	return m.Status.Phase == MigrationSucceeded || m.Status.Phase == MigrationFailed
+}
+
+// IsMigratable says whether the instance's LiveMigratable condition is True (KubeVirt's test
+// for eviction strategies: an instance not yet assessed is not migratable).
+func (vmi *VirtualMachineInstance) IsMigratable() bool {
+	c := vmi.Status.Condition(VirtualMachineInstanceIsMigratable)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// IsMarkedForEviction says whether the instance is to leave its node (an eviction of its
+// launcher pod was turned into an evacuation).
+func (vmi *VirtualMachineInstance) IsMarkedForEviction() bool {
+	return vmi.Status.EvacuationNodeName != ""
 }

@@ -42,6 +42,7 @@ func KnownTypes() []runtime.Object {
 		&VirtualMachine{}, &VirtualMachineList{},
 		&VirtualMachineInstance{}, &VirtualMachineInstanceList{},
 		&VirtualMachineInstanceReplicaSet{}, &VirtualMachineInstanceReplicaSetList{},
+		&VirtualMachineInstanceMigration{}, &VirtualMachineInstanceMigrationList{},
 	}
 }
 
@@ -51,6 +52,7 @@ func ActionOptionTypes() []runtime.Object {
 	return []runtime.Object{
 		&StartOptions{}, &StopOptions{}, &RestartOptions{},
 		&PauseOptions{}, &UnpauseOptions{}, &SoftRebootOptions{},
+		&MigrateOptions{},
 	}
 }
 
@@ -64,10 +66,11 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 // AddFieldLabelConversions declares the field selectors of the group's kinds in a version:
 // instances can be selected by node and phase, everything by name and namespace.
 func AddFieldLabelConversions(scheme *runtime.Scheme, gv schema.GroupVersion) error {
-	for _, kind := range []string{"VirtualMachine", "VirtualMachineInstance", "VirtualMachineInstanceReplicaSet"} {
+	for _, kind := range []string{"VirtualMachine", "VirtualMachineInstance", "VirtualMachineInstanceReplicaSet", "VirtualMachineInstanceMigration"} {
 		supported := map[string]bool{"metadata.name": true, "metadata.namespace": true}
 		if kind == "VirtualMachineInstance" {
 			supported["status.nodeName"], supported["status.phase"] = true, true
+			supported["status.migrationState.targetNode"] = true
 		}
 		err := scheme.AddFieldLabelConversionFunc(gv.WithKind(kind), func(label, value string) (string, string, error) {
 			if !supported[label] {

@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The bodies of the imperative actions (PUT .../start, stop, restart, pause, unpause,
+// The bodies of the imperative actions (PUT .../start, stop, restart, migrate, pause, unpause,
 // softreboot), as KubeVirt's clients send them. Every field is optional and an empty body is
 // allowed. They are registered kinds so that the generated typed clients can send them.
 
@@ -21,11 +21,11 @@ type StartOptions struct {
 	metav1.TypeMeta `json:",inline"`
 	// Paused starts the instance paused.
 	// +optional
-	Paused bool `json:"paused,omitempty"`
+	Paused bool `json:"paused,omitempty" protobuf:"varint,1,opt,name=paused"`
 	// DryRun, when All, checks the request without changing anything.
 	// +optional
 	// +listType=atomic
-	DryRun []string `json:"dryRun,omitempty"`
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,2,rep,name=dryRun"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -36,11 +36,11 @@ type StopOptions struct {
 	// GracePeriod overrides the instance's termination grace period, in seconds; a stopped
 	// VM (Halted) accepts a stop only to shorten the grace period of a shutdown under way.
 	// +optional
-	GracePeriod *int64 `json:"gracePeriod,omitempty"`
+	GracePeriod *int64 `json:"gracePeriod,omitempty" protobuf:"varint,1,opt,name=gracePeriod"`
 	// DryRun, when All, checks the request without changing anything.
 	// +optional
 	// +listType=atomic
-	DryRun []string `json:"dryRun,omitempty"`
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,2,rep,name=dryRun"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -51,11 +51,11 @@ type RestartOptions struct {
 	// GracePeriodSeconds 0 forces the restart: the launcher pod is deleted at once. Only 0 is
 	// supported.
 	// +optional
-	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty" protobuf:"varint,1,opt,name=gracePeriodSeconds"`
 	// DryRun, when All, checks the request without changing anything.
 	// +optional
 	// +listType=atomic
-	DryRun []string `json:"dryRun,omitempty"`
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,2,rep,name=dryRun"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -66,7 +66,7 @@ type PauseOptions struct {
 	// DryRun, when All, checks the request without changing anything.
 	// +optional
 	// +listType=atomic
-	DryRun []string `json:"dryRun,omitempty"`
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,1,rep,name=dryRun"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -77,7 +77,7 @@ type UnpauseOptions struct {
 	// DryRun, when All, checks the request without changing anything.
 	// +optional
 	// +listType=atomic
-	DryRun []string `json:"dryRun,omitempty"`
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,1,rep,name=dryRun"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -89,5 +89,21 @@ type SoftRebootOptions struct {
 	// DryRun, when All, checks the request without changing anything.
 	// +optional
 	// +listType=atomic
-	DryRun []string `json:"dryRun,omitempty"`
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,1,rep,name=dryRun"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// MigrateOptions are the options of the migrate action of a VirtualMachine: it creates a
+// VirtualMachineInstanceMigration of the VM's running instance.
+type MigrateOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// DryRun, when All, checks the request without creating the migration.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,1,rep,name=dryRun"`
+	// AddedNodeSelector restricts the target nodes further; it never overrides the VM's own
+	// node selector or affinity.
+	// +optional
+	AddedNodeSelector map[string]string `json:"addedNodeSelector,omitempty" protobuf:"bytes,2,rep,name=addedNodeSelector"`
 }

@@ -10,6 +10,7 @@ import (
 // +genclient:method=Start,verb=update,subresource=start,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StartOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +genclient:method=Stop,verb=update,subresource=stop,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StopOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +genclient:method=Restart,verb=update,subresource=restart,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
+// +genclient:method=Migrate,verb=update,subresource=migrate,input=github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrateOptions,result=k8s.io/apimachinery/pkg/apis/meta/v1.Status
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // VirtualMachine handles the lifecycle of a VirtualMachineInstance: it creates, stops and
@@ -19,12 +20,12 @@ type VirtualMachine struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 	// Spec contains the specification of the VirtualMachineInstance to create.
-	Spec VirtualMachineSpec `json:"spec"`
+	Spec VirtualMachineSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 	// Status holds the current state of the VirtualMachine, written by the controller.
 	// +optional
-	Status VirtualMachineStatus `json:"status,omitempty"`
+	Status VirtualMachineStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -34,9 +35,9 @@ type VirtualMachineList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 	// Items is the list of VirtualMachines.
-	Items []VirtualMachine `json:"items"`
+	Items []VirtualMachine `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // VirtualMachineRunStrategy says when a VirtualMachineInstance of the VirtualMachine should exist.
@@ -62,17 +63,17 @@ type VirtualMachineSpec struct {
 	// Running controls whether the associated VirtualMachineInstance is created or not.
 	// Deprecated: use runStrategy instead; running and runStrategy are mutually exclusive.
 	// +optional
-	Running *bool `json:"running,omitempty"`
+	Running *bool `json:"running,omitempty" protobuf:"varint,1,opt,name=running"`
 
 	// RunStrategy is the requested running state of the VirtualMachineInstance; mutually
 	// exclusive with running. One of Always, Halted, Manual, RerunOnFailure, Once; Halted
 	// when neither running nor runStrategy is given.
 	// +optional
-	RunStrategy *VirtualMachineRunStrategy `json:"runStrategy,omitempty"`
+	RunStrategy *VirtualMachineRunStrategy `json:"runStrategy,omitempty" protobuf:"bytes,2,opt,name=runStrategy,casttype=VirtualMachineRunStrategy"`
 
 	// Template is the VirtualMachineInstance the VirtualMachine creates. Changes take effect
 	// at the next start.
-	Template *VirtualMachineInstanceTemplateSpec `json:"template"`
+	Template *VirtualMachineInstanceTemplateSpec `json:"template" protobuf:"bytes,3,opt,name=template"`
 }
 
 // VirtualMachinePrintableStatus is a human-readable summary of a VirtualMachine's state,
@@ -111,37 +112,37 @@ const (
 type VirtualMachineStatus struct {
 	// Created means an instance of this VM exists in the cluster.
 	// +optional
-	Created bool `json:"created,omitempty"`
+	Created bool `json:"created,omitempty" protobuf:"varint,1,opt,name=created"`
 	// Ready means the instance of this VM is running and ready.
 	// +optional
-	Ready bool `json:"ready,omitempty"`
+	Ready bool `json:"ready,omitempty" protobuf:"varint,2,opt,name=ready"`
 	// PrintableStatus is a human-readable summary of the VM's state.
 	// +optional
-	PrintableStatus VirtualMachinePrintableStatus `json:"printableStatus,omitempty"`
+	PrintableStatus VirtualMachinePrintableStatus `json:"printableStatus,omitempty" protobuf:"bytes,3,opt,name=printableStatus,casttype=VirtualMachinePrintableStatus"`
 	// Conditions are the latest observations of the VM's state.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +patchMergeKey=type
 	// +patchStrategy=merge
-	Conditions []VirtualMachineCondition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	Conditions []VirtualMachineCondition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,4,rep,name=conditions"`
 	// StateChangeRequests are the start and stop requests the controller has yet to carry
 	// out, in order; the start, stop and restart actions append them.
 	// +optional
 	// +listType=atomic
-	StateChangeRequests []VirtualMachineStateChangeRequest `json:"stateChangeRequests,omitempty"`
+	StateChangeRequests []VirtualMachineStateChangeRequest `json:"stateChangeRequests,omitempty" protobuf:"bytes,5,rep,name=stateChangeRequests"`
 	// StartFailure tracks consecutive failed starts for the crash-loop back-off.
 	// +optional
-	StartFailure *VirtualMachineStartFailure `json:"startFailure,omitempty"`
+	StartFailure *VirtualMachineStartFailure `json:"startFailure,omitempty" protobuf:"bytes,6,opt,name=startFailure"`
 	// ObservedGeneration is the VM generation the current instance was created from.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,7,opt,name=observedGeneration"`
 	// DesiredGeneration is the VM generation the instance should match: the VM's latest.
 	// +optional
-	DesiredGeneration int64 `json:"desiredGeneration,omitempty"`
+	DesiredGeneration int64 `json:"desiredGeneration,omitempty" protobuf:"varint,8,opt,name=desiredGeneration"`
 	// RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.
 	// +optional
-	RunStrategy VirtualMachineRunStrategy `json:"runStrategy,omitempty"`
+	RunStrategy VirtualMachineRunStrategy `json:"runStrategy,omitempty" protobuf:"bytes,9,opt,name=runStrategy,casttype=VirtualMachineRunStrategy"`
 }
 
 // VirtualMachineConditionType names a VirtualMachine condition.
@@ -159,23 +160,23 @@ const (
 // VirtualMachineCondition is one observation of a VirtualMachine's state.
 type VirtualMachineCondition struct {
 	// Type of the condition.
-	Type VirtualMachineConditionType `json:"type"`
+	Type VirtualMachineConditionType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=VirtualMachineConditionType"`
 	// Status of the condition: True, False or Unknown.
-	Status corev1.ConditionStatus `json:"status"`
+	Status corev1.ConditionStatus `json:"status" protobuf:"bytes,2,opt,name=status,casttype=k8s.io/api/core/v1.ConditionStatus"`
 	// LastProbeTime is when the condition was last checked.
 	// +optional
 	// +nullable
-	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
+	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty" protobuf:"bytes,3,opt,name=lastProbeTime"`
 	// LastTransitionTime is when the condition last changed status.
 	// +optional
 	// +nullable
-	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty" protobuf:"bytes,4,opt,name=lastTransitionTime"`
 	// Reason is a one-word CamelCase reason for the condition's last transition.
 	// +optional
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" protobuf:"bytes,5,opt,name=reason"`
 	// Message is a human-readable explanation of the last transition.
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" protobuf:"bytes,6,opt,name=message"`
 }
 
 // StateChangeRequestAction is the action a state change request asks for.
@@ -192,24 +193,24 @@ const (
 // VirtualMachineStateChangeRequest asks the controller to start or stop the VM's instance.
 type VirtualMachineStateChangeRequest struct {
 	// Action is Start or Stop.
-	Action StateChangeRequestAction `json:"action"`
+	Action StateChangeRequestAction `json:"action" protobuf:"bytes,1,opt,name=action,casttype=StateChangeRequestAction"`
 	// Data carries action-specific options, such as a start in the paused state.
 	// +optional
-	Data map[string]string `json:"data,omitempty"`
+	Data map[string]string `json:"data,omitempty" protobuf:"bytes,2,rep,name=data"`
 	// UID is the instance a Stop request is aimed at; a Stop for another instance is dropped.
 	// +optional
-	UID *types.UID `json:"uid,omitempty"`
+	UID *types.UID `json:"uid,omitempty" protobuf:"bytes,3,opt,name=uid,casttype=k8s.io/apimachinery/pkg/types.UID"`
 }
 
 // VirtualMachineStartFailure tracks consecutive start failures of a VM.
 type VirtualMachineStartFailure struct {
 	// LastFailedVMIUID is the UID of the instance that failed last.
 	// +optional
-	LastFailedVMIUID types.UID `json:"lastFailedVMIUID,omitempty"`
+	LastFailedVMIUID types.UID `json:"lastFailedVMIUID,omitempty" protobuf:"bytes,1,opt,name=lastFailedVMIUID,casttype=k8s.io/apimachinery/pkg/types.UID"`
 	// RetryAfterTimestamp is the earliest time the next start is tried.
 	// +optional
-	RetryAfterTimestamp *metav1.Time `json:"retryAfterTimestamp,omitempty"`
+	RetryAfterTimestamp *metav1.Time `json:"retryAfterTimestamp,omitempty" protobuf:"bytes,2,opt,name=retryAfterTimestamp"`
 	// ConsecutiveFailCount counts failed starts in a row.
 	// +optional
-	ConsecutiveFailCount int `json:"consecutiveFailCount,omitempty"`
+	ConsecutiveFailCount int `json:"consecutiveFailCount,omitempty" protobuf:"varint,3,opt,name=consecutiveFailCount,casttype=int"`
 }

@@ -410,6 +410,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*MigrationConfiguration)(nil), (*kubevirt.MigrationConfiguration)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_MigrationConfiguration_To_kubevirt_MigrationConfiguration(a.(*MigrationConfiguration), b.(*kubevirt.MigrationConfiguration), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.MigrationConfiguration)(nil), (*MigrationConfiguration)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_MigrationConfiguration_To_v1_MigrationConfiguration(a.(*kubevirt.MigrationConfiguration), b.(*MigrationConfiguration), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*Network)(nil), (*kubevirt.Network)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1_Network_To_kubevirt_Network(a.(*Network), b.(*kubevirt.Network), scope)
 	}); err != nil {
@@ -597,6 +607,76 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceList)(nil), (*VirtualMachineInstanceList)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_kubevirt_VirtualMachineInstanceList_To_v1_VirtualMachineInstanceList(a.(*kubevirt.VirtualMachineInstanceList), b.(*VirtualMachineInstanceList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigration)(nil), (*kubevirt.VirtualMachineInstanceMigration)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigration_To_kubevirt_VirtualMachineInstanceMigration(a.(*VirtualMachineInstanceMigration), b.(*kubevirt.VirtualMachineInstanceMigration), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigration)(nil), (*VirtualMachineInstanceMigration)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigration_To_v1_VirtualMachineInstanceMigration(a.(*kubevirt.VirtualMachineInstanceMigration), b.(*VirtualMachineInstanceMigration), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigrationCondition)(nil), (*kubevirt.VirtualMachineInstanceMigrationCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigrationCondition_To_kubevirt_VirtualMachineInstanceMigrationCondition(a.(*VirtualMachineInstanceMigrationCondition), b.(*kubevirt.VirtualMachineInstanceMigrationCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigrationCondition)(nil), (*VirtualMachineInstanceMigrationCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigrationCondition_To_v1_VirtualMachineInstanceMigrationCondition(a.(*kubevirt.VirtualMachineInstanceMigrationCondition), b.(*VirtualMachineInstanceMigrationCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigrationList)(nil), (*kubevirt.VirtualMachineInstanceMigrationList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigrationList_To_kubevirt_VirtualMachineInstanceMigrationList(a.(*VirtualMachineInstanceMigrationList), b.(*kubevirt.VirtualMachineInstanceMigrationList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigrationList)(nil), (*VirtualMachineInstanceMigrationList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigrationList_To_v1_VirtualMachineInstanceMigrationList(a.(*kubevirt.VirtualMachineInstanceMigrationList), b.(*VirtualMachineInstanceMigrationList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigrationPhaseTransitionTimestamp)(nil), (*kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(a.(*VirtualMachineInstanceMigrationPhaseTransitionTimestamp), b.(*kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp)(nil), (*VirtualMachineInstanceMigrationPhaseTransitionTimestamp)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(a.(*kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp), b.(*VirtualMachineInstanceMigrationPhaseTransitionTimestamp), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigrationSpec)(nil), (*kubevirt.VirtualMachineInstanceMigrationSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigrationSpec_To_kubevirt_VirtualMachineInstanceMigrationSpec(a.(*VirtualMachineInstanceMigrationSpec), b.(*kubevirt.VirtualMachineInstanceMigrationSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigrationSpec)(nil), (*VirtualMachineInstanceMigrationSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigrationSpec_To_v1_VirtualMachineInstanceMigrationSpec(a.(*kubevirt.VirtualMachineInstanceMigrationSpec), b.(*VirtualMachineInstanceMigrationSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigrationState)(nil), (*kubevirt.VirtualMachineInstanceMigrationState)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigrationState_To_kubevirt_VirtualMachineInstanceMigrationState(a.(*VirtualMachineInstanceMigrationState), b.(*kubevirt.VirtualMachineInstanceMigrationState), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigrationState)(nil), (*VirtualMachineInstanceMigrationState)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigrationState_To_v1_VirtualMachineInstanceMigrationState(a.(*kubevirt.VirtualMachineInstanceMigrationState), b.(*VirtualMachineInstanceMigrationState), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*VirtualMachineInstanceMigrationStatus)(nil), (*kubevirt.VirtualMachineInstanceMigrationStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_VirtualMachineInstanceMigrationStatus_To_kubevirt_VirtualMachineInstanceMigrationStatus(a.(*VirtualMachineInstanceMigrationStatus), b.(*kubevirt.VirtualMachineInstanceMigrationStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.VirtualMachineInstanceMigrationStatus)(nil), (*VirtualMachineInstanceMigrationStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_VirtualMachineInstanceMigrationStatus_To_v1_VirtualMachineInstanceMigrationStatus(a.(*kubevirt.VirtualMachineInstanceMigrationStatus), b.(*VirtualMachineInstanceMigrationStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -1245,7 +1325,7 @@ func autoConvert_v1_FeatureHyperv_To_kubevirt_FeatureHyperv(in *FeatureHyperv, o
 	out.Runtime = (*kubevirt.FeatureState)(unsafe.Pointer(in.Runtime))
 	out.Synic = (*kubevirt.FeatureState)(unsafe.Pointer(in.Synic))
 	out.Synictimer = (*kubevirt.SyNICTimer)(unsafe.Pointer(in.Synictimer))
-	out.Reset = (*kubevirt.FeatureState)(unsafe.Pointer(in.Reset))
+	out.ResetFeature = (*kubevirt.FeatureState)(unsafe.Pointer(in.ResetFeature))
 	out.Vendorid = (*kubevirt.FeatureVendorID)(unsafe.Pointer(in.Vendorid))
 	out.Frequencies = (*kubevirt.FeatureState)(unsafe.Pointer(in.Frequencies))
 	out.Reenlightenment = (*kubevirt.FeatureState)(unsafe.Pointer(in.Reenlightenment))
@@ -1268,7 +1348,7 @@ func autoConvert_kubevirt_FeatureHyperv_To_v1_FeatureHyperv(in *kubevirt.Feature
 	out.Runtime = (*FeatureState)(unsafe.Pointer(in.Runtime))
 	out.Synic = (*FeatureState)(unsafe.Pointer(in.Synic))
 	out.Synictimer = (*SyNICTimer)(unsafe.Pointer(in.Synictimer))
-	out.Reset = (*FeatureState)(unsafe.Pointer(in.Reset))
+	out.ResetFeature = (*FeatureState)(unsafe.Pointer(in.ResetFeature))
 	out.Vendorid = (*FeatureVendorID)(unsafe.Pointer(in.Vendorid))
 	out.Frequencies = (*FeatureState)(unsafe.Pointer(in.Frequencies))
 	out.Reenlightenment = (*FeatureState)(unsafe.Pointer(in.Reenlightenment))
@@ -1701,6 +1781,38 @@ func autoConvert_kubevirt_Memory_To_v1_Memory(in *kubevirt.Memory, out *Memory, 
 // Convert_kubevirt_Memory_To_v1_Memory is an autogenerated conversion function.
 func Convert_kubevirt_Memory_To_v1_Memory(in *kubevirt.Memory, out *Memory, s conversion.Scope) error {
 	return autoConvert_kubevirt_Memory_To_v1_Memory(in, out, s)
+}
+
+func autoConvert_v1_MigrationConfiguration_To_kubevirt_MigrationConfiguration(in *MigrationConfiguration, out *kubevirt.MigrationConfiguration, s conversion.Scope) error {
+	out.ParallelMigrationsPerCluster = (*uint32)(unsafe.Pointer(in.ParallelMigrationsPerCluster))
+	out.ParallelOutboundMigrationsPerNode = (*uint32)(unsafe.Pointer(in.ParallelOutboundMigrationsPerNode))
+	out.BandwidthPerMigration = (*resource.Quantity)(unsafe.Pointer(in.BandwidthPerMigration))
+	out.CompletionTimeoutPerGiB = (*int64)(unsafe.Pointer(in.CompletionTimeoutPerGiB))
+	out.ProgressTimeout = (*int64)(unsafe.Pointer(in.ProgressTimeout))
+	out.AllowAutoConverge = (*bool)(unsafe.Pointer(in.AllowAutoConverge))
+	out.AllowPostCopy = (*bool)(unsafe.Pointer(in.AllowPostCopy))
+	return nil
+}
+
+// Convert_v1_MigrationConfiguration_To_kubevirt_MigrationConfiguration is an autogenerated conversion function.
+func Convert_v1_MigrationConfiguration_To_kubevirt_MigrationConfiguration(in *MigrationConfiguration, out *kubevirt.MigrationConfiguration, s conversion.Scope) error {
+	return autoConvert_v1_MigrationConfiguration_To_kubevirt_MigrationConfiguration(in, out, s)
+}
+
+func autoConvert_kubevirt_MigrationConfiguration_To_v1_MigrationConfiguration(in *kubevirt.MigrationConfiguration, out *MigrationConfiguration, s conversion.Scope) error {
+	out.ParallelMigrationsPerCluster = (*uint32)(unsafe.Pointer(in.ParallelMigrationsPerCluster))
+	out.ParallelOutboundMigrationsPerNode = (*uint32)(unsafe.Pointer(in.ParallelOutboundMigrationsPerNode))
+	out.BandwidthPerMigration = (*resource.Quantity)(unsafe.Pointer(in.BandwidthPerMigration))
+	out.CompletionTimeoutPerGiB = (*int64)(unsafe.Pointer(in.CompletionTimeoutPerGiB))
+	out.ProgressTimeout = (*int64)(unsafe.Pointer(in.ProgressTimeout))
+	out.AllowAutoConverge = (*bool)(unsafe.Pointer(in.AllowAutoConverge))
+	out.AllowPostCopy = (*bool)(unsafe.Pointer(in.AllowPostCopy))
+	return nil
+}
+
+// Convert_kubevirt_MigrationConfiguration_To_v1_MigrationConfiguration is an autogenerated conversion function.
+func Convert_kubevirt_MigrationConfiguration_To_v1_MigrationConfiguration(in *kubevirt.MigrationConfiguration, out *MigrationConfiguration, s conversion.Scope) error {
+	return autoConvert_kubevirt_MigrationConfiguration_To_v1_MigrationConfiguration(in, out, s)
 }
 
 func autoConvert_v1_Network_To_kubevirt_Network(in *Network, out *kubevirt.Network, s conversion.Scope) error {
@@ -2167,7 +2279,17 @@ func Convert_kubevirt_VirtualMachineInstanceGuestOSInfo_To_v1_VirtualMachineInst
 
 func autoConvert_v1_VirtualMachineInstanceList_To_kubevirt_VirtualMachineInstanceList(in *VirtualMachineInstanceList, out *kubevirt.VirtualMachineInstanceList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]kubevirt.VirtualMachineInstance)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]kubevirt.VirtualMachineInstance, len(*in))
+		for i := range *in {
+			if err := Convert_v1_VirtualMachineInstance_To_kubevirt_VirtualMachineInstance(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -2178,13 +2300,231 @@ func Convert_v1_VirtualMachineInstanceList_To_kubevirt_VirtualMachineInstanceLis
 
 func autoConvert_kubevirt_VirtualMachineInstanceList_To_v1_VirtualMachineInstanceList(in *kubevirt.VirtualMachineInstanceList, out *VirtualMachineInstanceList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]VirtualMachineInstance)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]VirtualMachineInstance, len(*in))
+		for i := range *in {
+			if err := Convert_kubevirt_VirtualMachineInstance_To_v1_VirtualMachineInstance(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
 // Convert_kubevirt_VirtualMachineInstanceList_To_v1_VirtualMachineInstanceList is an autogenerated conversion function.
 func Convert_kubevirt_VirtualMachineInstanceList_To_v1_VirtualMachineInstanceList(in *kubevirt.VirtualMachineInstanceList, out *VirtualMachineInstanceList, s conversion.Scope) error {
 	return autoConvert_kubevirt_VirtualMachineInstanceList_To_v1_VirtualMachineInstanceList(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigration_To_kubevirt_VirtualMachineInstanceMigration(in *VirtualMachineInstanceMigration, out *kubevirt.VirtualMachineInstanceMigration, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1_VirtualMachineInstanceMigrationSpec_To_kubevirt_VirtualMachineInstanceMigrationSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1_VirtualMachineInstanceMigrationStatus_To_kubevirt_VirtualMachineInstanceMigrationStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigration_To_kubevirt_VirtualMachineInstanceMigration is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigration_To_kubevirt_VirtualMachineInstanceMigration(in *VirtualMachineInstanceMigration, out *kubevirt.VirtualMachineInstanceMigration, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigration_To_kubevirt_VirtualMachineInstanceMigration(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigration_To_v1_VirtualMachineInstanceMigration(in *kubevirt.VirtualMachineInstanceMigration, out *VirtualMachineInstanceMigration, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_kubevirt_VirtualMachineInstanceMigrationSpec_To_v1_VirtualMachineInstanceMigrationSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_kubevirt_VirtualMachineInstanceMigrationStatus_To_v1_VirtualMachineInstanceMigrationStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigration_To_v1_VirtualMachineInstanceMigration is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigration_To_v1_VirtualMachineInstanceMigration(in *kubevirt.VirtualMachineInstanceMigration, out *VirtualMachineInstanceMigration, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigration_To_v1_VirtualMachineInstanceMigration(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigrationCondition_To_kubevirt_VirtualMachineInstanceMigrationCondition(in *VirtualMachineInstanceMigrationCondition, out *kubevirt.VirtualMachineInstanceMigrationCondition, s conversion.Scope) error {
+	out.Type = kubevirt.VirtualMachineInstanceMigrationConditionType(in.Type)
+	out.Status = corev1.ConditionStatus(in.Status)
+	out.LastProbeTime = in.LastProbeTime
+	out.LastTransitionTime = in.LastTransitionTime
+	out.Reason = in.Reason
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigrationCondition_To_kubevirt_VirtualMachineInstanceMigrationCondition is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigrationCondition_To_kubevirt_VirtualMachineInstanceMigrationCondition(in *VirtualMachineInstanceMigrationCondition, out *kubevirt.VirtualMachineInstanceMigrationCondition, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigrationCondition_To_kubevirt_VirtualMachineInstanceMigrationCondition(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigrationCondition_To_v1_VirtualMachineInstanceMigrationCondition(in *kubevirt.VirtualMachineInstanceMigrationCondition, out *VirtualMachineInstanceMigrationCondition, s conversion.Scope) error {
+	out.Type = VirtualMachineInstanceMigrationConditionType(in.Type)
+	out.Status = corev1.ConditionStatus(in.Status)
+	out.LastProbeTime = in.LastProbeTime
+	out.LastTransitionTime = in.LastTransitionTime
+	out.Reason = in.Reason
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigrationCondition_To_v1_VirtualMachineInstanceMigrationCondition is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigrationCondition_To_v1_VirtualMachineInstanceMigrationCondition(in *kubevirt.VirtualMachineInstanceMigrationCondition, out *VirtualMachineInstanceMigrationCondition, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigrationCondition_To_v1_VirtualMachineInstanceMigrationCondition(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigrationList_To_kubevirt_VirtualMachineInstanceMigrationList(in *VirtualMachineInstanceMigrationList, out *kubevirt.VirtualMachineInstanceMigrationList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]kubevirt.VirtualMachineInstanceMigration)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigrationList_To_kubevirt_VirtualMachineInstanceMigrationList is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigrationList_To_kubevirt_VirtualMachineInstanceMigrationList(in *VirtualMachineInstanceMigrationList, out *kubevirt.VirtualMachineInstanceMigrationList, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigrationList_To_kubevirt_VirtualMachineInstanceMigrationList(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigrationList_To_v1_VirtualMachineInstanceMigrationList(in *kubevirt.VirtualMachineInstanceMigrationList, out *VirtualMachineInstanceMigrationList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]VirtualMachineInstanceMigration)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigrationList_To_v1_VirtualMachineInstanceMigrationList is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigrationList_To_v1_VirtualMachineInstanceMigrationList(in *kubevirt.VirtualMachineInstanceMigrationList, out *VirtualMachineInstanceMigrationList, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigrationList_To_v1_VirtualMachineInstanceMigrationList(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(in *VirtualMachineInstanceMigrationPhaseTransitionTimestamp, out *kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp, s conversion.Scope) error {
+	out.Phase = kubevirt.VirtualMachineInstanceMigrationPhase(in.Phase)
+	out.PhaseTransitionTimestamp = in.PhaseTransitionTimestamp
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(in *VirtualMachineInstanceMigrationPhaseTransitionTimestamp, out *kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(in *kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp, out *VirtualMachineInstanceMigrationPhaseTransitionTimestamp, s conversion.Scope) error {
+	out.Phase = VirtualMachineInstanceMigrationPhase(in.Phase)
+	out.PhaseTransitionTimestamp = in.PhaseTransitionTimestamp
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(in *kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp, out *VirtualMachineInstanceMigrationPhaseTransitionTimestamp, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigrationPhaseTransitionTimestamp_To_v1_VirtualMachineInstanceMigrationPhaseTransitionTimestamp(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigrationSpec_To_kubevirt_VirtualMachineInstanceMigrationSpec(in *VirtualMachineInstanceMigrationSpec, out *kubevirt.VirtualMachineInstanceMigrationSpec, s conversion.Scope) error {
+	out.VMIName = in.VMIName
+	out.AddedNodeSelector = *(*map[string]string)(unsafe.Pointer(&in.AddedNodeSelector))
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigrationSpec_To_kubevirt_VirtualMachineInstanceMigrationSpec is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigrationSpec_To_kubevirt_VirtualMachineInstanceMigrationSpec(in *VirtualMachineInstanceMigrationSpec, out *kubevirt.VirtualMachineInstanceMigrationSpec, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigrationSpec_To_kubevirt_VirtualMachineInstanceMigrationSpec(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigrationSpec_To_v1_VirtualMachineInstanceMigrationSpec(in *kubevirt.VirtualMachineInstanceMigrationSpec, out *VirtualMachineInstanceMigrationSpec, s conversion.Scope) error {
+	out.VMIName = in.VMIName
+	out.AddedNodeSelector = *(*map[string]string)(unsafe.Pointer(&in.AddedNodeSelector))
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigrationSpec_To_v1_VirtualMachineInstanceMigrationSpec is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigrationSpec_To_v1_VirtualMachineInstanceMigrationSpec(in *kubevirt.VirtualMachineInstanceMigrationSpec, out *VirtualMachineInstanceMigrationSpec, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigrationSpec_To_v1_VirtualMachineInstanceMigrationSpec(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigrationState_To_kubevirt_VirtualMachineInstanceMigrationState(in *VirtualMachineInstanceMigrationState, out *kubevirt.VirtualMachineInstanceMigrationState, s conversion.Scope) error {
+	out.StartTimestamp = (*metav1.Time)(unsafe.Pointer(in.StartTimestamp))
+	out.EndTimestamp = (*metav1.Time)(unsafe.Pointer(in.EndTimestamp))
+	out.TargetNodeDomainReadyTimestamp = (*metav1.Time)(unsafe.Pointer(in.TargetNodeDomainReadyTimestamp))
+	out.TargetNodeDomainDetected = in.TargetNodeDomainDetected
+	out.TargetNodeAddress = in.TargetNodeAddress
+	out.TargetDirectMigrationNodePorts = *(*map[string]int32)(unsafe.Pointer(&in.TargetDirectMigrationNodePorts))
+	out.TargetNode = in.TargetNode
+	out.TargetPod = in.TargetPod
+	out.SourceNode = in.SourceNode
+	out.SourcePod = in.SourcePod
+	out.Completed = in.Completed
+	out.Failed = in.Failed
+	out.AbortRequested = in.AbortRequested
+	out.AbortStatus = kubevirt.MigrationAbortStatus(in.AbortStatus)
+	out.FailureReason = in.FailureReason
+	out.MigrationUid = types.UID(in.MigrationUid)
+	out.Mode = kubevirt.MigrationMode(in.Mode)
+	out.MigrationConfiguration = (*kubevirt.MigrationConfiguration)(unsafe.Pointer(in.MigrationConfiguration))
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigrationState_To_kubevirt_VirtualMachineInstanceMigrationState is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigrationState_To_kubevirt_VirtualMachineInstanceMigrationState(in *VirtualMachineInstanceMigrationState, out *kubevirt.VirtualMachineInstanceMigrationState, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigrationState_To_kubevirt_VirtualMachineInstanceMigrationState(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigrationState_To_v1_VirtualMachineInstanceMigrationState(in *kubevirt.VirtualMachineInstanceMigrationState, out *VirtualMachineInstanceMigrationState, s conversion.Scope) error {
+	out.StartTimestamp = (*metav1.Time)(unsafe.Pointer(in.StartTimestamp))
+	out.EndTimestamp = (*metav1.Time)(unsafe.Pointer(in.EndTimestamp))
+	out.TargetNodeDomainReadyTimestamp = (*metav1.Time)(unsafe.Pointer(in.TargetNodeDomainReadyTimestamp))
+	out.TargetNodeDomainDetected = in.TargetNodeDomainDetected
+	out.TargetNodeAddress = in.TargetNodeAddress
+	out.TargetDirectMigrationNodePorts = *(*map[string]int32)(unsafe.Pointer(&in.TargetDirectMigrationNodePorts))
+	out.TargetNode = in.TargetNode
+	out.TargetPod = in.TargetPod
+	out.SourceNode = in.SourceNode
+	out.SourcePod = in.SourcePod
+	out.Completed = in.Completed
+	out.Failed = in.Failed
+	out.AbortRequested = in.AbortRequested
+	out.AbortStatus = MigrationAbortStatus(in.AbortStatus)
+	out.FailureReason = in.FailureReason
+	out.MigrationUid = types.UID(in.MigrationUid)
+	out.Mode = MigrationMode(in.Mode)
+	out.MigrationConfiguration = (*MigrationConfiguration)(unsafe.Pointer(in.MigrationConfiguration))
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigrationState_To_v1_VirtualMachineInstanceMigrationState is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigrationState_To_v1_VirtualMachineInstanceMigrationState(in *kubevirt.VirtualMachineInstanceMigrationState, out *VirtualMachineInstanceMigrationState, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigrationState_To_v1_VirtualMachineInstanceMigrationState(in, out, s)
+}
+
+func autoConvert_v1_VirtualMachineInstanceMigrationStatus_To_kubevirt_VirtualMachineInstanceMigrationStatus(in *VirtualMachineInstanceMigrationStatus, out *kubevirt.VirtualMachineInstanceMigrationStatus, s conversion.Scope) error {
+	out.Phase = kubevirt.VirtualMachineInstanceMigrationPhase(in.Phase)
+	out.Conditions = *(*[]kubevirt.VirtualMachineInstanceMigrationCondition)(unsafe.Pointer(&in.Conditions))
+	out.PhaseTransitionTimestamps = *(*[]kubevirt.VirtualMachineInstanceMigrationPhaseTransitionTimestamp)(unsafe.Pointer(&in.PhaseTransitionTimestamps))
+	out.MigrationState = (*kubevirt.VirtualMachineInstanceMigrationState)(unsafe.Pointer(in.MigrationState))
+	return nil
+}
+
+// Convert_v1_VirtualMachineInstanceMigrationStatus_To_kubevirt_VirtualMachineInstanceMigrationStatus is an autogenerated conversion function.
+func Convert_v1_VirtualMachineInstanceMigrationStatus_To_kubevirt_VirtualMachineInstanceMigrationStatus(in *VirtualMachineInstanceMigrationStatus, out *kubevirt.VirtualMachineInstanceMigrationStatus, s conversion.Scope) error {
+	return autoConvert_v1_VirtualMachineInstanceMigrationStatus_To_kubevirt_VirtualMachineInstanceMigrationStatus(in, out, s)
+}
+
+func autoConvert_kubevirt_VirtualMachineInstanceMigrationStatus_To_v1_VirtualMachineInstanceMigrationStatus(in *kubevirt.VirtualMachineInstanceMigrationStatus, out *VirtualMachineInstanceMigrationStatus, s conversion.Scope) error {
+	out.Phase = VirtualMachineInstanceMigrationPhase(in.Phase)
+	out.Conditions = *(*[]VirtualMachineInstanceMigrationCondition)(unsafe.Pointer(&in.Conditions))
+	out.PhaseTransitionTimestamps = *(*[]VirtualMachineInstanceMigrationPhaseTransitionTimestamp)(unsafe.Pointer(&in.PhaseTransitionTimestamps))
+	out.MigrationState = (*VirtualMachineInstanceMigrationState)(unsafe.Pointer(in.MigrationState))
+	return nil
+}
+
+// Convert_kubevirt_VirtualMachineInstanceMigrationStatus_To_v1_VirtualMachineInstanceMigrationStatus is an autogenerated conversion function.
+func Convert_kubevirt_VirtualMachineInstanceMigrationStatus_To_v1_VirtualMachineInstanceMigrationStatus(in *kubevirt.VirtualMachineInstanceMigrationStatus, out *VirtualMachineInstanceMigrationStatus, s conversion.Scope) error {
+	return autoConvert_kubevirt_VirtualMachineInstanceMigrationStatus_To_v1_VirtualMachineInstanceMigrationStatus(in, out, s)
 }
 
 func autoConvert_v1_VirtualMachineInstanceNetworkInterface_To_kubevirt_VirtualMachineInstanceNetworkInterface(in *VirtualMachineInstanceNetworkInterface, out *kubevirt.VirtualMachineInstanceNetworkInterface, s conversion.Scope) error {
@@ -2437,6 +2777,9 @@ func autoConvert_v1_VirtualMachineInstanceStatus_To_kubevirt_VirtualMachineInsta
 	}
 	out.QOSClass = (*corev1.PodQOSClass)(unsafe.Pointer(in.QOSClass))
 	out.ActivePods = *(*map[types.UID]string)(unsafe.Pointer(&in.ActivePods))
+	out.MigrationState = (*kubevirt.VirtualMachineInstanceMigrationState)(unsafe.Pointer(in.MigrationState))
+	out.MigrationMethod = kubevirt.VirtualMachineInstanceMigrationMethod(in.MigrationMethod)
+	out.EvacuationNodeName = in.EvacuationNodeName
 	out.FSFreezeStatus = in.FSFreezeStatus
 	return nil
 }
@@ -2459,6 +2802,9 @@ func autoConvert_kubevirt_VirtualMachineInstanceStatus_To_v1_VirtualMachineInsta
 	out.QOSClass = (*corev1.PodQOSClass)(unsafe.Pointer(in.QOSClass))
 	out.ActivePods = *(*map[types.UID]string)(unsafe.Pointer(&in.ActivePods))
 	out.FSFreezeStatus = in.FSFreezeStatus
+	out.MigrationState = (*VirtualMachineInstanceMigrationState)(unsafe.Pointer(in.MigrationState))
+	out.MigrationMethod = VirtualMachineInstanceMigrationMethod(in.MigrationMethod)
+	out.EvacuationNodeName = in.EvacuationNodeName
 	return nil
 }
 

@@ -24,7 +24,7 @@ func windowsSpec() kubevirt.VirtualMachineInstanceSpec {
 		Hyperv: &kubevirt.FeatureHyperv{
 			Relaxed: on(), VAPIC: on(), Spinlocks: &kubevirt.FeatureSpinlocks{FeatureState: *on(), Spinlocks: ptr.To[uint32](8191)},
 			Vpindex: on(), Synic: on(), Synictimer: &kubevirt.SyNICTimer{FeatureState: *on()}, Runtime: on(),
-			Frequencies: on(), Reset: on(), Reenlightenment: on(), IPI: on(),
+			Frequencies: on(), ResetFeature: on(), Reenlightenment: on(), IPI: on(),
 			Tlbflush: &kubevirt.TLBFlush{FeatureState: *on()},
 		},
 	}

@@ -112,7 +112,7 @@ func ValidateVirtualMachineInstanceStatusUpdate(vmi, old *kubevirt.VirtualMachin
 	for i, c := range vmi.Status.Conditions {
 		allErrs = append(allErrs, validateConditionStatus(c.Status, path.Child("conditions").Index(i).Child("status"))...)
 	}
-	return allErrs
+	return append(allErrs, validateMigrationStatusFields(&vmi.Status, path)...)
 }
 
 func isFinal(phase kubevirt.VirtualMachineInstancePhase) bool {

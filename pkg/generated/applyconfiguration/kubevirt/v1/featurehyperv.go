@@ -28,7 +28,7 @@ type FeatureHypervApplyConfiguration struct {
 	Runtime         *FeatureStateApplyConfiguration     `json:"runtime,omitempty"`
 	Synic           *FeatureStateApplyConfiguration     `json:"synic,omitempty"`
 	Synictimer      *SyNICTimerApplyConfiguration       `json:"synictimer,omitempty"`
-	Reset           *FeatureStateApplyConfiguration     `json:"reset,omitempty"`
+	ResetFeature    *FeatureStateApplyConfiguration     `json:"reset,omitempty"`
 	Vendorid        *FeatureVendorIDApplyConfiguration  `json:"vendorid,omitempty"`
 	Frequencies     *FeatureStateApplyConfiguration     `json:"frequencies,omitempty"`
 	Reenlightenment *FeatureStateApplyConfiguration     `json:"reenlightenment,omitempty"`
@@ -99,11 +99,11 @@ func (b *FeatureHypervApplyConfiguration) WithSynictimer(value *SyNICTimerApplyC
 	return b
 }
 
-// WithReset sets the Reset field in the declarative configuration to the given value
+// WithResetFeature sets the ResetFeature field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the Reset field is set to the value of the last call.
-func (b *FeatureHypervApplyConfiguration) WithReset(value *FeatureStateApplyConfiguration) *FeatureHypervApplyConfiguration {
-	b.Reset = value
+// If called multiple times, the ResetFeature field is set to the value of the last call.
+func (b *FeatureHypervApplyConfiguration) WithResetFeature(value *FeatureStateApplyConfiguration) *FeatureHypervApplyConfiguration {
+	b.ResetFeature = value
 	return b
 }
 

@@ -36,6 +36,9 @@ type VirtualMachineInstanceStatusApplyConfiguration struct {
 	GuestOSInfo               *VirtualMachineInstanceGuestOSInfoApplyConfiguration               `json:"guestOSInfo,omitempty"`
 	QOSClass                  *corev1.PodQOSClass                                                `json:"qosClass,omitempty"`
 	ActivePods                map[types.UID]string                                               `json:"activePods,omitempty"`
+	MigrationState            *VirtualMachineInstanceMigrationStateApplyConfiguration            `json:"migrationState,omitempty"`
+	MigrationMethod           *kubevirtv1.VirtualMachineInstanceMigrationMethod                  `json:"migrationMethod,omitempty"`
+	EvacuationNodeName        *string                                                            `json:"evacuationNodeName,omitempty"`
 	FSFreezeStatus            *string                                                            `json:"fsFreezeStatus,omitempty"`
 }
 
@@ -135,6 +138,30 @@ func (b *VirtualMachineInstanceStatusApplyConfiguration) WithActivePods(entries 
 	for k, v := range entries {
 		b.ActivePods[k] = v
 	}
+	return b
+}
+
+// WithMigrationState sets the MigrationState field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MigrationState field is set to the value of the last call.
+func (b *VirtualMachineInstanceStatusApplyConfiguration) WithMigrationState(value *VirtualMachineInstanceMigrationStateApplyConfiguration) *VirtualMachineInstanceStatusApplyConfiguration {
+	b.MigrationState = value
+	return b
+}
+
+// WithMigrationMethod sets the MigrationMethod field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MigrationMethod field is set to the value of the last call.
+func (b *VirtualMachineInstanceStatusApplyConfiguration) WithMigrationMethod(value kubevirtv1.VirtualMachineInstanceMigrationMethod) *VirtualMachineInstanceStatusApplyConfiguration {
+	b.MigrationMethod = &value
+	return b
+}
+
+// WithEvacuationNodeName sets the EvacuationNodeName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the EvacuationNodeName field is set to the value of the last call.
+func (b *VirtualMachineInstanceStatusApplyConfiguration) WithEvacuationNodeName(value string) *VirtualMachineInstanceStatusApplyConfiguration {
+	b.EvacuationNodeName = &value
 	return b
 }
 

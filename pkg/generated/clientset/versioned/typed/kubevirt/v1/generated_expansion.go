@@ -22,4 +22,6 @@ type VirtualMachineExpansion interface{}
 
 type VirtualMachineInstanceExpansion interface{}
 
+type VirtualMachineInstanceMigrationExpansion interface{}
+
 type VirtualMachineInstanceReplicaSetExpansion interface{}

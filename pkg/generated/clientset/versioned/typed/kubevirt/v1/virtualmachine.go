@@ -54,6 +54,7 @@ type VirtualMachineInterface interface {
 	Start(ctx context.Context, virtualMachineName string, startOptions *kubevirtv1.StartOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
 	Stop(ctx context.Context, virtualMachineName string, stopOptions *kubevirtv1.StopOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
 	Restart(ctx context.Context, virtualMachineName string, restartOptions *kubevirtv1.RestartOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
+	Migrate(ctx context.Context, virtualMachineName string, migrateOptions *kubevirtv1.MigrateOptions, opts metav1.UpdateOptions) (*metav1.Status, error)
 
 	VirtualMachineExpansion
 }
@@ -73,6 +74,7 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 			namespace,
 			func() *kubevirtv1.VirtualMachine { return &kubevirtv1.VirtualMachine{} },
 			func() *kubevirtv1.VirtualMachineList { return &kubevirtv1.VirtualMachineList{} },
+			gentype.PrefersProtobuf[*kubevirtv1.VirtualMachine](),
 		),
 	}
 }
@@ -81,6 +83,7 @@ func newVirtualMachines(c *KubevirtV1Client, namespace string) *virtualMachines 
 func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, startOptions *kubevirtv1.StartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -96,6 +99,7 @@ func (c *virtualMachines) Start(ctx context.Context, virtualMachineName string, 
 func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, stopOptions *kubevirtv1.StopOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
@@ -111,12 +115,29 @@ func (c *virtualMachines) Stop(ctx context.Context, virtualMachineName string, s
 func (c *virtualMachines) Restart(ctx context.Context, virtualMachineName string, restartOptions *kubevirtv1.RestartOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachines").
 		Name(virtualMachineName).
 		SubResource("restart").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(restartOptions).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Migrate takes the top resource name and the representation of a migrateOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *virtualMachines) Migrate(ctx context.Context, virtualMachineName string, migrateOptions *kubevirtv1.MigrateOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	result = &metav1.Status{}
+	err = c.GetClient().Put().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("virtualmachines").
+		Name(virtualMachineName).
+		SubResource("migrate").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(migrateOptions).
 		Do(ctx).
 		Into(result)
 	return

@@ -73,6 +73,7 @@ func newVirtualMachineInstances(c *KubevirtV1Client, namespace string) *virtualM
 			namespace,
 			func() *kubevirtv1.VirtualMachineInstance { return &kubevirtv1.VirtualMachineInstance{} },
 			func() *kubevirtv1.VirtualMachineInstanceList { return &kubevirtv1.VirtualMachineInstanceList{} },
+			gentype.PrefersProtobuf[*kubevirtv1.VirtualMachineInstance](),
 		),
 	}
 }
@@ -81,6 +82,7 @@ func newVirtualMachineInstances(c *KubevirtV1Client, namespace string) *virtualM
 func (c *virtualMachineInstances) Pause(ctx context.Context, virtualMachineInstanceName string, pauseOptions *kubevirtv1.PauseOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachineinstances").
 		Name(virtualMachineInstanceName).
@@ -96,6 +98,7 @@ func (c *virtualMachineInstances) Pause(ctx context.Context, virtualMachineInsta
 func (c *virtualMachineInstances) Unpause(ctx context.Context, virtualMachineInstanceName string, unpauseOptions *kubevirtv1.UnpauseOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachineinstances").
 		Name(virtualMachineInstanceName).
@@ -111,6 +114,7 @@ func (c *virtualMachineInstances) Unpause(ctx context.Context, virtualMachineIns
 func (c *virtualMachineInstances) SoftReboot(ctx context.Context, virtualMachineInstanceName string, softRebootOptions *kubevirtv1.SoftRebootOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
 	result = &metav1.Status{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachineinstances").
 		Name(virtualMachineInstanceName).

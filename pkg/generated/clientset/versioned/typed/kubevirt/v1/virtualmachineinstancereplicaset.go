@@ -77,6 +77,7 @@ func newVirtualMachineInstanceReplicaSets(c *KubevirtV1Client, namespace string)
 			func() *kubevirtv1.VirtualMachineInstanceReplicaSetList {
 				return &kubevirtv1.VirtualMachineInstanceReplicaSetList{}
 			},
+			gentype.PrefersProtobuf[*kubevirtv1.VirtualMachineInstanceReplicaSet](),
 		),
 	}
 }
@@ -85,6 +86,7 @@ func newVirtualMachineInstanceReplicaSets(c *KubevirtV1Client, namespace string)
 func (c *virtualMachineInstanceReplicaSets) GetScale(ctx context.Context, virtualMachineInstanceReplicaSetName string, options metav1.GetOptions) (result *autoscalingv1.Scale, err error) {
 	result = &autoscalingv1.Scale{}
 	err = c.GetClient().Get().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachineinstancereplicasets").
 		Name(virtualMachineInstanceReplicaSetName).
@@ -99,6 +101,7 @@ func (c *virtualMachineInstanceReplicaSets) GetScale(ctx context.Context, virtua
 func (c *virtualMachineInstanceReplicaSets) UpdateScale(ctx context.Context, virtualMachineInstanceReplicaSetName string, scale *autoscalingv1.Scale, opts metav1.UpdateOptions) (result *autoscalingv1.Scale, err error) {
 	result = &autoscalingv1.Scale{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("virtualmachineinstancereplicasets").
 		Name(virtualMachineInstanceReplicaSetName).

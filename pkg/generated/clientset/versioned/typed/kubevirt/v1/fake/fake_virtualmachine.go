@@ -89,3 +89,15 @@ func (c *fakeVirtualMachines) Restart(ctx context.Context, virtualMachineName st
 	}
 	return obj.(*metav1.Status), err
 }
+
+// Migrate takes the representation of a migrateOptions and updates it. Returns the server's representation of the status, and an error, if there is any.
+func (c *fakeVirtualMachines) Migrate(ctx context.Context, virtualMachineName string, migrateOptions *v1.MigrateOptions, opts metav1.UpdateOptions) (result *metav1.Status, err error) {
+	emptyResult := &metav1.Status{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "migrate", c.Namespace(), migrateOptions, opts), &v1.MigrateOptions{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*metav1.Status), err
+}

@@ -1,0 +1,294 @@
+package migration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	metricstestutil "k8s.io/component-base/metrics/testutil"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
+	"github.com/hangarvm/hangar/pkg/controller/testutil"
+	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
+	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+)
+
+type fixture struct {
+	t    *testing.T
+	c    *Controller
+	kv   *kvfake.Clientset
+	kube *k8sfake.Clientset
+}
+
+func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	kvObjs := []runtime.Object{mig, vmi}
+	var kubeObjs []runtime.Object
+	for _, p := range pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	handler := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "hangar", Name: "virt-handler-b", Labels: map[string]string{"app.kubernetes.io/name": "virt-handler"}},
+		Spec:       corev1.PodSpec{NodeName: "node-b"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.2.7"},
+	}
+	kubeObjs = append(kubeObjs, handler)
+	f := &fixture{t: t, kv: kvfake.NewSimpleClientset(kvObjs...), kube: k8sfake.NewSimpleClientset(kubeObjs...)}
+	testutil.GenerateNames(f.kube)
+	kvf := kvinformers.NewSharedInformerFactory(f.kv, 0)
+	kf := informers.NewSharedInformerFactory(f.kube, 0)
+	migInf, vmiInf := kvf.Kubevirt().V1().VirtualMachineInstanceMigrations(), kvf.Kubevirt().V1().VirtualMachineInstances()
+	podInf := kf.Core().V1().Pods()
+	handlerInf := informers.NewSharedInformerFactory(f.kube, 0).Core().V1().Pods()
+	cfg := config.Defaults()
+	c, err := New(f.kv, f.kube, migInf, vmiInf, podInf, handlerInf, kf.Core().V1().PersistentVolumeClaims(), config.NewStore(cfg), record.NewFakeRecorder(100), Options{
+		HandlerNamespace: "hangar", HandlerPort: 18187,
+		HandlerSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "virt-handler"}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, migInf.Informer().GetIndexer().Add(mig))
+	require.NoError(t, vmiInf.Informer().GetIndexer().Add(vmi))
+	for _, p := range pods {
+		require.NoError(t, podInf.Informer().GetIndexer().Add(p))
+	}
+	require.NoError(t, handlerInf.Informer().GetIndexer().Add(handler))
+	f.c = c
+	return f
+}
+
+func (f *fixture) sync() {
+	f.t.Helper()
+	if err := f.c.sync(context.Background(), "ns/mig"); err != nil {
+		var requeue controllerutil.RequeueAfter
+		require.ErrorAs(f.t, err, &requeue, "sync")
+	}
+}
+
+func (f *fixture) migration() *v1.VirtualMachineInstanceMigration {
+	m, err := f.kv.KubevirtV1().VirtualMachineInstanceMigrations("ns").Get(context.Background(), "mig", metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return m
+}
+
+func (f *fixture) instance() *v1.VirtualMachineInstance {
+	v, err := f.kv.KubevirtV1().VirtualMachineInstances("ns").Get(context.Background(), "vm", metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return v
+}
+
+func newMigration(phase v1.VirtualMachineInstanceMigrationPhase, mutate ...func(*v1.VirtualMachineInstanceMigration)) *v1.VirtualMachineInstanceMigration {
+	m := &v1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mig", UID: "mig-uid", CreationTimestamp: metav1.Now(),
+			Finalizers: []string{v1.VirtualMachineInstanceMigrationFinalizer}},
+		Spec:   v1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"},
+		Status: v1.VirtualMachineInstanceMigrationStatus{Phase: phase},
+	}
+	if phase != "" {
+		m.Status.PhaseTransitionTimestamps = []v1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{{Phase: phase, PhaseTransitionTimestamp: metav1.Now()}}
+	}
+	for _, f := range mutate {
+		f(m)
+	}
+	return m
+}
+
+func runningVMI(mutate ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
+	v := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm", UID: "vmi-uid"},
+		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Resources: v1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}}},
+		Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running, NodeName: "node-a",
+			ActivePods: map[types.UID]string{"source-uid": "node-a"}},
+	}
+	for _, f := range mutate {
+		f(v)
+	}
+	return v
+}
+
+func launcherPod(name string, uid types.UID, node string, job types.UID) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid,
+		Labels:          map[string]string{v1.AppLabel: v1.LauncherAppLabelValue},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm", UID: "vmi-uid", Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if job != "" {
+		p.Labels[v1.MigrationJobLabel] = string(job)
+	}
+	return p
+}
+
+func migrating(mutate ...func(*v1.VirtualMachineInstanceMigrationState)) func(*v1.VirtualMachineInstance) {
+	return func(v *v1.VirtualMachineInstance) {
+		v.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "mig-uid", SourceNode: "node-a", SourcePod: "source"}
+		for _, m := range mutate {
+			m(v.Status.MigrationState)
+		}
+	}
+}
+
+func TestPendingMigrationPlacesATargetPodAwayFromTheSource(t *testing.T) {
+	f := newFixture(t, newMigration(v1.MigrationPending), runningVMI(), launcherPod("source", "source-uid", "node-a", ""))
+	f.sync()
+	assert.Equal(t, v1.MigrationScheduling, f.migration().Status.Phase)
+	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel + "=mig-uid"})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	terms := pods.Items[0].Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	require.Len(t, terms, 1)
+	assert.Contains(t, terms[0].MatchExpressions, corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-a"}})
+	ms := f.instance().Status.MigrationState
+	require.NotNil(t, ms)
+	assert.Equal(t, types.UID("mig-uid"), ms.MigrationUid)
+	assert.Equal(t, "node-a", ms.SourceNode)
+	assert.Equal(t, "source", ms.SourcePod)
+	assert.Equal(t, pods.Items[0].Name, ms.TargetPod)
+	assert.Empty(t, ms.TargetNode, "no target node before the pod is scheduled")
+}
+
+func TestMigrationOfAStoppedInstanceFails(t *testing.T) {
+	f := newFixture(t, newMigration(v1.MigrationPending), runningVMI(func(v *v1.VirtualMachineInstance) { v.Status.Phase = v1.Succeeded }))
+	f.sync()
+	assert.Equal(t, v1.MigrationFailed, f.migration().Status.Phase)
+}
+
+func TestScheduledTargetIsAnnouncedToTheHandlers(t *testing.T) {
+	target := launcherPod("target", "target-uid", "node-b", "mig-uid")
+	f := newFixture(t, newMigration(v1.MigrationScheduling), runningVMI(migrating()),
+		launcherPod("source", "source-uid", "node-a", ""), target)
+	f.sync()
+	assert.Equal(t, v1.MigrationScheduled, f.migration().Status.Phase)
+	vmi := f.instance()
+	assert.Equal(t, "node-b", vmi.Status.MigrationState.TargetNode)
+	assert.Equal(t, "10.0.2.7:18187", vmi.Status.MigrationState.TargetNodeAddress, "the target node's handler")
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a", "target-uid": "node-b"}, vmi.Status.ActivePods)
+	assert.Equal(t, "node-a", vmi.Status.NodeName, "still the source's")
+}
+
+func TestCompletedMigrationHandsTheInstanceOver(t *testing.T) {
+	target := launcherPod("target", "target-uid", "node-b", "mig-uid")
+	target.Status.PodIP = "10.244.2.9"
+	vmi := runningVMI(migrating(func(ms *v1.VirtualMachineInstanceMigrationState) {
+		ms.TargetNode, ms.TargetNodeAddress, ms.Completed = "node-b", "10.0.2.7:18187", true
+		ms.StartTimestamp, ms.EndTimestamp = ptr.To(metav1.Now()), ptr.To(metav1.Now())
+	}), func(v *v1.VirtualMachineInstance) {
+		v.Status.ActivePods["target-uid"] = "node-b"
+		v.Status.Interfaces = []v1.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: "10.244.1.5", IPs: []string{"10.244.1.5"}}}
+	})
+	f := newFixture(t, newMigration(v1.MigrationRunning), vmi, launcherPod("source", "source-uid", "node-a", ""), target)
+	f.sync()
+	assert.Equal(t, v1.MigrationSucceeded, f.migration().Status.Phase)
+	got := f.instance()
+	assert.Equal(t, "node-b", got.Status.NodeName)
+	assert.Equal(t, map[types.UID]string{"target-uid": "node-b"}, got.Status.ActivePods)
+	assert.Equal(t, "10.244.2.9", got.Status.Interfaces[0].IP)
+	_, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "source", metav1.GetOptions{})
+	assert.True(t, err != nil, "the source pod is deleted")
+	_, err = f.kube.CoreV1().Pods("ns").Get(context.Background(), "target", metav1.GetOptions{})
+	assert.NoError(t, err, "the target pod stays")
+}
+
+func TestFailedMigrationRemovesTheTarget(t *testing.T) {
+	target := launcherPod("target", "target-uid", "node-b", "mig-uid")
+	vmi := runningVMI(migrating(func(ms *v1.VirtualMachineInstanceMigrationState) {
+		ms.TargetNode, ms.Failed, ms.FailureReason = "node-b", true, "MigrationFailed: connection reset"
+	}), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "node-b" })
+	f := newFixture(t, newMigration(v1.MigrationRunning), vmi, launcherPod("source", "source-uid", "node-a", ""), target)
+	f.sync()
+	m := f.migration()
+	assert.Equal(t, v1.MigrationFailed, m.Status.Phase)
+	assert.Equal(t, "MigrationFailed: connection reset", m.Status.MigrationState.FailureReason)
+	got := f.instance()
+	assert.Equal(t, "node-a", got.Status.NodeName)
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a"}, got.Status.ActivePods)
+	_, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "target", metav1.GetOptions{})
+	assert.Error(t, err, "the target pod is deleted")
+}
+
+func TestDeletedMigrationAsksTheSourceToAbort(t *testing.T) {
+	vmi := runningVMI(migrating(func(ms *v1.VirtualMachineInstanceMigrationState) {
+		ms.TargetNode, ms.TargetNodeAddress, ms.StartTimestamp = "node-b", "10.0.2.7:18187", ptr.To(metav1.Now())
+	}), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "node-b" })
+	mig := newMigration(v1.MigrationRunning, func(m *v1.VirtualMachineInstanceMigration) {
+		m.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
+	})
+	f := newFixture(t, mig, vmi, launcherPod("source", "source-uid", "node-a", ""), launcherPod("target", "target-uid", "node-b", "mig-uid"))
+	f.sync()
+	assert.True(t, f.instance().Status.MigrationState.AbortRequested)
+	m := f.migration()
+	assert.Equal(t, v1.MigrationRunning, m.Status.Phase, "the migration ends when the source says so")
+	assert.Contains(t, m.Finalizers, v1.VirtualMachineInstanceMigrationFinalizer)
+	require.NotEmpty(t, m.Status.Conditions)
+	assert.Equal(t, v1.MigrationAbortRequested, m.Status.Conditions[0].Type)
+}
+
+func TestParallelMigrationsPerNodeAreLimited(t *testing.T) {
+	f := newFixture(t, newMigration(v1.MigrationPending), runningVMI(), launcherPod("source", "source-uid", "node-a", ""))
+	for i, name := range []string{"other-1", "other-2"} {
+		other := newMigration(v1.MigrationRunning, func(m *v1.VirtualMachineInstanceMigration) {
+			m.Name, m.UID = name, types.UID(name)
+			m.Spec.VMIName = "vm-" + string(rune('x'+i))
+			m.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{SourceNode: "node-a"}
+		})
+		require.NoError(t, f.c.migIndexer.Add(other))
+	}
+	f.sync()
+	assert.Equal(t, v1.MigrationPending, f.migration().Status.Phase, "two migrations out of node-a already")
+	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel})
+	require.NoError(t, err)
+	assert.Empty(t, pods.Items)
+}
+
+func TestMigrationMetrics(t *testing.T) {
+	done := newMigration(v1.MigrationSucceeded, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{StartTimestamp: ptr.To(metav1.Unix(1700000000, 0)), EndTimestamp: ptr.To(metav1.Unix(1700000042, 0))}
+	})
+	f := newFixture(t, done, runningVMI())
+	pending := newMigration(v1.MigrationPending, func(m *v1.VirtualMachineInstanceMigration) { m.Name, m.UID = "other", "other" })
+	require.NoError(t, f.c.migIndexer.Add(pending))
+	err := metricstestutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(`
+# HELP kubevirt_vmi_migration_end_time_seconds [ALPHA] The time at which the migration ended.
+# TYPE kubevirt_vmi_migration_end_time_seconds gauge
+kubevirt_vmi_migration_end_time_seconds{namespace="ns",vmi="vm",vmim="mig"} 1.700000042e+09
+# HELP kubevirt_vmi_migration_succeeded [ALPHA] Indicates if the VMI migration succeeded.
+# TYPE kubevirt_vmi_migration_succeeded gauge
+kubevirt_vmi_migration_succeeded{namespace="ns",vmi="vm",vmim="mig"} 1
+# HELP kubevirt_vmi_migrations_in_pending_phase [ALPHA] Number of current pending migrations.
+# TYPE kubevirt_vmi_migrations_in_pending_phase gauge
+kubevirt_vmi_migrations_in_pending_phase 1
+`), "kubevirt_vmi_migration_end_time_seconds", "kubevirt_vmi_migration_succeeded", "kubevirt_vmi_migrations_in_pending_phase")
+	require.NoError(t, err)
+}
+
+func TestOnlyTheOldestOfRacingMigrationsRuns(t *testing.T) {
+	late := newMigration(v1.MigrationPending, func(m *v1.VirtualMachineInstanceMigration) {
+		m.CreationTimestamp = metav1.NewTime(time.Now())
+	})
+	f := newFixture(t, late, runningVMI(), launcherPod("source", "source-uid", "node-a", ""))
+	early := newMigration(v1.MigrationPending, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Name, m.UID, m.CreationTimestamp = "early", "early-uid", metav1.NewTime(time.Now().Add(-time.Second))
+	})
+	require.NoError(t, f.c.migIndexer.Add(early))
+	f.sync()
+	assert.Equal(t, v1.MigrationFailed, f.migration().Status.Phase, "the later one gives way")
+	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel})
+	require.NoError(t, err)
+	assert.Empty(t, pods.Items)
+}
