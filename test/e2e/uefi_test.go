@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -53,56 +50,20 @@ func uefiVM(name string) *v1.VirtualMachine {
 	}
 }
 
-// createLocalDirPV makes a local, filesystem PersistentVolume of a new directory on the
-// cluster's node and its claim ns/claim, and removes them when the test is over.
-func createLocalDirPV(t *testing.T, name, ns, claim string) {
+// createStateClaim makes the VM's state claim from the cluster's default StorageClass
+// (local-path: a directory on the node of the claim's first pod, which later pods of the
+// claim follow), as an administrator's vmStateStorageClass would give it.
+func createStateClaim(t *testing.T, ns, claim string) {
 	t.Helper()
-	ctx := context.Background()
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	require.NotEmpty(t, nodes.Items)
-	// The directory is the host's, seen by every node of the local cluster; the volume is
-	// one node's, as a local disk would be.
-	host := nodes.Items[0].Labels[corev1.LabelHostname]
-	require.NotEmpty(t, host)
-	dir, err := os.MkdirTemp("", "hangar-e2e-state-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	size := resource.MustParse("16Mi")
-	_, err = kube.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			ClaimRef:                      &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: ns, Name: claim},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}},
-			}}}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claim},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To(""),
-			VolumeName:       name,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}},
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim, metav1.DeleteOptions{})
-		_ = kube.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})
-		assert.Eventually(t, func() bool {
-			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
-		}, 60*time.Second, 250*time.Millisecond, "PersistentVolume %s is deleted", name)
-	})
 }
 
 // TestUEFIGuest runs the UEFI guest as a VM on the local cluster (TCG): the guest itself sees
@@ -113,7 +74,7 @@ func createLocalDirPV(t *testing.T, name, ns, claim string) {
 func TestUEFIGuest(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-uefi")
-	createLocalDirPV(t, "e2e-uefi-"+utilrand.String(5), ns, "persistent-state-for-uefi")
+	createStateClaim(t, ns, "persistent-state-for-uefi")
 	vm, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, uefiVM("uefi"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -156,6 +117,45 @@ func TestUEFIGuest(t *testing.T) {
 	console = attach(t, ns, "uefi", "console")
 	console.waitFor(t, "HANGAR-GUEST-EFI secureboot=1 var=persisted", 300*time.Second)
 	console.waitFor(t, "HANGAR-GUEST-TPM random=ok nv=HANGARNV", 30*time.Second)
+}
+
+// TestUEFIGuestWithoutSecureBoot: the same image boots with secureBoot false (OVMF without
+// enrolled keys, no SMM asked for), and the guest reports Secure Boot off; its TPM, not
+// persistent, answers too.
+func TestUEFIGuestWithoutSecureBoot(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-uefi-plain")
+	spec := uefiVM("uefi-plain").Spec.Template.Spec
+	spec.Domain.Firmware.Bootloader.EFI = &v1.EFI{SecureBoot: ptr.To(false)}
+	spec.Domain.Features = nil
+	spec.Domain.Devices.TPM = &v1.TPMDevice{}
+	_, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "uefi-plain"}, Spec: spec}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { dumpNamespace(t, ns) })
+
+	console := attach(t, ns, "uefi-plain", "console")
+	console.waitFor(t, "HANGAR-GUEST-EFI secureboot=0 var=none", 300*time.Second)
+	console.waitFor(t, "HANGAR-GUEST-TPM random=ok nv=none", 30*time.Second)
+	console.waitFor(t, banner, 30*time.Second)
+	vmi, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "uefi-plain", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, vmiCondition(vmi, v1.VirtualMachineInstanceFeaturesDropped), "nothing KVM-only was asked for")
+}
+
+// TestGuestHardwareManifestsDryRun: the manifests with the fields of KubeVirt's Windows,
+// Secure Boot and Windows 11 examples (test/testdata/guest-hardware) apply with
+// --dry-run=server to the cluster, through kube-apiserver's aggregation to virt-api.
+func TestGuestHardwareManifestsDryRun(t *testing.T) {
+	ns := namespace(t, "e2e-guest-hardware")
+	out, err := kubectl(t, "apply", "--dry-run=server", "-n", ns, "-f", "../testdata/guest-hardware")
+	require.NoError(t, err, out)
+	for _, name := range []string{"virtualmachineinstance.kubevirt.io/windows", "virtualmachineinstance.kubevirt.io/secureboot", "virtualmachine.kubevirt.io/windows11"} {
+		assert.Contains(t, out, name+" created (server dry run)")
+	}
+	out, err = kubectl(t, "get", "vm,vmi", "-n", ns, "-o", "name")
+	require.NoError(t, err, out)
+	assert.Empty(t, strings.TrimSpace(out), "a dry run creates nothing")
 }
 
 // dumpNamespace logs what a failed test's namespace holds: objects, events, the launcher's
