@@ -78,6 +78,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	vms.VirtualMachine.SetAuthorizer(c.GenericConfig.Authorization.Authorizer)
 	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
