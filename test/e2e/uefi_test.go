@@ -50,23 +50,8 @@ func uefiVM(name string) *v1.VirtualMachine {
 	}
 }
 
-// createStateClaim makes the VM's state claim from the cluster's default StorageClass
-// (local-path: a directory on the node of the claim's first pod, which later pods of the
-// claim follow), as an administrator's vmStateStorageClass would give it.
-func createStateClaim(t *testing.T, ns, claim string) {
-	t.Helper()
-	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-}
-
-// TestUEFIGuest runs the UEFI guest as a VM on the local cluster (TCG): the guest itself sees
+// TestUEFIGuest runs the UEFI guest as a VM on the local cluster (TCG): its state claim is
+// virt-controller's, the guest itself sees
 // Secure Boot enforced and its TPM answer, software emulation's dropped Hyper-V feature is
 // named on the instance, the guest agent connects (its OS in the status and through virtctl,
 // its addresses merged into the interfaces), and after a restart of the VM the EFI variable
@@ -74,13 +59,24 @@ func createStateClaim(t *testing.T, ns, claim string) {
 func TestUEFIGuest(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-uefi")
-	createStateClaim(t, ns, "persistent-state-for-uefi")
 	vm, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, uefiVM("uefi"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{})
 	})
 	t.Cleanup(func() { dumpNamespace(t, ns) }) // before the VM goes
+
+	// virt-controller makes the state claim, from the cluster's default StorageClass
+	// (local-path: a directory on the node of the claim's first pod, which later launcher
+	// pods of the VM follow).
+	var claim *corev1.PersistentVolumeClaim
+	require.Eventually(t, func() bool {
+		claim, err = kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "persistent-state-for-uefi", metav1.GetOptions{})
+		return err == nil
+	}, 60*time.Second, 250*time.Millisecond, "virt-controller creates the state claim")
+	if owner := metav1.GetControllerOf(claim); assert.NotNil(t, owner) {
+		assert.Equal(t, vm.UID, owner.UID, "the claim goes with the VM")
+	}
 
 	console := attach(t, ns, "uefi", "console")
 	console.waitFor(t, "HANGAR-GUEST-EFI secureboot=1 var=none", 300*time.Second)
