@@ -63,7 +63,7 @@ func TestStateClaim(t *testing.T) {
 		{name: "nothing persistent, no claim", vm: newVM(v1.RunStrategyAlways), wantVMI: true},
 		{name: "a halted VM gets no claim yet", vm: persistentEFI(newVM(v1.RunStrategyHalted))},
 		{name: "quota refuses the claim: no instance, a warning", vm: persistentEFI(newVM(v1.RunStrategyAlways)),
-			refuse: apierrors.NewForbidden(corev1.Resource("persistentvolumeclaims"), "persistent-state-for-vm1", assert.AnError),
+			refuse:    apierrors.NewForbidden(corev1.Resource("persistentvolumeclaims"), "persistent-state-for-vm1", assert.AnError),
 			wantEvent: "Warning FailedCreateStateClaim Error creating state claim persistent-state-for-vm1"},
 	}
 	for _, tt := range tests {
