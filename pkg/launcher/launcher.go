@@ -250,6 +250,7 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (ap
 		return l.State(), nil
 	}
 	if err := l.start(ctx, vmi); err != nil {
+		l.logFailureDetails(err)
 		l.setState(api.PhaseFailed, "StartFailed", err.Error())
 		_ = l.hv.Destroy(l.DomainName())
 		return l.State(), err

@@ -166,6 +166,8 @@ func dumpNamespace(t *testing.T, ns string) {
 		{"describe", "pods", "-n", ns},
 		{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
 		{"logs", "-n", ns, "-l", v1.AppLabel + "=" + v1.LauncherAppLabelValue, "--all-containers", "--tail=80"},
+		// A launcher pod whose guest failed to start is gone by now; the handlers logged why.
+		{"logs", "-n", "hangar", "-l", "app.kubernetes.io/name=virt-handler", "--tail=60", "--prefix"},
 	} {
 		out, err := kubectl(t, args...)
 		t.Logf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
