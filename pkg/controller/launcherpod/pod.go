@@ -264,6 +264,11 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 		c.VolumeMounts = append(c.VolumeMounts, *stateMount)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, *stateVol)
 	}
+	if tmpVol, tmpMount := tpmTmp(vmi); tmpVol != nil {
+		c := &pod.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, *tmpMount)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, *tmpVol)
+	}
 	return pod, nil
 }
 

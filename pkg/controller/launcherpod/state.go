@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
@@ -46,4 +47,19 @@ func stateClaim(vmi *v1.VirtualMachineInstance, modes VolumeModes) (*corev1.Volu
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
 	mount := &corev1.VolumeMount{Name: VMStateVolume, MountPath: VMStateMountPath}
 	return vol, mount, "--vm-state-dir=" + VMStateMountPath, nil
+}
+
+// tmpVolumeSize bounds the TPM's /tmp: a pid file and the certificates of one manufacturing.
+var tmpVolumeSize = resource.MustParse("16Mi")
+
+// tpmTmp is a writable /tmp for a guest with a TPM. The root file system is read-only, and
+// libvirt runs swtpm_setup (which makes the TPM's state and certificates on first use) with
+// a cleared environment: it takes /tmp for its pid file and temporary files, and fails
+// ("Could not create pidfile: Read-only file system") without one.
+func tpmTmp(vmi *v1.VirtualMachineInstance) (*corev1.Volume, *corev1.VolumeMount) {
+	if !vmi.Spec.HasTPM() {
+		return nil, nil
+	}
+	vol := sizedEmptyDir(names.TmpVolume, tmpVolumeSize)
+	return &vol, &corev1.VolumeMount{Name: names.TmpVolume, MountPath: "/tmp"}
 }

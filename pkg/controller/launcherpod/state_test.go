@@ -73,3 +73,45 @@ func TestStateClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestTPMTmp: a guest with a TPM gets a writable /tmp (swtpm_setup's pid file and
+// temporary files; the root file system is read-only), a guest without one none.
+func TestTPMTmp(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tpm  *v1.TPMDevice
+		want bool
+	}{
+		{"TPM", &v1.TPMDevice{}, true},
+		{"persistent TPM", &v1.TPMDevice{Persistent: ptr.To(true)}, true},
+		{"disabled TPM", &v1.TPMDevice{Enabled: ptr.To(false)}, false},
+		{"no TPM", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vmi := testVMI(func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.TPM = tt.tpm })
+			modes := VolumeModes{}
+			if vmi.Spec.NeedsStateClaim() {
+				modes["persistent-state-for-vm1"] = corev1.PersistentVolumeFilesystem
+			}
+			cfg := config.Defaults()
+			pod, err := Build(vmi, modes, &cfg)
+			require.NoError(t, err)
+			mount := corev1.VolumeMount{Name: "hangar-tmp", MountPath: "/tmp"}
+			var vol *corev1.Volume
+			for i := range pod.Spec.Volumes {
+				if pod.Spec.Volumes[i].Name == "hangar-tmp" {
+					vol = &pod.Spec.Volumes[i]
+				}
+			}
+			if !tt.want {
+				assert.Nil(t, vol)
+				assert.NotContains(t, pod.Spec.Containers[0].VolumeMounts, mount)
+				return
+			}
+			require.NotNil(t, vol)
+			require.NotNil(t, vol.EmptyDir, "an emptyDir: the pod stays within Pod Security restricted")
+			assert.Equal(t, "16Mi", vol.EmptyDir.SizeLimit.String())
+			assert.Contains(t, pod.Spec.Containers[0].VolumeMounts, mount)
+		})
+	}
+}
