@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints boot figures in one run: bare QEMU booting the test guest (hack/guest/boot-bench.sh),
 # then VMIs on the local cluster from creation to the banner on their serial console (median,
-# p95 and the ratio to bare QEMU), then BENCH_BURST VMIs created at once: the time until all
-# printed the banner and the host memory per guest. Needs the cluster and Hangar deployed
+# p95 and the ratio to bare QEMU; each stage of the start path, from watch events), then
+# BENCH_BURST VMIs created at once: the time until all printed the banner and the host memory
+# per guest. Needs the cluster and Hangar deployed
 # (hack/local-up.sh). A benchmark, not a test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,8 +14,8 @@ runs=${BENCH_BOOTS:-10}
 bare=$(CONSOLE=socket MACHINE=q35 hack/guest/boot-bench.sh "${runs}" 2>/dev/null | grep 'boot-to-banner' | tail -1)
 echo "${bare}"
 hangar=$(BENCH_BOOTS=${runs} go test -count=1 -v -tags e2e,bench -timeout 60m -run TestBootFigures ./test/e2e/ 2>&1 |
-  grep -E '^(Hangar|[0-9]+ VMIs|host memory)' )
+  grep -E '^(Hangar|  [a-z]|[0-9]+ VMIs|host memory)' )
 echo "${hangar}"
 bare_median=$(sed -E 's/.*median=([0-9.]+)s.*/\1/' <<<"${bare}")
-hangar_median=$(grep '^Hangar' <<<"${hangar}" | sed -E 's/.*median=([0-9.]+)s.*/\1/')
+hangar_median=$(grep '^Hangar VMI' <<<"${hangar}" | sed -E 's/.*median=([0-9.]+)s.*/\1/')
 awk -v h="${hangar_median}" -v b="${bare_median}" 'BEGIN { printf "ratio Hangar/bare QEMU (median): %.2f\n", h / b }'

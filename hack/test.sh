@@ -39,6 +39,7 @@ e2e() {
     started_cluster=true
     trap 'stage "cluster down" hack/cluster/down.sh' EXIT
   fi
+  stage "prometheus (Debian's, for the monitoring test)" hack/install-prometheus.sh
   # Two nodes: what crosses nodes (spreading, failover, DNS and Services across nodes) is tested.
   stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
   stage "cluster smoke" hack/cluster/smoke.sh

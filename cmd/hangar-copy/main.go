@@ -7,6 +7,11 @@
 // `hangar-copy -install DIR` copies the binary itself into DIR, so that first init container
 // needs no cp either.
 //
+// A PATH the image does not have is skipped with a note, not an error: the launcher then says
+// what is missing in the instance's status, naming the image and the path (a containerDisk
+// image without /disk, a kernelBoot image without its kernelPath), where an init container
+// that failed would leave only "PodFailed".
+//
 // Symbolic links are followed (a link into the image would dangle in the launcher's
 // container), holes in files are kept (raw disk images are sparse), and copies are readable
 // by everyone, as the launcher may run as another user than the copy.
@@ -14,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,9 +42,12 @@ func main() {
 	}
 	dest := os.Args[1]
 	for _, p := range os.Args[2:] {
-		if err := copyPath(p, underRoot(dest, p)); err != nil {
-			exit(err)
+		err := copyPath(p, underRoot(dest, p))
+		if errors.Is(err, fs.ErrNotExist) && isMissing(p) {
+			fmt.Fprintf(os.Stderr, "hangar-copy: %s is not in the image; skipped (the launcher reports it)\n", p)
+			continue
 		}
+		exit(err)
 	}
 }
 
@@ -47,6 +56,12 @@ func exit(err error) {
 		fmt.Fprintf(os.Stderr, "hangar-copy: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// isMissing says whether the image lacks p itself (not a file below it or a link it holds).
+func isMissing(p string) bool {
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // underRoot is p below root; ".." cannot leave root (as the launcher resolves these paths).

@@ -57,3 +57,13 @@ func TestUnderRoot(t *testing.T) {
 	assert.Equal(t, "/d/boot/vmlinux", underRoot("/d", "/boot/vmlinux"))
 	assert.Equal(t, "/d/etc/passwd", underRoot("/d", "../../etc/passwd"))
 }
+
+// TestMissingPathIsSkipped: a path the image lacks is no error of the copy (the launcher names
+// it in the instance's status); a dangling link the image holds still is.
+func TestMissingPathIsSkipped(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	assert.True(t, isMissing(filepath.Join(src, "disk")))
+	require.NoError(t, os.Symlink(filepath.Join(src, "nowhere"), filepath.Join(src, "dangling")))
+	assert.False(t, isMissing(filepath.Join(src, "dangling")))
+	require.Error(t, copyPath(filepath.Join(src, "dangling"), underRoot(dst, "dangling")))
+}

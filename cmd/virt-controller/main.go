@@ -30,6 +30,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	"github.com/hangarvm/hangar/pkg/metricsserver"
 )
 
 func main() {
@@ -45,7 +46,8 @@ func run() error {
 		kubeconfig, kubevirtKubeconfig string
 		leaderElect                            = true
 		le                                     = manager.DefaultLeaderElection("", "virt-controller", "")
-		metricsAddr                            = ":8080"
+		healthzAddr                            = ":8080"
+		metricsOpts                            = metricsserver.Options{Address: ":8443"}
 		qps                            float32 = 200
 		burst                                  = 400
 	)
@@ -58,7 +60,11 @@ func run() error {
 	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "how long followers wait after the leader's last renewal before taking over")
 	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "how long the leader tries to renew before it gives up and exits; less than the lease duration")
 	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "how often replicas try to acquire or renew the Lease")
-	fs.StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address serving /metrics and /healthz; empty or 0 to disable")
+	fs.StringVar(&healthzAddr, "healthz-bind-address", healthzAddr, "plain HTTP address serving /healthz (the kubelet's probes); empty or 0 to disable")
+	fs.StringVar(&metricsOpts.Address, "metrics-bind-address", metricsOpts.Address, "HTTPS address serving /metrics to callers kube-apiserver allows to get /metrics (TokenReview, SubjectAccessReview); empty or 0 to disable")
+	fs.StringVar(&metricsOpts.CertFile, "metrics-tls-cert-file", "", "serving certificate of /metrics; self-signed when empty")
+	fs.StringVar(&metricsOpts.KeyFile, "metrics-tls-private-key-file", "", "serving key of /metrics")
+	fs.BoolVar(&metricsOpts.Insecure, "metrics-insecure-loopback", false, "serve /metrics over plain HTTP without authentication (tests, development; a loopback --metrics-bind-address only)")
 	fs.StringVar(&o.ConfigNamespace, "config-namespace", o.ConfigNamespace, "namespace of the cluster configuration ConfigMap")
 	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, cpuAllocationRatio)")
 	fs.StringVar(&o.Defaults.LauncherImage, "launcher-image", o.Defaults.LauncherImage, "virt-launcher image, unless the ConfigMap's launcherImage says otherwise")
@@ -111,18 +117,31 @@ func run() error {
 	defer cancel()
 
 	electionHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	if metricsAddr != "" && metricsAddr != "0" {
+	if healthzAddr != "" && healthzAddr != "0" {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", legacyregistry.Handler())
 		healthz.InstallHandler(mux, healthz.PingHealthz, electionHealth)
-		server := &http.Server{Addr: metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		server := &http.Server{Addr: healthzAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				klog.ErrorS(err, "Metrics server stopped")
+				klog.ErrorS(err, "Healthz server stopped")
 				cancel()
 			}
 		}()
 		defer server.Close()
+	}
+	if metricsOpts.Enabled() {
+		// The metrics name every VM in the cluster: only callers allowed to get /metrics see
+		// them (kube-apiserver decides, as for the handler's).
+		srv, err := metricsserver.New(metricsOpts, legacyregistry.Handler(), kube)
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := srv.Run(ctx); err != nil {
+				klog.ErrorS(err, "Metrics server stopped")
+				cancel()
+			}
+		}()
 	}
 
 	if !leaderElect {

@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +35,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
+	"github.com/hangarvm/hangar/pkg/handler/vmimetrics"
+	"github.com/hangarvm/hangar/pkg/metricsserver"
 	"github.com/hangarvm/hangar/pkg/migration/identity"
 )
 
@@ -56,6 +61,7 @@ func run() error {
 		workers                        = 4
 		migrationListen                = ":18187"
 		migrationCA                    string
+		metricsOpts                    = metricsserver.Options{Address: ":8443"}
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
@@ -73,6 +79,10 @@ func run() error {
 	fs.IntVar(&workers, "workers", workers, "instance workers")
 	fs.StringVar(&migrationListen, "migration-listen-address", migrationListen, "address of the migration proxy (TLS, this node's migration identity); empty to disable live migration")
 	fs.StringVar(&migrationCA, "migration-ca-file", "", "CA certificate of the nodes' migration identities (virt-controller's signer "+identity.SignerName+")")
+	fs.StringVar(&metricsOpts.Address, "metrics-bind-address", metricsOpts.Address, "HTTPS address serving /metrics (KubeVirt's per-VMI metrics) to callers kube-apiserver allows to get /metrics; empty or 0 to disable")
+	fs.StringVar(&metricsOpts.CertFile, "metrics-tls-cert-file", "", "serving certificate of /metrics; self-signed when empty")
+	fs.StringVar(&metricsOpts.KeyFile, "metrics-tls-private-key-file", "", "serving key of /metrics")
+	fs.BoolVar(&metricsOpts.Insecure, "metrics-insecure-loopback", false, "serve /metrics over plain HTTP without authentication (development; a loopback --metrics-bind-address only)")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -82,18 +92,18 @@ func run() error {
 	}
 
 	// The handler talks to the kubevirt.io API (no Secrets, no pods): through the cluster
-	// with its pod's ServiceAccount token, which names its node to virt-api; of the core API
-	// it uses certificates.k8s.io only, for its node's migration identity.
-	clusterCfg, err := restConfig(kubeconfig)
+	// with its pod's ServiceAccount token, which names its node to virt-api. Of the core
+	// API it uses certificates.k8s.io, for its node's migration identity, and TokenReviews
+	// and SubjectAccessReviews of /metrics callers.
+	kubeCfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
+	kvCfg := kubeCfg
 	if kubevirtKubeconfig != "" {
-		kubeconfig = kubevirtKubeconfig
-	}
-	kvCfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return err
+		if kvCfg, err = restConfig(kubevirtKubeconfig); err != nil {
+			return err
+		}
 	}
 	kubevirt, err := versioned.NewForConfig(kvCfg)
 	if err != nil {
@@ -111,7 +121,7 @@ func run() error {
 		if migrationCA == "" {
 			return errors.New("--migration-ca-file is required with --migration-listen-address")
 		}
-		kube, err := kubernetes.NewForConfig(clusterCfg)
+		kube, err := kubernetes.NewForConfig(kubeCfg)
 		if err != nil {
 			return err
 		}
@@ -145,6 +155,28 @@ func run() error {
 				}
 			}()
 		}
+	}
+
+	if metricsOpts.Enabled() {
+		kube, err := kubernetes.NewForConfig(kubeCfg)
+		if err != nil {
+			return err
+		}
+		collector := vmimetrics.New(cfg.NodeName, c.MetricsTargets)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collector, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(collector.Metrics()...)
+		srv, err := metricsserver.New(metricsOpts, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), kube)
+		if err != nil {
+			return err
+		}
+		go func() {
+			klog.InfoS("serving metrics", "address", srv.Addr().String())
+			if err := srv.Run(ctx); err != nil {
+				klog.ErrorS(err, "metrics server stopped")
+				cancel()
+			}
+		}()
 	}
 
 	if listen != "" {

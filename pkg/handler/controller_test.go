@@ -60,6 +60,10 @@ func startFakeLauncher(t *testing.T, dir string, uid types.UID, initial api.Stat
 		f.mu.Unlock()
 		reply(w)
 	})
+	mux.HandleFunc("GET "+api.PathStats, func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.Stats{UID: string(f.uid), CPUTimeNanoseconds: ptr.To[uint64](3e9),
+			Interfaces: []api.InterfaceStats{{Name: "default", RxBytes: 100}}})
+	})
 	mux.HandleFunc("GET "+api.PathEvents, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		changed := f.changed

@@ -75,6 +75,15 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		s.RemoveCondition(v1.VirtualMachineInstanceAgentConnected)
 		s.FSFreezeStatus = ""
 		s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
+		if p == v1.Failed && st.Reason != "" {
+			// Why, in the launcher's words (a containerDisk without a disk, QEMU's refusal), as
+			// KubeVirt reports a failed sync with the domain; virt-controller turns it into
+			// an event.
+			s.SetCondition(v1.VirtualMachineInstanceCondition{
+				Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse,
+				Reason: st.Reason, Message: cleanMessage(st.Message),
+			}, now)
+		}
 	}
 	return s
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -105,6 +107,19 @@ func reportedInterfaces(vmi *v1.VirtualMachineInstance, in []api.Interface) []ap
 		out = append(out, clean)
 	}
 	return out
+}
+
+// cleanMessage makes a launcher's message fit a condition: valid UTF-8, control characters
+// (a forged line of `kubectl describe`) as spaces, at most maxMessage bytes.
+func cleanMessage(m string) string {
+	m = strings.ToValidUTF8(m, "�")
+	m = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, m)
+	return truncate(m, maxMessage)
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

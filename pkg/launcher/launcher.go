@@ -99,6 +99,8 @@ type Launcher struct {
 	out *outgoing
 	// incomingSeen: as a migration target, libvirt has defined the arriving domain.
 	incomingSeen bool
+	devices      deviceNames // for Stats
+	stats        *statsCall  // the one under way
 }
 
 const keptEvents = 64
@@ -251,7 +253,7 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (ap
 	}
 	if err := l.start(ctx, vmi); err != nil {
 		l.logFailureDetails(err)
-		l.setState(api.PhaseFailed, "StartFailed", err.Error())
+		l.setState(api.PhaseFailed, failureReason(err), err.Error())
 		_ = l.hv.Destroy(l.DomainName())
 		return l.State(), err
 	}
@@ -287,11 +289,11 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 		_ = l.hv.Undefine(name)
 	}
 	if err := l.hv.Define(xml); err != nil {
-		return fmt.Errorf("define domain %s: %w", name, err)
+		return failed(ReasonDomainDefineFailed, "define domain %s: %w", name, err)
 	}
 	_ = os.Remove(opts.Layout.VNCSocket) // QEMU leaves it behind; a stale one fails the start
 	if err := l.hv.StartPaused(name); err != nil {
-		return fmt.Errorf("start domain %s: %w", name, err)
+		return failed(ReasonDomainStartFailed, "start domain %s: %w", name, err)
 	}
 	// Attach the console before the first instruction runs: nothing the guest prints is lost.
 	if len(dom.Devices.Serials) > 0 {
@@ -310,6 +312,7 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	l.state.Domain = name
 	l.state.Interfaces = ifaces
 	l.diskBuses = buses
+	l.devices = namesOf(vmi, dom, opts.Taps)
 	l.setStateLocked(phase, "", "")
 	l.startAgentLoopLocked(name)
 	l.mu.Unlock()
@@ -353,6 +356,9 @@ func (l *Launcher) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 	if err := os.MkdirAll(opts.Layout.EphemeralDir, 0o755); err != nil {
 		return opts, nil, err
 	}
+	if err := checkKernelBoot(vmi, l.cfg.KernelBootRoot); err != nil {
+		return opts, nil, err
+	}
 	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
 		return opts, nil, err
 	}
@@ -366,7 +372,7 @@ func (l *Launcher) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 		}
 		taps, reported, err := l.cfg.Network.Setup(ctx, vmi)
 		if err != nil {
-			return opts, nil, fmt.Errorf("network: %w", err)
+			return opts, nil, failed(ReasonNetworkSetupFailed, "network: %w", err)
 		}
 		opts.Taps, ifaces = taps, reported
 		opts.MACs = map[string]string{}

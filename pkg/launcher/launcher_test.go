@@ -27,17 +27,21 @@ import (
 // fakeHypervisor records calls and plays QEMU's part of the serial console: StartPaused
 // listens on the domain's serial socket.
 type fakeHypervisor struct {
-	mu       sync.Mutex
-	calls    []string
-	state    virt.DomainState
-	defined  string
-	serial   string
-	serialLn net.Listener
-	attached chan struct{}
-	failOn   string
-	events   chan virt.Event
-	closed   chan struct{}
-	mig      fakeMigration
+	mu         sync.Mutex
+	calls      []string
+	state      virt.DomainState
+	defined    string
+	serial     string
+	serialLn   net.Listener
+	attached   chan struct{}
+	failOn     string
+	events     chan virt.Event
+	closed     chan struct{}
+	stats      virt.DomainStats
+	statsErr   error
+	statsBlock chan struct{} // Stats waits for it to close
+	statsCalls int
+	mig        fakeMigration
 }
 
 func newFake() *fakeHypervisor {
@@ -134,6 +138,18 @@ func (f *fakeHypervisor) State(string) (virt.DomainState, error) {
 	}
 	return f.state, nil
 }
+func (f *fakeHypervisor) Stats(string) (virt.DomainStats, error) {
+	f.mu.Lock()
+	f.statsCalls++
+	block := f.statsBlock
+	f.mu.Unlock()
+	if block != nil {
+		<-block
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats, f.statsErr
+}
 func (f *fakeHypervisor) Events() <-chan virt.Event { return f.events }
 func (f *fakeHypervisor) Closed() <-chan struct{}   { return f.closed }
 func (f *fakeHypervisor) Close() error              { return nil }
@@ -197,7 +213,8 @@ func TestSyncFailureIsFinal(t *testing.T) {
 	s, err := l.Sync(context.Background(), testVMI())
 	require.Error(t, err)
 	assert.Equal(t, api.PhaseFailed, s.Phase)
-	assert.Equal(t, "StartFailed", s.Reason)
+	assert.Equal(t, ReasonDomainStartFailed, s.Reason)
+	assert.Contains(t, s.Message, "start domain ns_guest")
 }
 
 func TestEventsFollowLibvirtAndRunExits(t *testing.T) {

@@ -120,6 +120,7 @@ func (l *Launcher) PrepareTarget(ctx context.Context, vmi *v1.VirtualMachineInst
 	l.diskBuses = diskBuses(dom)
 	l.state.Domain = l.DomainName()
 	l.state.Interfaces = ifaces
+	l.devices = namesOf(vmi, dom, opts.Taps)
 	l.setMigrationLocked(func(m *api.Migration) {
 		*m = api.Migration{UID: uid, Role: api.MigrationTarget, StartedAt: &now}
 	})

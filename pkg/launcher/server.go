@@ -43,6 +43,18 @@ func (l *Launcher) Handler() http.Handler {
 		wait = min(max(wait, 0), maxEventWait)
 		writeJSON(w, http.StatusOK, l.Events(r.Context(), after, wait))
 	})
+	mux.HandleFunc("GET "+api.PathStats, func(w http.ResponseWriter, r *http.Request) {
+		stats, err := l.Stats(r.Context())
+		if err != nil {
+			status := http.StatusInternalServerError
+			if errors.Is(err, errConflict) {
+				status = http.StatusConflict
+			}
+			writeError(w, status, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, stats)
+	})
 	mux.HandleFunc("PUT "+api.PathSync, func(w http.ResponseWriter, r *http.Request) {
 		var req api.SyncRequest
 		if err := decode(r, &req); err != nil || req.VMI == nil {

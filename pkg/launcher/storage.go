@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,23 +26,23 @@ func prepareVolumes(ctx context.Context, vmi *v1.VirtualMachineInstance, cfg *Co
 		case vol.ContainerDisk != nil:
 			img, err := findContainerDiskImage(filepath.Join(cfg.ContainerDiskRoot, vol.Name), vol.ContainerDisk.Path)
 			if err != nil {
-				return fmt.Errorf("containerDisk %s: %w", vol.Name, err)
+				return containerDiskError(vol, err)
 			}
 			opts.ContainerDisks[vol.Name] = img
 			if err := createOverlay(ctx, l.ContainerDiskOverlay(vol.Name), img); err != nil {
-				return fmt.Errorf("containerDisk %s: %w", vol.Name, err)
+				return failed(ReasonVolumeFailed, "containerDisk %s: %w", vol.Name, err)
 			}
 		case vol.EmptyDisk != nil:
 			if err := createSparse(l.EmptyDisk(vol.Name), vol.EmptyDisk.Capacity.Value()); err != nil {
-				return fmt.Errorf("emptyDisk %s: %w", vol.Name, err)
+				return failed(ReasonVolumeFailed, "emptyDisk %s: %w", vol.Name, err)
 			}
 		case vol.CloudInitNoCloud != nil:
 			nc, err := cloudinit.ForVolume(vmi, vol.CloudInitNoCloud, cfg.SecretsDir)
 			if err != nil {
-				return fmt.Errorf("cloudInitNoCloud %s: %w", vol.Name, err)
+				return failed(ReasonVolumeFailed, "cloudInitNoCloud %s: %w", vol.Name, err)
 			}
 			if err := nc.WriteFile(l.CloudInitISO(vol.Name)); err != nil {
-				return fmt.Errorf("cloudInitNoCloud %s: %w", vol.Name, err)
+				return failed(ReasonVolumeFailed, "cloudInitNoCloud %s: %w", vol.Name, err)
 			}
 		case vol.PersistentVolumeClaim != nil:
 			// The pod says which it is: virt-controller maps a block claim at its device path
@@ -50,7 +51,7 @@ func prepareVolumes(ctx context.Context, vmi *v1.VirtualMachineInstance, cfg *Co
 			if isBlockDevice(l.PVCBlock(vol.Name)) {
 				opts.BlockVolumes[vol.Name] = true
 			} else if _, err := os.Stat(l.PVCFile(vol.Name)); err != nil {
-				return fmt.Errorf("persistentVolumeClaim %s: neither block device %s nor image %s", vol.Name, l.PVCBlock(vol.Name), l.PVCFile(vol.Name))
+				return failed(ReasonVolumeFailed, "persistentVolumeClaim %s: neither block device %s nor image %s", vol.Name, l.PVCBlock(vol.Name), l.PVCFile(vol.Name))
 			}
 		}
 	}
@@ -70,23 +71,49 @@ func findContainerDiskImage(root, path string) (domain.Image, error) {
 		p = domain.UnderRoot(root, path)
 	} else {
 		entries, err := os.ReadDir(filepath.Join(root, "disk"))
+		if errors.Is(err, os.ErrNotExist) {
+			return domain.Image{}, errNoDisk
+		}
 		if err != nil {
 			return domain.Image{}, err
 		}
 		for _, e := range entries {
 			if e.Type().IsRegular() || e.Type()&os.ModeSymlink != 0 {
 				if p != "" {
-					return domain.Image{}, fmt.Errorf("more than one file in %s/disk; set path", root)
+					return domain.Image{}, errManyDisks
 				}
 				p = filepath.Join(root, "disk", e.Name())
 			}
 		}
 		if p == "" {
-			return domain.Image{}, fmt.Errorf("no file in %s/disk", root)
+			return domain.Image{}, errNoDisk
 		}
 	}
 	format, err := imageFormat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return domain.Image{}, errNoDisk
+	}
 	return domain.Image{Path: p, Format: format}, err
+}
+
+var (
+	errNoDisk    = errors.New("no disk")
+	errManyDisks = errors.New("more than one disk")
+)
+
+// containerDiskError says what is wrong with a containerDisk's image in the user's terms: the
+// volume, the image and where the disk was looked for.
+func containerDiskError(vol v1.Volume, err error) error {
+	cd := vol.ContainerDisk
+	switch {
+	case errors.Is(err, errNoDisk) && cd.Path != "":
+		return failed(ReasonContainerDiskNotFound, "containerDisk volume %q: image %q has no disk at path %q", vol.Name, cd.Image, cd.Path)
+	case errors.Is(err, errNoDisk):
+		return failed(ReasonContainerDiskNotFound, "containerDisk volume %q: image %q holds no disk: no file under /disk/ (a containerDisk image carries its disk image there)", vol.Name, cd.Image)
+	case errors.Is(err, errManyDisks):
+		return failed(ReasonContainerDiskAmbiguous, "containerDisk volume %q: image %q has more than one file under /disk/; set the volume's path", vol.Name, cd.Image)
+	}
+	return failed(ReasonVolumeFailed, "containerDisk volume %q (image %q): %w", vol.Name, cd.Image, err)
 }
 
 // imageFormat is qcow2 for a file with qcow2's magic, raw otherwise.

@@ -150,7 +150,7 @@ func TestLeaderElection(t *testing.T) {
 				t.Log(line)
 			}
 		}
-		resp, err := http.Get(spare.url + "/healthz")
+		resp, err := http.Get(spare.healthzURL + "/healthz")
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -168,26 +168,30 @@ func buildController(t testing.TB) string {
 
 // controllerProcess is one virt-controller replica.
 type controllerProcess struct {
-	name, url, log string
-	cmd            *exec.Cmd
-	done           chan struct{}
-	exit           error
+	name, url, healthzURL, log string
+	cmd                        *exec.Cmd
+	done                       chan struct{}
+	exit                       error
 }
 
 func startControllerProcess(t *testing.T, binary, kubeconfig, name string) *controllerProcess {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	p := &controllerProcess{name: name, url: "http://" + addr, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
+	freeAddr := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer l.Close()
+		return l.Addr().String()
+	}
+	addr, healthzAddr := freeAddr(), freeAddr()
+	p := &controllerProcess{name: name, url: "http://" + addr, healthzURL: "http://" + healthzAddr, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(p.log)
 	require.NoError(t, err)
 	p.cmd = exec.Command(binary,
 		"--kubeconfig="+kubeconfig,
 		"--leader-elect=true",
 		"--config-namespace="+controllerNamespace,
-		"--metrics-bind-address="+addr,
+		// Metrics over plain HTTP on loopback (the flag allows nothing else), /healthz apart.
+		"--metrics-bind-address="+addr, "--metrics-insecure-loopback", "--healthz-bind-address="+healthzAddr,
 		// Short timings keep the test short; the defaults are 15s, 10s and 2s.
 		"--leader-elect-lease-duration=4s",
 		"--leader-elect-renew-deadline=3s",

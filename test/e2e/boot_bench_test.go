@@ -34,18 +34,28 @@ func TestBootFigures(t *testing.T) {
 	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
 	ctx := context.Background()
 
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	clock := watchBoots(t, watchCtx, ns)
 	var times []time.Duration
+	var stages [][]time.Duration
 	for i := 0; i < boots; i++ {
 		name := fmt.Sprintf("seq-%d", i)
 		start := time.Now()
 		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: guestSpec()}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		attach(t, ns, name, "console").waitFor(t, banner, 120*time.Second)
+		clock.mark(name, bootStages[len(bootStages)-1])
 		times = append(times, time.Since(start))
+		if d, ok := clock.durations(name, start); ok {
+			stages = append(stages, d)
+		}
 		require.NoError(t, vmis.Delete(ctx, name, metav1.DeleteOptions{}))
 	}
+	stopWatch()
 	median, p95 := quantiles(times)
 	fmt.Printf("\nHangar VMI create -> banner: n=%d median=%.2fs p95=%.2fs\n", boots, median.Seconds(), p95.Seconds())
+	printStages(stages)
 
 	// Let the sequential guests go before the burst, so memory is measured on burst alone.
 	require.Eventually(t, func() bool {

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,6 +35,7 @@ func TestController(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, nodes.Items)
 
+	token := serviceAccountToken(t, ns, "metrics-reader", true)
 	t.Run("one replica leads", func(t *testing.T) {
 		pods, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=virt-controller"})
 		require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestController(t *testing.T) {
 		require.NoError(t, err)
 		leaders := 0
 		for _, p := range pods.Items {
-			status := scrape(t, p, "leader_election_master_status")
+			status := scrape(t, token, p, "leader_election_master_status")
 			if strings.HasSuffix(status, " 1") {
 				leaders++
 				assert.True(t, strings.HasPrefix(*lease.Spec.HolderIdentity, p.Name+"_"), "the Lease names the leader %s", p.Name)
@@ -185,19 +185,16 @@ func envValue(c corev1.Container, name string) string {
 	return ""
 }
 
-// scrape returns the lines of a virt-controller pod's /metrics that start with prefix; the
-// node reaches pod addresses directly.
-func scrape(t *testing.T, pod corev1.Pod, prefix string) string {
+// scrape returns the lines of a virt-controller pod's /metrics that start with prefix, read
+// with token (HTTPS; the node reaches pod addresses directly).
+func scrape(t *testing.T, token string, pod corev1.Pod, prefix string) string {
 	t.Helper()
 	require.NotEmpty(t, pod.Status.PodIP)
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + pod.Status.PodIP + ":8080/metrics")
+	status, body, err := getMetrics(pod.Status.PodIP, token)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status, body)
 	var out []string
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, prefix) {
 			out = append(out, line)
 		}

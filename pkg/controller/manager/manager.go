@@ -115,6 +115,9 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	pvcInformer := kubeFactory.Core().V1().PersistentVolumeClaims()
 	eventInformer := eventFactory.Core().V1().Events()
 
+	metrics.SetListers(&metrics.Listers{VMIs: vmiInformer.Lister(), VMs: vmInformer.Lister()})
+	defer metrics.SetListers(nil)
+
 	vmController, err := vm.New(kubevirt, vmInformer, vmiInformer, recorder)
 	if err != nil {
 		return err

@@ -13,9 +13,9 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
-// Phase-transition buckets in seconds: fast transitions (Pending, Scheduling) take well under
-// a second, boots and image pulls minutes.
-var phaseBuckets = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 3600}
+// Phase-transition buckets in seconds: KubeVirt's, so that its dashboards' quantiles and
+// alerts' thresholds fall on the same bucket bounds.
+var phaseBuckets = []float64{0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600}
 
 var (
 	// VMIPhaseTransitionFromCreation is KubeVirt's metric of the same name: how long after its
@@ -41,6 +41,7 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(VMIPhaseTransitionFromCreation, LauncherPodsCreated)
+		registerCollectors()
 	})
 }
 

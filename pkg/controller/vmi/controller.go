@@ -102,6 +102,7 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 		AddFunc: c.enqueue,
 		UpdateFunc: func(old, cur any) {
 			metrics.ObservePhaseTransition(old.(*v1.VirtualMachineInstance), cur.(*v1.VirtualMachineInstance))
+			recordTransitions(c.recorder, old.(*v1.VirtualMachineInstance), cur.(*v1.VirtualMachineInstance))
 			c.enqueue(cur)
 		},
 		DeleteFunc: c.enqueue,

@@ -176,6 +176,15 @@ func notReadySince(ago time.Duration) func(*corev1.Pod) {
 	}
 }
 
+func computeEnded(ago time.Duration) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: launcherpod.ComputeContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 1, FinishedAt: metav1.NewTime(time.Now().Add(-ago))}},
+		})
+	}
+}
+
 func terminating(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }
 
 func phases(s v1.VirtualMachineInstanceStatus) []v1.VirtualMachineInstancePhase {
@@ -368,6 +377,19 @@ func TestSync(t *testing.T) {
 			name:      "a pod that failed while Scheduled fails the instance",
 			vmi:       newVMI(v1.Scheduled, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
 			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodFailed))},
+			wantPhase: v1.Failed, wantReason: ReasonPodFailed, wantNode: "node-a",
+		},
+		{
+			name:      "a launcher that just failed to start the guest: the node agent's reason is awaited",
+			vmi:       newVMI(v1.Scheduled, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodFailed), notReadySince(time.Minute), computeEnded(time.Second))},
+			wantPhase: v1.Scheduled, wantNode: "node-a",
+			wantErr: true, // a requeue for when the node agent's time is up
+		},
+		{
+			name:      "a launcher that failed long ago without the node agent's word: PodFailed",
+			vmi:       newVMI(v1.Scheduled, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodFailed), notReadySince(time.Minute), computeEnded(time.Minute))},
 			wantPhase: v1.Failed, wantReason: ReasonPodFailed, wantNode: "node-a",
 		},
 		{

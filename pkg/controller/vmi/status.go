@@ -148,6 +148,9 @@ func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPe
 		case pod == nil && !creationPending:
 			return v1.Failed, ReasonPodDeleted
 		case pod == nil:
+		case podTerminated(pod) && phase == v1.Scheduled && awaitingNodeAgent(pod, now) > 0:
+			// The node agent may be reporting why the launcher could not start the guest (a
+			// containerDisk without a disk): its reason says more than the pod's end.
 		case podTerminated(pod):
 			return v1.Failed, ReasonPodFailed
 		case pod.DeletionTimestamp != nil:
@@ -160,11 +163,18 @@ func nextPhase(phase v1.VirtualMachineInstancePhase, pod *corev1.Pod, creationPe
 }
 
 // awaitingNodeAgent is how much longer the node agent has to report on the guest of an
-// ended launcher pod, counted from when the pod stopped being ready.
+// ended launcher pod, counted from when the pod stopped being ready or its compute container
+// ended, whichever is later (a pod that never was ready has had its Ready condition False
+// since it started).
 func awaitingNodeAgent(pod *corev1.Pod, now metav1.Time) time.Duration {
 	var ended time.Time
 	if c := podCondition(pod, corev1.PodReady); c != nil && c.Status != corev1.ConditionTrue {
 		ended = c.LastTransitionTime.Time
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == launcherpod.ComputeContainer && cs.State.Terminated != nil && cs.State.Terminated.FinishedAt.After(ended) {
+			ended = cs.State.Terminated.FinishedAt.Time
+		}
 	}
 	return max(0, nodeAgentPatience-now.Sub(ended))
 }

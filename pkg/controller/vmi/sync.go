@@ -136,7 +136,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// The node is not Ready; come back when its grace period is over.
 		return controllerutil.RequeueAfter(nodeGraceLeft + time.Second)
 	}
-	if syncErr == nil && status.Phase == v1.Running && pod != nil && podTerminated(pod) {
+	if syncErr == nil && (status.Phase == v1.Running || status.Phase == v1.Scheduled) && pod != nil && podTerminated(pod) {
 		// Come back when the node agent's time to report on the ended pod is up.
 		return controllerutil.RequeueAfter(awaitingNodeAgent(pod, now) + time.Second)
 	}

@@ -57,6 +57,8 @@ const (
 	PathMigrate = "/" + Version + "/migration/start" // POST MigrateRequest: State
 	// PathMigrationAbort cancels the migration under way; the guest stays.
 	PathMigrationAbort = "/" + Version + "/migration/abort" // POST AbortRequest: State
+
+	PathStats = "/" + Version + "/stats" // GET: Stats (409 while no guest runs)
 )
 
 // Health answers PathHealthz.
@@ -170,6 +172,62 @@ type Event struct {
 type Events struct {
 	Events []Event `json:"events"`
 	State  State   `json:"state"`
+}
+
+// Stats answers PathStats: the guest's statistics from libvirt, named as the instance names
+// its devices. Counters only grow while the guest runs; a nil figure was not reported.
+type Stats struct {
+	// UID of the instance.
+	UID string `json:"uid"`
+	// CPUTimeNanoseconds is the host CPU time of QEMU's threads.
+	CPUTimeNanoseconds *uint64     `json:"cpuTimeNs,omitempty"`
+	VCPUs              []VCPUStats `json:"vcpus,omitempty"`
+	Memory             MemoryStats `json:"memory"`
+	// Interfaces are named by spec.domain.devices.interfaces, Disks by .disks.
+	Interfaces []InterfaceStats `json:"interfaces,omitempty"`
+	Disks      []DiskStats      `json:"disks,omitempty"`
+}
+
+// VCPUStats is one vCPU: its index, state (running, blocked, offline) and time run.
+type VCPUStats struct {
+	ID              uint32 `json:"id"`
+	State           string `json:"state"`
+	TimeNanoseconds uint64 `json:"timeNs"`
+}
+
+// MemoryStats are in bytes.
+type MemoryStats struct {
+	// ResidentBytes is QEMU's resident set on the host.
+	ResidentBytes *uint64 `json:"residentBytes,omitempty"`
+	// AvailableBytes is what the guest reports usable through a balloon driver.
+	AvailableBytes *uint64 `json:"availableBytes,omitempty"`
+	// DomainBytes is the memory the guest was given.
+	DomainBytes *uint64 `json:"domainBytes,omitempty"`
+}
+
+// InterfaceStats is one interface's traffic, as the guest sees it.
+type InterfaceStats struct {
+	Name      string `json:"name"`
+	RxBytes   uint64 `json:"rxBytes"`
+	RxPackets uint64 `json:"rxPackets"`
+	RxErrors  uint64 `json:"rxErrors"`
+	RxDropped uint64 `json:"rxDropped"`
+	TxBytes   uint64 `json:"txBytes"`
+	TxPackets uint64 `json:"txPackets"`
+	TxErrors  uint64 `json:"txErrors"`
+	TxDropped uint64 `json:"txDropped"`
+}
+
+// DiskStats is one disk's traffic; times in nanoseconds.
+type DiskStats struct {
+	Name                 string `json:"name"`
+	ReadBytes            uint64 `json:"readBytes"`
+	ReadRequests         uint64 `json:"readRequests"`
+	ReadTimeNanoseconds  uint64 `json:"readTimeNs"`
+	WriteBytes           uint64 `json:"writeBytes"`
+	WriteRequests        uint64 `json:"writeRequests"`
+	WriteTimeNanoseconds uint64 `json:"writeTimeNs"`
+	FlushRequests        uint64 `json:"flushRequests"`
 }
 
 // Error is the body of every non-2xx answer.

@@ -79,6 +79,15 @@ func (c *Client) Events(ctx context.Context, after uint64, wait time.Duration) (
 	return e, c.call(ctx, wait+DefaultTimeout, http.MethodGet, PathEvents+"?"+q.Encode(), nil, &e)
 }
 
+// StatsTimeout bounds a statistics call: a scrape must not wait for a slow launcher.
+const StatsTimeout = time.Second
+
+// Stats reads the guest's statistics; ctx's deadline applies when shorter than StatsTimeout.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	return s, c.call(ctx, StatsTimeout, http.MethodGet, PathStats, nil, &s)
+}
+
 // Pause pauses the guest.
 func (c *Client) Pause(ctx context.Context) (State, error) { return c.post(ctx, PathPause, nil) }
 

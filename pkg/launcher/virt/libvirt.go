@@ -315,3 +315,89 @@ func (c *Conn) StartPostCopy(name string) error {
 }
 
 var _ Hypervisor = (*Conn)(nil)
+
+// statsTypes are the groups of statistics Stats asks for.
+const statsTypes = libvirt.DOMAIN_STATS_CPU_TOTAL | libvirt.DOMAIN_STATS_BALLOON |
+	libvirt.DOMAIN_STATS_VCPU | libvirt.DOMAIN_STATS_INTERFACE | libvirt.DOMAIN_STATS_BLOCK
+
+func (c *Conn) Stats(name string) (DomainStats, error) {
+	var out DomainStats
+	err := c.withDomain(name, func(d *libvirt.Domain) error {
+		// NOWAIT: a monitor busy with a job (a long block query, a migration) makes libvirt
+		// skip what needs it instead of queueing behind it.
+		all, err := c.conn.GetAllDomainStats([]*libvirt.Domain{d}, statsTypes, libvirt.CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT)
+		if err != nil {
+			return fmt.Errorf("domain stats: %w", err)
+		}
+		if len(all) != 1 {
+			return fmt.Errorf("domain stats: %d records for one domain", len(all))
+		}
+		out = convertStats(all[0])
+		return nil
+	})
+	return out, err
+}
+
+func convertStats(s libvirt.DomainStats) DomainStats {
+	var out DomainStats
+	if s.Cpu != nil && s.Cpu.TimeSet {
+		out.CPUTime = ptrTo(s.Cpu.Time)
+	}
+	if b := s.Balloon; b != nil {
+		out.CurrentKiB = setOrNil(b.CurrentSet, b.Current)
+		out.MaximumKiB = setOrNil(b.MaximumSet, b.Maximum)
+		out.RSSKiB = setOrNil(b.RssSet, b.Rss)
+		out.AvailableKiB = setOrNil(b.AvailableSet, b.Available)
+	}
+	for i, v := range s.Vcpu {
+		if !v.TimeSet {
+			continue // a vCPU that is not plugged
+		}
+		out.VCPUs = append(out.VCPUs, VCPUStats{ID: uint32(i), State: vcpuState(v), Time: v.Time})
+	}
+	for _, n := range s.Net {
+		if !n.NameSet {
+			continue
+		}
+		out.Net = append(out.Net, NetStats{
+			Name: n.Name, RxBytes: n.RxBytes, RxPackets: n.RxPkts, RxErrors: n.RxErrs, RxDropped: n.RxDrop,
+			TxBytes: n.TxBytes, TxPackets: n.TxPkts, TxErrors: n.TxErrs, TxDropped: n.TxDrop,
+		})
+	}
+	for _, b := range s.Block {
+		// Without the BACKING flag libvirt reports each disk's top image only (whose
+		// backingIndex, under -blockdev, is set too): an overlay's backing image is not a disk.
+		if !b.NameSet {
+			continue
+		}
+		out.Block = append(out.Block, BlockStats{
+			Name: b.Name, ReadBytes: b.RdBytes, ReadRequests: b.RdReqs, ReadTime: b.RdTimes,
+			WriteBytes: b.WrBytes, WriteRequests: b.WrReqs, WriteTime: b.WrTimes, FlushRequests: b.FlReqs,
+		})
+	}
+	return out
+}
+
+func vcpuState(v libvirt.DomainStatsVcpu) string {
+	if !v.StateSet {
+		return "unknown"
+	}
+	switch v.State {
+	case libvirt.VCPU_RUNNING:
+		return "running"
+	case libvirt.VCPU_BLOCKED:
+		return "blocked"
+	case libvirt.VCPU_OFFLINE:
+		return "offline"
+	}
+	return "unknown"
+}
+
+func setOrNil(set bool, v uint64) *uint64 {
+	if !set {
+		return nil
+	}
+	return ptrTo(v)
+}
+
+func ptrTo(v uint64) *uint64 { return &v }
