@@ -2,10 +2,10 @@
 # build-node-images.sh [TAG]: the virt-launcher and virt-handler images, from Debian
 # packages only, both on one root file system:
 #   1. debootstrap bookworm minbase + libvirt's QEMU driver, QEMU, qemu-utils (containerDisk
-#      overlays) and nftables (the nft that knftables runs for the handler's rules; links,
-#      addresses and routes go over netlink, no iproute2), from the mirror apt uses
-#      (hack/guest/apt-mirror.sh; MIRROR= overrides); cached per package list and mirror
-#      under _output/launcher-image/;
+#      overlays), ovmf and swtpm (EFI guests, Secure Boot, the TPM) and nftables (the nft that
+#      knftables runs for the handler's rules; links, addresses and routes go over netlink, no
+#      iproute2), from the mirror apt uses (hack/guest/apt-mirror.sh; MIRROR= overrides);
+#      cached per package list and mirror under _output/launcher-image/;
 #   2. the launcher's unprivileged user qemu (uid and gid 107, as KubeVirt's), which runs
 #      libvirtd in session mode and QEMU; docs, man pages, locales and apt's lists removed;
 #   3. virt-launcher (cgo, linked against the same Debian's libvirt), virt-handler and the
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${1:-dev}
 WORK_DIR=$ROOT/_output/launcher-image
 SUITE=bookworm
-INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,nftables
+INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,ovmf,swtpm,swtpm-tools,nftables
 MIRROR=${MIRROR:-$("$ROOT/hack/guest/apt-mirror.sh" "$SUITE")}
 TARGET=""
 

@@ -34,6 +34,8 @@ build_static() {
 
 # The kernelBoot guest of the demo VM and the end-to-end tests (hack/guest/build-kernelboot.sh).
 DEMO_GUEST_IMAGE=hangar.local/kernelboot-guest:dev
+# The UEFI containerDisk of the end-to-end tests (hack/guest/build-uefi.sh).
+UEFI_GUEST_IMAGE=hangar.local/uefi-guest:dev
 # The node images keep the tag dev; a changed handler image restarts the DaemonSet.
 HANDLER_IMAGE_CHANGED=false
 
@@ -66,6 +68,8 @@ build_images() {
 	[[ "$(image_digest hangar.local/virt-handler:dev)" == "${before}" ]] || HANDLER_IMAGE_CHANGED=true
 	"${REPO_ROOT}/hack/guest/build-kernelboot.sh"
 	"${REPO_ROOT}/hack/cluster/image.sh" "${DEMO_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/kernelboot-rootfs"
+	"${REPO_ROOT}/hack/guest/build-uefi.sh"
+	"${REPO_ROOT}/hack/cluster/image.sh" "${UEFI_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/uefi-rootfs"
 }
 
 # image_digest prints the digest an image's tarball had when it was last imported into the

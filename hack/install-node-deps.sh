@@ -7,6 +7,8 @@
 #     QEMU, and qemu-img for containerDisk overlays (libvirt-daemon-system for
 #     the libvirt-qemu user that libvirtd 9.0 looks up even when it runs QEMU
 #     as root; its init scripts are not started);
+#   - ovmf, swtpm, swtpm-tools: EFI guests' firmware (with Secure Boot) and their
+#     emulated TPM, which libvirt starts as the launcher's user;
 #   - genisoimage (isoinfo): reads back the cloud-init ISO in tagged tests;
 #   - nftables: the nft that knftables runs for the masquerade and bridge rules; iproute2:
 #     the node tests build pod stand-ins with ip netns;
@@ -24,7 +26,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly PACKAGES=(gcc pkg-config libvirt-dev libvirt-daemon-system libvirt-daemon-driver-qemu
-  libvirt-clients qemu-system-x86 qemu-utils genisoimage iproute2 nftables socat nodejs chromium)
+  libvirt-clients qemu-system-x86 qemu-utils ovmf swtpm swtpm-tools genisoimage iproute2 nftables socat nodejs chromium)
 
 # browser_deps installs the pinned npm packages of the browser tests, unless the same lock
 # is installed already.

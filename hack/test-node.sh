@@ -2,7 +2,7 @@
 # test-node.sh: the node side's tests that need root, libvirtd, QEMU and network
 # namespaces (build tag `libvirt`, in test/node), after the unit tests of the node packages.
 #   1. installs the Debian packages (hack/install-node-deps.sh);
-#   2. builds the kernelBoot and containerDisk test guests (hack/guest; cached);
+#   2. builds the kernelBoot, containerDisk and UEFI test guests (hack/guest; cached);
 #   3. go test ./pkg/launcher/... ./pkg/handler/... (no libvirtd needed);
 #   4. go test -tags libvirt ./test/node/...: a private libvirtd per virt-launcher (its
 #      state, QEMU's capability cache included, under _output/node-test/libvirt), the guest
@@ -21,6 +21,7 @@ cd "$ROOT"
 hack/install-node-deps.sh
 hack/guest/build-kernelboot.sh >/dev/null
 hack/guest/build-containerdisk.sh >/dev/null
+hack/guest/build-uefi.sh >/dev/null
 go test ./pkg/launcher/... ./pkg/handler/...
 # Names what this run leaves on the host (see runID in test/node), so the check below is
 # not fooled by another run on the same machine.

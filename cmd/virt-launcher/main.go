@@ -48,9 +48,11 @@ func main() {
 	flag.StringVar(&cfg.ContainerDiskRoot, "container-disk-root", launcherpod.ContainerDiskMountPath, "per containerDisk volume, <dir>/<volume> holds the image's files")
 	flag.StringVar(&cfg.KernelBootRoot, "kernel-boot-root", launcherpod.KernelBootMountPath, "the files of the kernelBoot image")
 	flag.StringVar(&cfg.SecretsDir, "secrets-dir", launcherpod.SecretsDir, "per Secret the cloud-init volumes name, <dir>/<secret> holds its keys (the pod's secret volumes)")
+	flag.StringVar(&cfg.VMStateDir, "vm-state-dir", "", "where the VM's state claim is mounted (persistent EFI variables and TPM state); none when empty")
 	flag.DurationVar(&cfg.FinalWait, "final-wait", 30*time.Second, "how long the final state waits for virt-handler before the launcher exits")
 	flag.Parse()
 
+	cfg.LibvirtStateDir = stateDir
 	if cfg.Namespace == "" || cfg.Name == "" || cfg.UID == "" {
 		fmt.Fprintln(os.Stderr, "virt-launcher: namespace, name and uid are required")
 		os.Exit(2)

@@ -33,6 +33,11 @@ readonly PACKAGES=(linux-image-amd64 busybox-static xz-utils cpio gzip kmod qemu
 readonly NET_MODULES=(virtio_pci virtio_net e1000)
 readonly BLOCK_MODULES=(virtio_pci virtio_blk virtio_scsi ahci sd_mod crc32c_generic ext4)
 readonly ACPI_MODULES=(button evdev)
+# "efi": efivarfs, for the UEFI guest's firmware report (initramfs/firmware.sh).
+readonly EFI_MODULES=(efivarfs)
+# "agent": the virtio-serial port of qemu-guest-agent, when a second archive brings it
+# (build-uefi.sh).
+readonly AGENT_MODULES=(virtio_pci virtio_console)
 
 SCRIPT_START=$(date +%s.%N)
 
@@ -151,6 +156,7 @@ build_initramfs() {
   install -m 0755 "$GUEST_DIR/initramfs/init" "$staging/init"
   install -m 0755 "$GUEST_DIR/initramfs/hangar.script" "$staging/etc/udhcpc/hangar.script"
   install -m 0644 "$GUEST_DIR/initramfs/announce.sh" "$staging/lib/hangar/announce.sh"
+  install -m 0644 "$GUEST_DIR/initramfs/firmware.sh" "$staging/lib/hangar/firmware.sh"
   # busybox acpid's action for the power button (KEY_POWER → PWRF/00000080).
   install -m 0755 "$GUEST_DIR/initramfs/powerbutton" "$staging/etc/acpi/PWRF/00000080"
   install -m 0644 "$GUEST_DIR/initramfs/inittab" "$staging/etc/inittab"
@@ -163,6 +169,8 @@ build_initramfs() {
   install_module_set "$release" "$staging" net "${NET_MODULES[@]}"
   install_module_set "$release" "$staging" block "${BLOCK_MODULES[@]}"
   install_module_set "$release" "$staging" acpi "${ACPI_MODULES[@]}"
+  install_module_set "$release" "$staging" efi "${EFI_MODULES[@]}"
+  install_module_set "$release" "$staging" agent "${AGENT_MODULES[@]}"
 
   # Sorted names and root ownership keep the archive the same from one build
   # to the next.

@@ -78,6 +78,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	vms.VirtualMachine.SetAuthorizer(c.GenericConfig.Authorization.Authorizer)
 	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
@@ -154,10 +155,18 @@ func (c CompletedConfig) New() (*Server, error) {
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "pause", doc: "pause a running instance", options: v1.PauseOptions{}, act: commands.Pause},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unpause", doc: "unpause a paused instance", options: v1.UnpauseOptions{}, act: commands.Unpause},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "softreboot", doc: "ask the guest to reboot (ACPI)", act: commands.SoftReboot},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "freeze", doc: "freeze the guest's file systems through the guest agent", options: v1.FreezeUnfreezeTimeout{}, act: commands.Freeze},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unfreeze", doc: "thaw the guest's file systems", act: commands.Unfreeze},
 	}, []subresourceStream{
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "console", doc: "the serial console, as a websocket (subprotocol plain.kubevirt.io)", rest: console},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc", doc: "the VNC display, as a websocket (subprotocol plain.kubevirt.io)", rest: vnc},
 		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc/screenshot", doc: "one frame of the VNC display, as a PNG", rest: screenshot},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "guestosinfo", doc: "what the guest agent reports of its guest",
+			rest: virtualmachineinstance.NewGuestAgentREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, "guestosinfo"), returns: v1.VirtualMachineInstanceGuestAgentInfo{}},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "userlist", doc: "the users logged in to the guest, as its agent reports them",
+			rest: virtualmachineinstance.NewGuestAgentREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, "userlist"), returns: v1.VirtualMachineInstanceGuestOSUserList{}},
+		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "filesystemlist", doc: "the guest's file systems, as its agent reports them",
+			rest: virtualmachineinstance.NewGuestAgentREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, "filesystemlist"), returns: v1.VirtualMachineInstanceFileSystemList{}},
 	})
 	return &Server{GenericAPIServer: genericServer}, nil
 }

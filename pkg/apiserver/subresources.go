@@ -24,12 +24,14 @@ import (
 // KubeVirt's clients (virtctl, kubecli) work unchanged, with the same paths, verbs and bodies.
 var SubresourcesGroupVersion = schema.GroupVersion{Group: "subresources.kubevirt.io", Version: "v1"}
 
-// subresourceStream is one websocket stream (GET) of the group.
+// subresourceStream is one GET of the group: a websocket stream, or (returns set) a JSON
+// answer.
 type subresourceStream struct {
 	resource, subresource string
 	kind                  string
 	doc                   string
 	rest                  rest.Connecter
+	returns               interface{}
 }
 
 // subresourceAction is one PUT action of the group.
@@ -79,13 +81,19 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	}
 	for _, st := range streams {
 		st := st
-		ws.Route(ws.GET("/namespaces/{namespace}/"+st.resource+"/{name}/"+st.subresource).
+		route := ws.GET("/namespaces/{namespace}/" + st.resource + "/{name}/" + st.subresource).
 			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, st.rest) }).
-			Operation("connectSubresourcesNamespaced"+st.kind+operationName(st.subresource)).
+			Operation("connectSubresourcesNamespaced" + st.kind + operationName(st.subresource)).
 			Doc(st.doc).
 			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
-			Param(ws.PathParameter("name", "name of the "+st.resource[:len(st.resource)-1])).
-			Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{}))
+			Param(ws.PathParameter("name", "name of the "+st.resource[:len(st.resource)-1]))
+		if st.returns != nil {
+			route = route.Returns(http.StatusOK, "OK", st.returns).
+				Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
+		} else {
+			route = route.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
+		}
+		ws.Route(route)
 		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
 			Name: st.resource + "/" + st.subresource, Namespaced: true, Verbs: []string{"get"}})
 		if _, ok := parents[st.resource]; !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
@@ -65,6 +66,15 @@ func (s *Server) Handler() http.Handler {
 	} {
 		mux.HandleFunc("PUT "+base+verb, s.command(call))
 	}
+	mux.HandleFunc("PUT "+base+"unfreeze", s.command((*api.Client).Unfreeze))
+	mux.HandleFunc("PUT "+base+"freeze", s.freeze)
+	mux.HandleFunc("GET "+base+"guestosinfo", s.guestInfo(func(info v1.VirtualMachineInstanceGuestAgentInfo) any { return info }))
+	mux.HandleFunc("GET "+base+"userlist", s.guestInfo(func(info v1.VirtualMachineInstanceGuestAgentInfo) any {
+		return v1.VirtualMachineInstanceGuestOSUserList{Items: append([]v1.VirtualMachineInstanceGuestOSUser{}, info.UserList...)}
+	}))
+	mux.HandleFunc("GET "+base+"filesystemlist", s.guestInfo(func(info v1.VirtualMachineInstanceGuestAgentInfo) any {
+		return v1.VirtualMachineInstanceFileSystemList{Items: append([]v1.VirtualMachineInstanceFileSystem{}, info.FSInfo.Disks...)}
+	}))
 	return s.authorize(mux)
 }
 
@@ -146,32 +156,96 @@ func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// launcherClient is a client of the instance's launcher for one call, on a connection
+// verified to reach a process of its pod; it answers the request itself when it cannot.
+func (s *Server) launcherClient(w http.ResponseWriter, r *http.Request) (*api.Client, bool) {
+	conn, ok := s.dial(w, r, api.SocketName)
+	if !ok {
+		return nil, false
+	}
+	// One call on the verified connection: the client dials nothing else.
+	used := false
+	return api.NewDialClient(func(context.Context) (net.Conn, error) {
+		if used {
+			return nil, errors.New("launcher connection already used")
+		}
+		used = true
+		return conn, nil
+	}), true
+}
+
+// launcherError answers with a launcher's refusal: its conflicts (no agent, not running) as
+// 409, the rest as 500.
+func launcherError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	var callErr *api.CallError
+	if errors.As(err, &callErr) && callErr.Status == http.StatusConflict {
+		status = http.StatusConflict
+	}
+	http.Error(w, err.Error(), status)
+}
+
 func (s *Server) command(call func(*api.Client, context.Context) (api.State, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		conn, ok := s.dial(w, r, api.SocketName)
+		c, ok := s.launcherClient(w, r)
 		if !ok {
 			return
 		}
-		// One call on the verified connection: the client dials nothing else.
-		used := false
-		c := api.NewDialClient(func(context.Context) (net.Conn, error) {
-			if used {
-				return nil, errors.New("launcher connection already used")
-			}
-			used = true
-			return conn, nil
-		})
 		defer c.Close()
 		if _, err := call(c, r.Context()); err != nil {
-			status := http.StatusInternalServerError
-			var callErr *api.CallError
-			if errors.As(err, &callErr) && callErr.Status == http.StatusConflict {
-				status = http.StatusConflict
-			}
-			http.Error(w, err.Error(), status)
+			launcherError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// maxFreezeBody bounds the freeze body: {"unfreezeTimeout":"5m0s"}.
+const maxFreezeBody = 1 << 10
+
+// freeze freezes the guest's file systems, with KubeVirt's body: an unfreeze timeout (0:
+// none) after which the launcher thaws them by itself.
+func (s *Server) freeze(w http.ResponseWriter, r *http.Request) {
+	var body v1.FreezeUnfreezeTimeout
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxFreezeBody+1))
+	if err == nil && len(data) > maxFreezeBody {
+		err = errors.New("body too large")
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &body)
+	}
+	if err != nil || body.UnfreezeTimeout == nil || body.UnfreezeTimeout.Duration < 0 {
+		http.Error(w, fmt.Sprintf("freeze needs a body {\"unfreezeTimeout\": DURATION} of at least 0: %v", err), http.StatusBadRequest)
+		return
+	}
+	c, ok := s.launcherClient(w, r)
+	if !ok {
+		return
+	}
+	defer c.Close()
+	if _, err := c.Freeze(r.Context(), int64(body.UnfreezeTimeout.Duration/time.Second)); err != nil {
+		launcherError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// guestInfo answers with what the guest agent reports, checked and bounded (cleanGuestInfo),
+// in the shape view gives it.
+func (s *Server) guestInfo(view func(v1.VirtualMachineInstanceGuestAgentInfo) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := s.launcherClient(w, r)
+		if !ok {
+			return
+		}
+		defer c.Close()
+		info, err := c.GuestInfo(r.Context())
+		if err != nil {
+			launcherError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(view(cleanGuestInfo(info)))
 	}
 }
 

@@ -106,6 +106,7 @@ func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
 			}()
 		}
 	}()
+	serveHostileAgent(t, sockDir)
 	vnc := listenUnix(t, filepath.Join(sockDir, api.VNCSocketName))
 	t.Cleanup(func() { vnc.Close() })
 	go func() {

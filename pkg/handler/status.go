@@ -23,7 +23,8 @@ const reasonMigrated = "Migrated"
 func isFinal(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
 
 // nextStatus is the instance's status given its launcher's state. The handler owns the
-// status from Scheduled on: phase Running and the final phases, Paused and the interfaces.
+// status from Scheduled on: phase Running and the final phases, Paused, the interfaces and
+// what the guest agent reports (AgentConnected, guestOSInfo, fsFreezeStatus).
 // Ready it writes as virt-controller does (True once running, False at the end), so the two
 // never undo each other's writes. A final phase is never left.
 func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v1.VirtualMachineInstanceStatus {
@@ -51,6 +52,11 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 	case api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown:
 		setPhase(v1.Running, "")
 		s.Interfaces = interfaces(reportedInterfaces(vmi, st.Interfaces))
+		setAgentStatus(&s, vmi, reportedAgent(st.Agent), now)
+		s.FSFreezeStatus = ""
+		if st.FSFrozen {
+			s.FSFreezeStatus = v1.FSFrozen
+		}
 		if st.Phase == api.PhasePaused {
 			// Ready is left alone while paused: virt-controller writes Ready too (from the
 			// launcher pod's readiness) and would flip it back, each write waking the other.
@@ -66,6 +72,8 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		}
 		setPhase(p, st.Reason)
 		s.RemoveCondition(v1.VirtualMachineInstancePaused)
+		s.RemoveCondition(v1.VirtualMachineInstanceAgentConnected)
+		s.FSFreezeStatus = ""
 		s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: ReasonGuestNotRunning}, now)
 		if p == v1.Failed && st.Reason != "" {
 			// Why, in the launcher's words (a containerDisk without a disk, QEMU's refusal), as

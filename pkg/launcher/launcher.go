@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"libvirt.org/go/libvirtxml"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
@@ -51,6 +52,14 @@ type Config struct {
 	FinalWait time.Duration
 	// DefaultGrace is the shutdown grace period when the instance has none.
 	DefaultGrace time.Duration
+	// LibvirtStateDir is libvirtd's session directory (libvirtd.Env): the TPM's state lives
+	// below its configuration directory.
+	LibvirtStateDir string
+	// VMStateDir is where the VM's state claim is mounted (EFI variables and TPM state that
+	// outlive the instance); empty when the launcher pod has none.
+	VMStateDir string
+	// AgentPoll is how often the guest agent is asked for the guest's interfaces.
+	AgentPoll time.Duration
 }
 
 // Network prepares the pod side of an instance's interfaces.
@@ -77,6 +86,11 @@ type Launcher struct {
 	console   *consoleRelay
 	stopTimer *time.Timer
 
+	agent       virt.GuestAgent // nil when the hypervisor offers no agent access
+	agentKick   chan struct{}   // an agent event: poll now
+	agentCancel context.CancelFunc
+	thawTimer   *time.Timer
+	diskBuses   map[string]string // domain disk target (vda, sda) → bus, for the agent's file systems
 	// copyDisks are the guest's disks a migration copies (target device names); hasSerial
 	// says whether the domain has a serial console.
 	copyDisks []string
@@ -99,12 +113,15 @@ func New(cfg Config, hv virt.Hypervisor) *Launcher {
 	if cfg.DefaultGrace == 0 {
 		cfg.DefaultGrace = time.Duration(v1.DefaultGracePeriodSeconds) * time.Second
 	}
+	agent, _ := hv.(virt.GuestAgent)
 	return &Launcher{
 		cfg:       cfg,
 		hv:        hv,
 		state:     api.State{UID: cfg.UID},
 		changed:   make(chan struct{}),
 		finalRead: make(chan struct{}),
+		agent:     agent,
+		agentKick: make(chan struct{}, 1),
 	}
 }
 
@@ -235,6 +252,7 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (ap
 		return l.State(), nil
 	}
 	if err := l.start(ctx, vmi); err != nil {
+		l.logFailureDetails(err)
 		l.setState(api.PhaseFailed, failureReason(err), err.Error())
 		_ = l.hv.Destroy(l.DomainName())
 		return l.State(), err
@@ -251,6 +269,10 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	if err != nil {
 		return err
 	}
+	if dropped := vmi.Spec.KVMOnlyFeatures(); opts.UseEmulation && len(dropped) > 0 {
+		klog.InfoS("software emulation: left out what only KVM offers", "fields", dropped)
+	}
+	buses := diskBuses(dom)
 	l.mu.Lock()
 	l.copyDisks, l.hasSerial = disksToCopy(dom, opts.Layout), len(dom.Devices.Serials) > 0
 	l.mu.Unlock()
@@ -289,10 +311,38 @@ func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) er
 	l.mu.Lock()
 	l.state.Domain = name
 	l.state.Interfaces = ifaces
+	l.diskBuses = buses
 	l.devices = namesOf(vmi, dom, opts.Taps)
 	l.setStateLocked(phase, "", "")
+	l.startAgentLoopLocked(name)
 	l.mu.Unlock()
 	return nil
+}
+
+// startAgentLoopLocked follows the guest agent of the running domain, unless the hypervisor
+// offers no agent or a loop runs already; the caller holds l.mu.
+func (l *Launcher) startAgentLoopLocked(name string) {
+	if l.agent == nil || l.agentCancel != nil {
+		return
+	}
+	agentCtx, cancel := context.WithCancel(context.Background())
+	l.agentCancel = cancel
+	go l.agentLoop(agentCtx, name, l.agentKick)
+}
+
+// diskBuses maps the domain's disk targets (vda, sda) to their buses, for the agent's file
+// systems.
+func diskBuses(dom *libvirtxml.Domain) map[string]string {
+	buses := map[string]string{}
+	if dom.Devices == nil {
+		return buses
+	}
+	for _, d := range dom.Devices.Disks {
+		if d.Target != nil {
+			buses[d.Target.Dev] = d.Target.Bus
+		}
+	}
+	return buses
 }
 
 // prepare makes what the guest's domain refers to: its volumes' files and, with the
@@ -310,6 +360,9 @@ func (l *Launcher) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 		return opts, nil, err
 	}
 	if err := prepareVolumes(ctx, vmi, &l.cfg, &opts); err != nil {
+		return opts, nil, err
+	}
+	if err := prepareState(vmi, &l.cfg, &opts); err != nil {
 		return opts, nil, err
 	}
 	var ifaces []api.Interface
@@ -511,7 +564,14 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan struct{}) error {
 		case ev := <-l.hv.Events():
 			if ev.Domain == l.DomainName() {
 				klog.V(2).InfoS("domain event", "kind", ev.Kind, "detail", ev.Detail)
-				l.refresh()
+				if ev.Kind == virt.EventAgent {
+					select {
+					case l.agentKick <- struct{}{}:
+					default:
+					}
+				} else {
+					l.refresh()
+				}
 			}
 		case <-l.hv.Closed():
 			l.setState(api.PhaseFailed, "LibvirtLost", "the connection to libvirtd closed")
@@ -542,6 +602,12 @@ func (l *Launcher) Close() {
 	l.console = nil
 	if l.stopTimer != nil {
 		l.stopTimer.Stop()
+	}
+	if l.thawTimer != nil {
+		l.thawTimer.Stop()
+	}
+	if l.agentCancel != nil {
+		l.agentCancel()
 	}
 	l.mu.Unlock()
 	if relay != nil {

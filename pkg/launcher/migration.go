@@ -117,6 +117,7 @@ func (l *Launcher) PrepareTarget(ctx context.Context, vmi *v1.VirtualMachineInst
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.copyDisks, l.hasSerial = disksToCopy(dom, opts.Layout), len(dom.Devices.Serials) > 0
+	l.diskBuses = diskBuses(dom)
 	l.state.Domain = l.DomainName()
 	l.state.Interfaces = ifaces
 	l.devices = namesOf(vmi, dom, opts.Taps)
@@ -378,6 +379,8 @@ func (l *Launcher) refreshIncoming(name string, ds virt.DomainState, err error) 
 	case arrived:
 		l.setMigrationLocked(func(m *api.Migration) { m.Completed, m.EndedAt = true, &now })
 		l.setStateLocked(api.PhaseRunning, "", "")
+		// The guest's agent came along with it, on this launcher's channel now.
+		l.startAgentLoopLocked(name)
 		klog.InfoS("the migrating guest arrived and runs here", "domain", name)
 	case phase == api.PhaseFailed:
 		l.setMigrationLocked(func(m *api.Migration) {

@@ -119,8 +119,32 @@ func (l *Launcher) Handler() http.Handler {
 		state, err := l.Shutdown(grace)
 		reply(w, state, err)
 	})
+	mux.HandleFunc("GET "+api.PathGuestInfo, func(w http.ResponseWriter, r *http.Request) {
+		info, err := l.GuestInfo()
+		if err != nil {
+			reply(w, l.State(), err)
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
+	})
+	mux.HandleFunc("POST "+api.PathFreeze, func(w http.ResponseWriter, r *http.Request) {
+		var req api.FreezeRequest
+		if err := decode(r, &req); err != nil || req.UnfreezeTimeoutSeconds < 0 || req.UnfreezeTimeoutSeconds > maxUnfreezeTimeout {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("freeze needs an unfreeze timeout of 0 to %d seconds: %v", maxUnfreezeTimeout, err))
+			return
+		}
+		state, err := l.Freeze(time.Duration(req.UnfreezeTimeoutSeconds) * time.Second)
+		reply(w, state, err)
+	})
+	mux.HandleFunc("POST "+api.PathUnfreeze, func(w http.ResponseWriter, r *http.Request) {
+		state, err := l.Unfreeze()
+		reply(w, state, err)
+	})
 	return mux
 }
+
+// maxUnfreezeTimeout is the longest unfreeze timeout: KubeVirt's is an int32 of seconds.
+const maxUnfreezeTimeout = 1<<31 - 1
 
 // Serve listens on <SocketDir>/launcher.sock for commands and on the migration socket for
 // the migration tunnel until ctx ends.

@@ -3,6 +3,7 @@
 package nodeclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -124,24 +125,45 @@ func (c *Client) handlerBase(ctx context.Context, node string) (*url.URL, error)
 
 // Put sends a guest command (pause, unpause, softreboot) to the instance's handler.
 func (c *Client) Put(ctx context.Context, node, namespace, name, call string) error {
+	_, err := c.Call(ctx, node, namespace, name, http.MethodPut, call, nil)
+	return err
+}
+
+// MaxAnswer bounds what virt-api reads of a handler's answer (a guest agent's report is the
+// largest, and the handler bounds it already).
+const MaxAnswer = 2 << 20
+
+// Call sends one request for an instance to its node's handler and returns the answer's body.
+func (c *Client) Call(ctx context.Context, node, namespace, name, method, call string, body []byte) ([]byte, error) {
 	u, err := c.InstanceURL(ctx, node, namespace, name, call)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), nil)
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s on node %s: %w", call, node, err)
+		return nil, fmt.Errorf("%s on node %s: %w", call, node, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &HandlerError{Code: resp.StatusCode, Message: string(msg)}
+		return nil, &HandlerError{Code: resp.StatusCode, Message: string(msg)}
 	}
-	return nil
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s on node %s: %w", call, node, err)
+	}
+	if len(data) > MaxAnswer {
+		return nil, fmt.Errorf("%s on node %s: answer larger than %d bytes", call, node, MaxAnswer)
+	}
+	return data, nil
 }
 
 // HandlerError is a refusal from a handler, with its HTTP status.

@@ -1,7 +1,7 @@
 // Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
 // start, stop, restart, pause, unpause, soft-reboot, migrate, migrate-cancel, console, vnc,
-// expose and version. It speaks subresources.kubevirt.io/v1, so it works against KubeVirt
-// clusters too.
+// expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
+// subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
 package virtctl
 
 import (
@@ -99,6 +99,9 @@ func NewCommand(streams Streams) *cobra.Command {
 		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c),
 		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
+		newGuestAgentCommand(c, "guestosinfo", "guestosinfo", "Show what the guest agent reports of a running instance's guest"),
+		newGuestAgentCommand(c, "userlist", "userlist", "List the users logged in to a running instance's guest"),
+		newGuestAgentCommand(c, "fslist", "filesystemlist", "List the file systems of a running instance's guest"),
 	)
 	return root
 }

@@ -206,4 +206,26 @@ func TestThroughKubeAPIServer(t *testing.T) {
 		hangarAs(t, c, "reader").Discovery().RESTClient().Get().AbsPath(console).Do(ctx).StatusCode(&code)
 		assert.Equal(t, http.StatusForbidden, code, "get alone does not open a console: create is required too")
 	})
+	t.Run("RBAC on the guest agent: view reads its reports, only edit freezes", func(t *testing.T) {
+		ns := "agent-rbac"
+		createNamespace(t, c.Kube, ns)
+		bindRole(t, c.Kube, ns, "watcher", "view")
+		bindRole(t, c.Kube, ns, "operator", "edit")
+		_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("guest"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		base := "/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/guest/"
+		var code int
+		for _, report := range []string{"guestosinfo", "userlist", "filesystemlist"} {
+			hangarAs(t, c, "watcher").Discovery().RESTClient().Get().AbsPath(base + report).Do(ctx).StatusCode(&code)
+			assert.Equal(t, http.StatusConflict, code, "view may read %s: the refusal is only that the guest does not run", report)
+			hangarAs(t, c, "stranger").Discovery().RESTClient().Get().AbsPath(base + report).Do(ctx).StatusCode(&code)
+			assert.Equal(t, http.StatusForbidden, code, "no binding, no %s", report)
+		}
+		for _, action := range []string{"freeze", "unfreeze"} {
+			hangarAs(t, c, "watcher").Discovery().RESTClient().Put().AbsPath(base + action).Body([]byte(`{"unfreezeTimeout":"1m"}`)).Do(ctx).StatusCode(&code)
+			assert.Equal(t, http.StatusForbidden, code, "view must not %s a guest", action)
+			hangarAs(t, c, "operator").Discovery().RESTClient().Put().AbsPath(base + action).Body([]byte(`{"unfreezeTimeout":"1m"}`)).Do(ctx).StatusCode(&code)
+			assert.Equal(t, http.StatusConflict, code, "edit may %s: the refusal is only that the guest does not run", action)
+		}
+	})
 }

@@ -104,9 +104,11 @@ type DomainSpec struct {
 	Memory *Memory
 	// Machine type of the guest.
 	Machine *Machine
-	// Firmware of the guest: UUID, serial number and direct kernel boot.
+	// Firmware of the guest: UUID, serial number, BIOS or EFI, direct kernel boot.
 	Firmware *Firmware
-	// Features of the guest, such as ACPI.
+	// Clock is the guest's real-time clock offset and timers.
+	Clock *Clock
+	// Features of the guest: ACPI, APIC, SMM, Hyper-V enlightenments.
 	Features *Features
 	// Devices of the guest: disks, interfaces, console, graphics, RNG.
 	Devices Devices
@@ -133,6 +135,8 @@ type CPU struct {
 	Threads uint32
 	// Model is the CPU model: host-model, host-passthrough or a named libvirt model.
 	Model string
+	// Features are CPU features to add to or remove from the model.
+	Features []CPUFeature
 }
 
 // Memory is the memory of a guest.
@@ -153,6 +157,8 @@ type Firmware struct {
 	UUID types.UID
 	// Serial is the guest's SMBIOS serial number.
 	Serial string
+	// Bootloader is the firmware the guest boots with: BIOS (the default) or EFI.
+	Bootloader *Bootloader
 	// KernelBoot boots the guest directly from a kernel (and initrd) carried in an image.
 	KernelBoot *KernelBoot
 }
@@ -183,6 +189,16 @@ type KernelBootContainer struct {
 type Features struct {
 	// ACPI lets the guest power off cleanly on request. Enabled by default.
 	ACPI FeatureState
+	// APIC is the guest's local APIC; the machine type's default when unset.
+	APIC *FeatureAPIC
+	// Hyperv are Hyper-V enlightenments for Windows guests (KVM only).
+	Hyperv *FeatureHyperv
+	// SMM is System Management Mode; EFI Secure Boot needs it.
+	SMM *FeatureState
+	// KVM says how the guest sees KVM (KVM only).
+	KVM *FeatureKVM
+	// Pvspinlock tells the guest the host supports paravirtual spinlocks (KVM only).
+	Pvspinlock *FeatureState
 }
 
 // FeatureState turns a feature on or off.
@@ -205,6 +221,20 @@ type Devices struct {
 	AutoattachSerialConsole *bool
 	// Rng adds a virtio random number generator fed from the host.
 	Rng *Rng
+	// UseVirtioTransitional gives virtio devices the transitional (virtio 0.9) model, for old
+	// guests such as CentOS 6.
+	UseVirtioTransitional *bool
+	// Inputs are input devices, such as a USB tablet.
+	Inputs []Input
+	// AutoattachInputDevice adds a USB tablet, named default-0, when no input device is given.
+	// Defaults to false.
+	AutoattachInputDevice *bool
+	// BlockMultiQueue gives virtio disks one queue per vCPU.
+	BlockMultiQueue *bool
+	// NetworkInterfaceMultiqueue gives virtio interfaces one queue per vCPU.
+	NetworkInterfaceMultiqueue *bool
+	// TPM adds an emulated TPM 2.0.
+	TPM *TPMDevice
 }
 
 // Rng is a virtio random number generator.
@@ -419,6 +449,11 @@ const (
 	// VirtualMachineInstanceSynchronized is false, with a reason, while the controller cannot
 	// do what the instance asks (a claim it names is missing, say).
 	VirtualMachineInstanceSynchronized VirtualMachineInstanceConditionType = "Synchronized"
+	// VirtualMachineInstanceAgentConnected means the guest agent is connected.
+	VirtualMachineInstanceAgentConnected VirtualMachineInstanceConditionType = "AgentConnected"
+	// VirtualMachineInstanceFeaturesDropped is true when features the spec asks for only KVM
+	// offers, and the guest runs under software emulation without them.
+	VirtualMachineInstanceFeaturesDropped VirtualMachineInstanceConditionType = "FeaturesDropped"
 	// VirtualMachineInstanceIsMigratable says whether the instance can be live migrated; when
 	// False, its reason and message say why not.
 	VirtualMachineInstanceIsMigratable VirtualMachineInstanceConditionType = "LiveMigratable"
@@ -444,6 +479,8 @@ type VirtualMachineInstanceStatus struct {
 	QOSClass *corev1.PodQOSClass
 	// ActivePods maps the UIDs of the instance's launcher pods to their node names.
 	ActivePods map[types.UID]string
+	// FSFreezeStatus is "frozen" while a freeze of the guest's filesystems is in effect.
+	FSFreezeStatus string
 	// MigrationState is the state of the instance's current or last live migration.
 	MigrationState *VirtualMachineInstanceMigrationState
 	// MigrationMethod says whether a migration copies the instance's local disks

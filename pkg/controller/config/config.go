@@ -7,11 +7,13 @@ package config
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -32,6 +34,10 @@ const (
 	// KeyCPUAllocationRatio is how many vCPUs share one requested CPU when the instance
 	// requests no CPU itself (KubeVirt's cpuAllocationRatio, default 10: 100m per vCPU).
 	KeyCPUAllocationRatio = "cpuAllocationRatio"
+	// KeyVMStateStorageClass is the StorageClass of the state claims virt-controller creates
+	// for VMs that keep EFI variables or TPM state (KubeVirt's vmStateStorageClass); unset:
+	// the cluster's default class.
+	KeyVMStateStorageClass = "vmStateStorageClass"
 )
 
 // DefaultMemoryOverhead is what a launcher pod needs beside the guest's memory: the launcher
@@ -57,6 +63,8 @@ type ClusterConfig struct {
 	EvictionStrategy v1.EvictionStrategy
 	// Migrations: see KeyMigrations (migrations.go); every field is set.
 	Migrations v1.MigrationConfiguration
+	// VMStateStorageClass: see KeyVMStateStorageClass; empty when unset.
+	VMStateStorageClass string
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -88,6 +96,13 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 	}
 	if v, ok := data[KeyLauncherImage]; ok && v != "" {
 		c.LauncherImage = v
+	}
+	if v, ok := data[KeyVMStateStorageClass]; ok {
+		if msgs := validation.IsDNS1123Subdomain(v); v != "" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is no StorageClass name: %s", KeyVMStateStorageClass, v, strings.Join(msgs, "; ")))
+		} else {
+			c.VMStateStorageClass = v
+		}
 	}
 	if v, ok := data[KeyMemoryOverhead]; ok {
 		q, err := resource.ParseQuantity(v)

@@ -18,10 +18,10 @@ func TestParse(t *testing.T) {
 		{
 			name: "every key",
 			data: map[string]string{"useEmulation": "true", "launcherImage": "reg/launcher:v1", "memoryOverhead": "256Mi",
-				"cpuAllocationRatio": "4"},
+				"cpuAllocationRatio": "4", "vmStateStorageClass": "fast-rwx"},
 			want: func(c *ClusterConfig) {
 				c.UseEmulation, c.LauncherImage, c.MemoryOverhead = true, "reg/launcher:v1", resource.MustParse("256Mi")
-				c.CPUAllocationRatio = 4
+				c.CPUAllocationRatio, c.VMStateStorageClass = 4, "fast-rwx"
 			},
 		},
 		{
@@ -30,6 +30,7 @@ func TestParse(t *testing.T) {
 			want:    func(*ClusterConfig) {},
 			wantErr: 3,
 		},
+		{name: "a StorageClass name that cannot be one", data: map[string]string{"vmStateStorageClass": "Fast_RWX"}, want: func(*ClusterConfig) {}, wantErr: 1},
 		{name: "negative overhead", data: map[string]string{"memoryOverhead": "-1Mi"}, want: func(*ClusterConfig) {}, wantErr: 1},
 	}
 	for _, tt := range tests {

@@ -177,6 +177,10 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 	if err != nil {
 		return nil, err
 	}
+	stateVol, stateMount, stateArg, err := stateClaim(vmi, modes)
+	if err != nil {
+		return nil, err
+	}
 
 	labels := map[string]string{}
 	for k, v := range vmi.Labels {
@@ -253,6 +257,17 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 				ephemeralVolume(vmi),
 			}, files.volumes...),
 		},
+	}
+	if stateVol != nil {
+		c := &pod.Spec.Containers[0]
+		c.Args = append(c.Args, stateArg)
+		c.VolumeMounts = append(c.VolumeMounts, *stateMount)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, *stateVol)
+	}
+	if tmpVol, tmpMount := tpmTmp(vmi); tmpVol != nil {
+		c := &pod.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, *tmpMount)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, *tmpVol)
 	}
 	return pod, nil
 }

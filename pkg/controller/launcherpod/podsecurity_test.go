@@ -46,6 +46,10 @@ func TestLauncherPodsMeetPodSecurityRestricted(t *testing.T) {
 				{Name: "blk", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c-blk"}}}},
 			}
 		}, modes: VolumeModes{"c-fs": corev1.PersistentVolumeFilesystem, "c-blk": corev1.PersistentVolumeBlock}},
+		{name: "persistent EFI variables and TPM on the VM's state claim", mutate: func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{Persistent: ptr.To(true)}}}
+			vmi.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(true)}
+		}, modes: VolumeModes{"persistent-state-for-vm1": corev1.PersistentVolumeFilesystem}},
 		{name: "masquerade interface", mutate: func(vmi *v1.VirtualMachineInstance) {
 			vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}}
 			vmi.Spec.Networks = []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}}

@@ -47,6 +47,9 @@ func ClaimNames(vmi *v1.VirtualMachineInstance) []string {
 			names = append(names, n)
 		}
 	}
+	if n := StateClaimName(vmi); vmi.Spec.NeedsStateClaim() && !slices.Contains(names, n) {
+		names = append(names, n)
+	}
 	return names
 }
 

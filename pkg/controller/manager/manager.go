@@ -122,6 +122,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	vmController.EnableStateClaims(kube, pvcInformer, func() string { return cfg.Get().VMStateStorageClass })
 	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
 	if err != nil {
 		return err

@@ -42,6 +42,9 @@ type Controller struct {
 	// cached VM still at that version predates our own write and must not be acted upon (it
 	// may show a start request we already carried out).
 	staleVersions controllerutil.StaleVersions
+
+	// claims creates the VMs' state claims (stateclaim.go); nil: none are created.
+	claims *stateClaims
 }
 
 // New wires the controller to its informers.

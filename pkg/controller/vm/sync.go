@@ -169,6 +169,10 @@ func (c *Controller) claim(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 
 // start creates the instance. A name already taken means the cache is behind, not a failure.
 func (c *Controller) start(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, *syncError) {
+	// The instance waits for its state claim anyway; without the claim it would wait forever.
+	if err := c.ensureStateClaim(ctx, vm); err != nil {
+		return nil, err
+	}
 	key := vm.Namespace + "/" + vm.Name
 	c.expectations.ExpectCreations(key, 1)
 	vmi, err := c.kubevirt.KubevirtV1().VirtualMachineInstances(vm.Namespace).Create(ctx, vmiFromVM(vm), metav1.CreateOptions{})

@@ -51,7 +51,7 @@ type Controller struct {
 	eventIndexer cache.Indexer
 	// nodeLister tells unresponsive nodes (nodes.go).
 	nodeLister corelisters.NodeLister
-	synced       []cache.InformerSynced
+	synced     []cache.InformerSynced
 
 	config       *config.Store
 	recorder     record.EventRecorder

@@ -155,6 +155,14 @@ func condition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCondit
 
 func bound(node string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
 
+// emulation is the launcher pod's useEmulation setting.
+func emulation(value string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "compute",
+			Env: []corev1.EnvVar{{Name: launcherpod.EnvEmulation, Value: value}}})
+	}
+}
+
 func podPhase(phase corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = phase }
 }
@@ -297,6 +305,33 @@ func TestSync(t *testing.T) {
 			wantPhase: v1.Scheduled, wantNode: "node-a", wantPhases: []v1.VirtualMachineInstancePhase{v1.Scheduled},
 			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {
 				assert.Equal(t, map[types.UID]string{"pod-p1": "node-a"}, vmi.Status.ActivePods)
+			},
+		},
+		{
+			name: "under software emulation the KVM-only features are named in FeaturesDropped",
+			vmi: newVMI(v1.Scheduling, func(v *v1.VirtualMachineInstance) {
+				v.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{Relaxed: &v1.FeatureState{}}}
+				v.Spec.Domain.Clock = &v1.Clock{Timer: &v1.Timer{Hyperv: &v1.HypervTimer{}}}
+			}),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), emulation("true"))},
+			wantPhase: v1.Scheduled, wantNode: "node-a", wantPhases: []v1.VirtualMachineInstancePhase{v1.Scheduled},
+			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {
+				cond := condition(vmi, v1.VirtualMachineInstanceFeaturesDropped)
+				require.NotNil(t, cond)
+				assert.Equal(t, corev1.ConditionTrue, cond.Status)
+				assert.Equal(t, ReasonSoftwareEmulation, cond.Reason)
+				assert.Equal(t, "software emulation (useEmulation) offers no spec.domain.features.hyperv, spec.domain.clock.timer.hyperv: the guest runs without them", cond.Message)
+			},
+		},
+		{
+			name: "under KVM nothing is dropped",
+			vmi: newVMI(v1.Scheduling, func(v *v1.VirtualMachineInstance) {
+				v.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{Relaxed: &v1.FeatureState{}}}
+			}),
+			pods:      []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), emulation("false"))},
+			wantPhase: v1.Scheduled, wantNode: "node-a", wantPhases: []v1.VirtualMachineInstancePhase{v1.Scheduled},
+			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {
+				assert.Nil(t, condition(vmi, v1.VirtualMachineInstanceFeaturesDropped))
 			},
 		},
 		{

@@ -91,6 +91,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 		if pod.Status.QOSClass != "" {
 			s.QOSClass = &pod.Status.QOSClass
 		}
+		setFeaturesDropped(&s, vmi, pod, now)
 		if mountFailure != "" {
 			// A missing cloud-init Secret, say: the pod waits in ContainerCreating until it
 			// appears, as KubeVirt's does; the instance says why.

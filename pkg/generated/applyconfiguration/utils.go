@@ -32,14 +32,26 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=kubevirt.io, Version=v1
+	case v1.SchemeGroupVersion.WithKind("BIOS"):
+		return &kubevirtv1.BIOSApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Bootloader"):
+		return &kubevirtv1.BootloaderApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("CDRomTarget"):
 		return &kubevirtv1.CDRomTargetApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Clock"):
+		return &kubevirtv1.ClockApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ClockOffset"):
+		return &kubevirtv1.ClockOffsetApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ClockOffsetUTC"):
+		return &kubevirtv1.ClockOffsetUTCApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("CloudInitNoCloudSource"):
 		return &kubevirtv1.CloudInitNoCloudSourceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ContainerDiskSource"):
 		return &kubevirtv1.ContainerDiskSourceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("CPU"):
 		return &kubevirtv1.CPUApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("CPUFeature"):
+		return &kubevirtv1.CPUFeatureApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Devices"):
 		return &kubevirtv1.DevicesApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Disk"):
@@ -50,14 +62,32 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.DiskTargetApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("DomainSpec"):
 		return &kubevirtv1.DomainSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("EFI"):
+		return &kubevirtv1.EFIApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("EmptyDiskSource"):
 		return &kubevirtv1.EmptyDiskSourceApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FeatureAPIC"):
+		return &kubevirtv1.FeatureAPICApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FeatureHyperv"):
+		return &kubevirtv1.FeatureHypervApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FeatureKVM"):
+		return &kubevirtv1.FeatureKVMApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Features"):
 		return &kubevirtv1.FeaturesApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FeatureSpinlocks"):
+		return &kubevirtv1.FeatureSpinlocksApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("FeatureState"):
 		return &kubevirtv1.FeatureStateApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FeatureVendorID"):
+		return &kubevirtv1.FeatureVendorIDApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Firmware"):
 		return &kubevirtv1.FirmwareApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("HPETTimer"):
+		return &kubevirtv1.HPETTimerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("HypervTimer"):
+		return &kubevirtv1.HypervTimerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Input"):
+		return &kubevirtv1.InputApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Interface"):
 		return &kubevirtv1.InterfaceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("InterfaceBindingMethod"):
@@ -66,6 +96,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.KernelBootApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("KernelBootContainer"):
 		return &kubevirtv1.KernelBootContainerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("KVMTimer"):
+		return &kubevirtv1.KVMTimerApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Machine"):
 		return &kubevirtv1.MachineApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Memory"):
@@ -78,12 +110,24 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.NetworkSourceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PersistentVolumeClaimVolumeSource"):
 		return &kubevirtv1.PersistentVolumeClaimVolumeSourceApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("PITTimer"):
+		return &kubevirtv1.PITTimerApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PodNetwork"):
 		return &kubevirtv1.PodNetworkApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Port"):
 		return &kubevirtv1.PortApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ResourceRequirements"):
 		return &kubevirtv1.ResourceRequirementsApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RTCTimer"):
+		return &kubevirtv1.RTCTimerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("SyNICTimer"):
+		return &kubevirtv1.SyNICTimerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Timer"):
+		return &kubevirtv1.TimerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("TLBFlush"):
+		return &kubevirtv1.TLBFlushApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("TPMDevice"):
+		return &kubevirtv1.TPMDeviceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VirtualMachine"):
 		return &kubevirtv1.VirtualMachineApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VirtualMachineCondition"):

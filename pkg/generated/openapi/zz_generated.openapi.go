@@ -31,8 +31,14 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.BIOS":                                                    schema_pkg_apis_kubevirt_v1_BIOS(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Bootloader":                                              schema_pkg_apis_kubevirt_v1_Bootloader(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CDRomTarget":                                             schema_pkg_apis_kubevirt_v1_CDRomTarget(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPU":                                                     schema_pkg_apis_kubevirt_v1_CPU(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPUFeature":                                              schema_pkg_apis_kubevirt_v1_CPUFeature(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Clock":                                                   schema_pkg_apis_kubevirt_v1_Clock(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffset":                                             schema_pkg_apis_kubevirt_v1_ClockOffset(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC":                                          schema_pkg_apis_kubevirt_v1_ClockOffsetUTC(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource":                                  schema_pkg_apis_kubevirt_v1_CloudInitNoCloudSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource":                                     schema_pkg_apis_kubevirt_v1_ContainerDiskSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Devices":                                                 schema_pkg_apis_kubevirt_v1_Devices(ref),
@@ -40,14 +46,26 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskDevice":                                              schema_pkg_apis_kubevirt_v1_DiskDevice(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskTarget":                                              schema_pkg_apis_kubevirt_v1_DiskTarget(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DomainSpec":                                              schema_pkg_apis_kubevirt_v1_DomainSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EFI":                                                     schema_pkg_apis_kubevirt_v1_EFI(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource":                                         schema_pkg_apis_kubevirt_v1_EmptyDiskSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureAPIC":                                             schema_pkg_apis_kubevirt_v1_FeatureAPIC(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureHyperv":                                           schema_pkg_apis_kubevirt_v1_FeatureHyperv(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureKVM":                                              schema_pkg_apis_kubevirt_v1_FeatureKVM(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureSpinlocks":                                        schema_pkg_apis_kubevirt_v1_FeatureSpinlocks(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState":                                            schema_pkg_apis_kubevirt_v1_FeatureState(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureVendorID":                                         schema_pkg_apis_kubevirt_v1_FeatureVendorID(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Features":                                                schema_pkg_apis_kubevirt_v1_Features(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Firmware":                                                schema_pkg_apis_kubevirt_v1_Firmware(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FreezeUnfreezeTimeout":                                   schema_pkg_apis_kubevirt_v1_FreezeUnfreezeTimeout(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.GuestAgentCommandInfo":                                   schema_pkg_apis_kubevirt_v1_GuestAgentCommandInfo(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HPETTimer":                                               schema_pkg_apis_kubevirt_v1_HPETTimer(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HypervTimer":                                             schema_pkg_apis_kubevirt_v1_HypervTimer(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Input":                                                   schema_pkg_apis_kubevirt_v1_Input(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Interface":                                               schema_pkg_apis_kubevirt_v1_Interface(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceBindingMethod":                                  schema_pkg_apis_kubevirt_v1_InterfaceBindingMethod(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceBridge":                                         schema_pkg_apis_kubevirt_v1_InterfaceBridge(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceMasquerade":                                     schema_pkg_apis_kubevirt_v1_InterfaceMasquerade(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KVMTimer":                                                schema_pkg_apis_kubevirt_v1_KVMTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KernelBoot":                                              schema_pkg_apis_kubevirt_v1_KernelBoot(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KernelBootContainer":                                     schema_pkg_apis_kubevirt_v1_KernelBootContainer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Machine":                                                 schema_pkg_apis_kubevirt_v1_Machine(ref),
@@ -56,22 +74,35 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrationConfiguration":                                  schema_pkg_apis_kubevirt_v1_MigrationConfiguration(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Network":                                                 schema_pkg_apis_kubevirt_v1_Network(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.NetworkSource":                                           schema_pkg_apis_kubevirt_v1_NetworkSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PITTimer":                                                schema_pkg_apis_kubevirt_v1_PITTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PauseOptions":                                            schema_pkg_apis_kubevirt_v1_PauseOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource":                       schema_pkg_apis_kubevirt_v1_PersistentVolumeClaimVolumeSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PodNetwork":                                              schema_pkg_apis_kubevirt_v1_PodNetwork(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Port":                                                    schema_pkg_apis_kubevirt_v1_Port(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RTCTimer":                                                schema_pkg_apis_kubevirt_v1_RTCTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements":                                    schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions":                                          schema_pkg_apis_kubevirt_v1_RestartOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng":                                                     schema_pkg_apis_kubevirt_v1_Rng(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.SoftRebootOptions":                                       schema_pkg_apis_kubevirt_v1_SoftRebootOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StartOptions":                                            schema_pkg_apis_kubevirt_v1_StartOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.StopOptions":                                             schema_pkg_apis_kubevirt_v1_StopOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.SyNICTimer":                                              schema_pkg_apis_kubevirt_v1_SyNICTimer(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TLBFlush":                                                schema_pkg_apis_kubevirt_v1_TLBFlush(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TPMDevice":                                               schema_pkg_apis_kubevirt_v1_TPMDevice(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Timer":                                                   schema_pkg_apis_kubevirt_v1_Timer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.UnpauseOptions":                                          schema_pkg_apis_kubevirt_v1_UnpauseOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachine":                                          schema_pkg_apis_kubevirt_v1_VirtualMachine(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition":                                 schema_pkg_apis_kubevirt_v1_VirtualMachineCondition(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstance":                                  schema_pkg_apis_kubevirt_v1_VirtualMachineInstance(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceCondition":                         schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceCondition(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystem":                        schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystem(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemDisk":                    schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystemDisk(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemInfo":                    schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystemInfo(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemList":                    schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystemList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestAgentInfo":                    schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestAgentInfo(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSInfo":                       schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSInfo(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSUser":                       schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSUser(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSUserList":                   schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSUserList(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceList":                              schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceList(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceMigration":                         schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigration(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceMigrationCondition":                schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationCondition(ref),
@@ -412,6 +443,53 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_BIOS(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BIOS is the SeaBIOS firmware.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"useSerial": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UseSerial sends the BIOS's output to the serial console.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_Bootloader(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Bootloader is the firmware a guest boots with; at most one member is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"bios": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BIOS is SeaBIOS, the default.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.BIOS"),
+						},
+					},
+					"efi": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EFI is OVMF.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EFI"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.BIOS", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EFI"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_CDRomTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -473,6 +551,138 @@ func schema_pkg_apis_kubevirt_v1_CPU(ref common.ReferenceCallback) common.OpenAP
 							Description: "Model is the CPU model: host-model, host-passthrough or a named libvirt model.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"features": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Features are CPU features to add to or remove from the model.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPUFeature"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPUFeature"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_CPUFeature(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CPUFeature adds a CPU feature to the model, or removes it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the feature, as libvirt names it (for example vmx, pcid).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is force, require, optional, disable or forbid. Defaults to require.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_Clock(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Clock is the guest's real-time clock and timers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"utc": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UTC sets the guest clock to UTC at boot, shifted by OffsetSeconds.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC"),
+						},
+					},
+					"timezone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timezone sets the guest clock to local time in a time zone (TZ syntax).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"timer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timer configures the guest's timers.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Timer"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Timer"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_ClockOffset(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClockOffset is the guest clock's offset; at most one member is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"utc": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UTC sets the guest clock to UTC at boot, shifted by OffsetSeconds.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC"),
+						},
+					},
+					"timezone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timezone sets the guest clock to local time in a time zone (TZ syntax).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_ClockOffsetUTC(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClockOffsetUTC sets the guest clock to UTC at each boot.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"offsetSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OffsetSeconds shifts the guest clock from UTC; changes the guest makes then persist across its reboots.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -662,11 +872,64 @@ func schema_pkg_apis_kubevirt_v1_Devices(ref common.ReferenceCallback) common.Op
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng"),
 						},
 					},
+					"useVirtioTransitional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UseVirtioTransitional gives virtio devices the transitional (virtio 0.9) model, for old guests such as CentOS 6.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"inputs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Inputs are input devices, such as a USB tablet.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Input"),
+									},
+								},
+							},
+						},
+					},
+					"autoattachInputDevice": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AutoattachInputDevice adds a USB tablet, named default-0, when no input device is given. Defaults to false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"blockMultiQueue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BlockMultiQueue gives virtio disks one queue per vCPU.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"networkInterfaceMultiqueue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NetworkInterfaceMultiqueue gives virtio interfaces one queue per vCPU.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"tpm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TPM adds an emulated TPM 2.0 (swtpm).",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TPMDevice"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Interface", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Input", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Interface", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TPMDevice"},
 	}
 }
 
@@ -809,13 +1072,19 @@ func schema_pkg_apis_kubevirt_v1_DomainSpec(ref common.ReferenceCallback) common
 					},
 					"firmware": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Firmware of the guest: UUID, serial number and direct kernel boot.",
+							Description: "Firmware of the guest: UUID, serial number, BIOS or EFI, direct kernel boot.",
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Firmware"),
+						},
+					},
+					"clock": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Clock is the guest's real-time clock offset and timers.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Clock"),
 						},
 					},
 					"features": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Features of the guest, such as ACPI.",
+							Description: "Features of the guest: ACPI, APIC, SMM, Hyper-V enlightenments.",
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Features"),
 						},
 					},
@@ -831,7 +1100,34 @@ func schema_pkg_apis_kubevirt_v1_DomainSpec(ref common.ReferenceCallback) common
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPU", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Devices", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Features", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Firmware", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Machine", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Memory", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPU", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Clock", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Devices", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Features", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Firmware", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Machine", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Memory", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_EFI(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EFI is the OVMF firmware.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"secureBoot": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecureBoot boots only signed boot loaders, with Microsoft's and the distribution's keys enrolled. Needs SMM. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"persistent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Persistent keeps the EFI variables (NVRAM) across restarts of the VM, in the VM's state claim. Defaults to false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -857,6 +1153,179 @@ func schema_pkg_apis_kubevirt_v1_EmptyDiskSource(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_FeatureAPIC(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FeatureAPIC is the guest's local APIC.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns the feature on; true when the feature is given without it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"endOfInterrupt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EndOfInterrupt enables the EOI notification of the paravirtual APIC.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_FeatureHyperv(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FeatureHyperv are the Hyper-V enlightenments (KVM only).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"relaxed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Relaxed turns off the guest's watchdog timeouts, which a preempted vCPU would trip.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"vapic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VAPIC is the paravirtual APIC: fewer exits for interrupts.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"spinlocks": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spinlocks is how often the guest retries a spinlock before it notifies the hypervisor.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureSpinlocks"),
+						},
+					},
+					"vpindex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Vpindex lets the guest identify its virtual processors.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"runtime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Runtime reports the time the guest's vCPUs ran, for its scheduler.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"synic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Synic is the synthetic interrupt controller. Needs vpindex.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"synictimer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Synictimer are the synthetic timers (stimer). Needs synic.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.SyNICTimer"),
+						},
+					},
+					"reset": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResetFeature (reset) lets the guest reset itself through Hyper-V; not named Reset, which protobuf's generated code has as a method.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"vendorid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Vendorid is the hypervisor vendor ID the guest sees.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureVendorID"),
+						},
+					},
+					"frequencies": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Frequencies tells the guest the TSC and APIC frequencies.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"reenlightenment": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reenlightenment notifies the guest when the TSC frequency changes (after a migration).",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"tlbflush": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tlbflush is the paravirtual TLB flush. Needs vpindex.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TLBFlush"),
+						},
+					},
+					"ipi": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IPI is the paravirtual inter-processor interrupt. Needs vpindex.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"evmcs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EVMCS is the enlightened VMCS for nested guests. Needs vapic and the vmx CPU feature.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureSpinlocks", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureVendorID", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.SyNICTimer", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TLBFlush"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_FeatureKVM(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FeatureKVM says how KVM shows itself to the guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"hidden": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hidden hides KVM from the guest's CPUID.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_FeatureSpinlocks(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FeatureSpinlocks is the Hyper-V spinlock retry count.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns the feature on; true when the feature is given without it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"spinlocks": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spinlocks is how often the guest retries before it notifies the hypervisor: at least 4096, the default.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_FeatureState(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -868,6 +1337,33 @@ func schema_pkg_apis_kubevirt_v1_FeatureState(ref common.ReferenceCallback) comm
 						SchemaProps: spec.SchemaProps{
 							Description: "Enabled turns the feature on; true when the feature is given without it.",
 							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_FeatureVendorID(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FeatureVendorID is the hypervisor vendor ID the guest sees.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns the feature on; true when the feature is given without it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"vendorid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Vendorid is at most twelve characters.",
+							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
@@ -891,11 +1387,41 @@ func schema_pkg_apis_kubevirt_v1_Features(ref common.ReferenceCallback) common.O
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
 						},
 					},
+					"apic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIC is the guest's local APIC; the machine type's default when unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureAPIC"),
+						},
+					},
+					"hyperv": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hyperv are Hyper-V enlightenments for Windows guests. KVM only: dropped under software emulation.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureHyperv"),
+						},
+					},
+					"smm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SMM is System Management Mode; EFI Secure Boot needs it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"kvm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KVM says how the guest sees KVM. KVM only: dropped under software emulation.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureKVM"),
+						},
+					},
+					"pvspinlock": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pvspinlock tells the guest the host supports paravirtual spinlocks. KVM only: dropped under software emulation.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureAPIC", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureHyperv", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureKVM", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
 	}
 }
 
@@ -920,6 +1446,12 @@ func schema_pkg_apis_kubevirt_v1_Firmware(ref common.ReferenceCallback) common.O
 							Format:      "",
 						},
 					},
+					"bootloader": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bootloader is the firmware the guest boots with: BIOS (the default) or EFI.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Bootloader"),
+						},
+					},
 					"kernelBoot": {
 						SchemaProps: spec.SchemaProps{
 							Description: "KernelBoot boots the guest directly from a kernel (and initrd) carried in an image.",
@@ -930,7 +1462,138 @@ func schema_pkg_apis_kubevirt_v1_Firmware(ref common.ReferenceCallback) common.O
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KernelBoot"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Bootloader", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KernelBoot"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_FreezeUnfreezeTimeout(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FreezeUnfreezeTimeout is the body of freeze: the guest's file systems are thawed after UnfreezeTimeout if no unfreeze came first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"unfreezeTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_GuestAgentCommandInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GuestAgentCommandInfo is one command of the guest agent.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"boolean"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_HPETTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HPETTimer is the high precision event timer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tickPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TickPolicy is delay, catchup, merge or discard.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"present": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Present false removes the timer. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_HypervTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HypervTimer is the Hyper-V reference clock.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"present": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Present false removes the timer. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_Input(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Input is an input device: a tablet, which gives the VNC pointer absolute coordinates.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"bus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bus is usb or virtio. Defaults to usb.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is tablet.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the device.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "name"},
+			},
+		},
 	}
 }
 
@@ -1054,6 +1717,26 @@ func schema_pkg_apis_kubevirt_v1_InterfaceMasquerade(ref common.ReferenceCallbac
 			SchemaProps: spec.SchemaProps{
 				Description: "InterfaceMasquerade is the masquerade (NAT) binding.",
 				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_KVMTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KVMTimer is kvmclock.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"present": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Present false removes the timer. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}
@@ -1357,6 +2040,33 @@ func schema_pkg_apis_kubevirt_v1_NetworkSource(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_PITTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PITTimer is the programmable interval timer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tickPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TickPolicy is delay, catchup or discard.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"present": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Present false removes the timer. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_PauseOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1491,6 +2201,40 @@ func schema_pkg_apis_kubevirt_v1_Port(ref common.ReferenceCallback) common.OpenA
 					},
 				},
 				Required: []string{"port"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_RTCTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RTCTimer is the real-time clock.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tickPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TickPolicy is delay or catchup.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"present": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Present false removes the timer. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"track": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Track is guest or wall.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}
@@ -1766,6 +2510,140 @@ func schema_pkg_apis_kubevirt_v1_StopOptions(ref common.ReferenceCallback) commo
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_SyNICTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyNICTimer is the synthetic interrupt controller's timers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns the feature on; true when the feature is given without it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"direct": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Direct delivers timer expirations as interrupts.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_TLBFlush(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TLBFlush is the paravirtual TLB flush.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns the feature on; true when the feature is given without it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"direct": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Direct sends flushes to the hypervisor directly.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"extended": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Extended allows partial flushes.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_TPMDevice(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TPMDevice is an emulated TPM 2.0 (swtpm).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled false removes the TPM. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"persistent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Persistent keeps the TPM's state across restarts of the VM, in the VM's state claim.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_Timer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Timer configures a guest's timers; unset members keep the machine type's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"hpet": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HPET is the high precision event timer.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HPETTimer"),
+						},
+					},
+					"kvm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KVM is kvmclock, the paravirtual clock of Linux guests (KVM only).",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KVMTimer"),
+						},
+					},
+					"pit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PIT is the programmable interval timer.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PITTimer"),
+						},
+					},
+					"rtc": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RTC is the real-time clock.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RTCTimer"),
+						},
+					},
+					"hyperv": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hyperv is the Hyper-V reference clock of Windows guests (KVM only).",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HypervTimer"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HPETTimer", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HypervTimer", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KVMTimer", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PITTimer", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RTCTimer"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_UnpauseOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2031,6 +2909,294 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceCondition(ref common.Refe
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystem(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceFileSystem is a mounted guest file system.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"diskName": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"mountPoint": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"fileSystemType": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"usedBytes": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int32",
+						},
+					},
+					"totalBytes": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int32",
+						},
+					},
+					"disk": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemDisk"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"diskName", "mountPoint", "fileSystemType", "usedBytes", "totalBytes"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemDisk"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystemDisk(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceFileSystemDisk is a disk under a guest file system.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"serial": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"busType": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+				},
+				Required: []string{"busType"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystemInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceFileSystemInfo are a guest's file systems.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"disks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystem"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"disks"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystem"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceFileSystemList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceFileSystemList lists a guest's file systems.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystem"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystem", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestAgentInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceGuestAgentInfo is what the guest agent reports of its guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"guestAgentVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GuestAgentVersion is the agent's version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"supportedCommands": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SupportedCommands are the agent's commands.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.GuestAgentCommandInfo"),
+									},
+								},
+							},
+						},
+					},
+					"hostname": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hostname is the guest's host name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"os": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OS is the guest's operating system.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSInfo"),
+						},
+					},
+					"timezone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timezone is the guest's time zone: name, offset from UTC in seconds.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"userList": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "UserList are the users logged in.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSUser"),
+									},
+								},
+							},
+						},
+					},
+					"fsInfo": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FSInfo are the guest's mounted file systems.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemInfo"),
+						},
+					},
+					"fsFreezeStatus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FSFreezeStatus is \"frozen\" while a freeze is in effect.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.GuestAgentCommandInfo", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceFileSystemInfo", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSInfo", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSUser"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2097,6 +3263,89 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSInfo(ref common.Re
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSUser(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceGuestOSUser is a user logged in to a guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"userName": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"domain": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"loginTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LoginTime is the earliest login, in seconds since the epoch.",
+							Type:        []string{"number"},
+							Format:      "double",
+						},
+					},
+				},
+				Required: []string{"userName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceGuestOSUserList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstanceGuestOSUserList lists the users logged in to a guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSUser"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSUser", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
 	}
 }
 
@@ -3264,6 +4513,13 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref common.Referen
 					"evacuationNodeName": {
 						SchemaProps: spec.SchemaProps{
 							Description: "EvacuationNodeName is the node the instance is to leave: set when an eviction of its launcher pod is turned into a migration. Only Hangar's components set it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fsFreezeStatus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FSFreezeStatus is \"frozen\" while a freeze of the guest's filesystems is in effect.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -44,6 +44,9 @@ const (
 	PathUnpause    = "/" + Version + "/unpause"    // POST: State
 	PathSoftReboot = "/" + Version + "/softreboot" // POST: State
 	PathShutdown   = "/" + Version + "/shutdown"   // POST ShutdownRequest: State
+	PathGuestInfo  = "/" + Version + "/guestinfo"  // GET: v1.VirtualMachineInstanceGuestAgentInfo
+	PathFreeze     = "/" + Version + "/freeze"     // POST FreezeRequest: State
+	PathUnfreeze   = "/" + Version + "/unfreeze"   // POST: State
 
 	// PathMigrationTarget makes the launcher of a migration's target pod ready to receive
 	// the guest: its volumes and network as for a start, no domain (libvirt makes it when the
@@ -76,6 +79,13 @@ type ShutdownRequest struct {
 	// GracePeriodSeconds is how long the guest gets after the ACPI power button before it is
 	// destroyed; the instance's terminationGracePeriodSeconds when nil.
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// FreezeRequest is the body of PathFreeze.
+type FreezeRequest struct {
+	// UnfreezeTimeoutSeconds thaws the guest's file systems after this long if no unfreeze
+	// came first; 0 never does.
+	UnfreezeTimeoutSeconds int64 `json:"unfreezeTimeoutSeconds"`
 }
 
 // Phase is the guest's state as the launcher sees it.
@@ -113,6 +123,10 @@ type State struct {
 	Message string `json:"message,omitempty"`
 	// Interfaces are the guest's network interfaces.
 	Interfaces []Interface `json:"interfaces,omitempty"`
+	// Agent is what the guest agent reports; nil while none is connected.
+	Agent *Agent `json:"agent,omitempty"`
+	// FSFrozen says a freeze of the guest's file systems is in effect.
+	FSFrozen bool `json:"fsFrozen,omitempty"`
 	// Migration is the latest migration of the guest, out of this launcher (source) or into
 	// it (target); nil when there was none.
 	Migration *Migration `json:"migration,omitempty"`
@@ -130,6 +144,21 @@ type Interface struct {
 	GuestIP string `json:"guestIP,omitempty"`
 	// PodInterfaceName is the pod interface the guest's traffic leaves through.
 	PodInterfaceName string `json:"podInterfaceName,omitempty"`
+}
+
+// Agent is what a connected guest agent reports, kept fresh by the launcher.
+type Agent struct {
+	OS         v1.VirtualMachineInstanceGuestOSInfo `json:"os"`
+	Hostname   string                               `json:"hostname,omitempty"`
+	Interfaces []AgentInterface                     `json:"interfaces,omitempty"`
+}
+
+// AgentInterface is a guest network interface as the agent sees it.
+type AgentInterface struct {
+	// Name is the interface's name in the guest (eth0, enp1s0).
+	Name string   `json:"name"`
+	MAC  string   `json:"mac"`
+	IPs  []string `json:"ips,omitempty"`
 }
 
 // Event is one change of the guest's state.

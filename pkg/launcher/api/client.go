@@ -105,6 +105,21 @@ func (c *Client) Shutdown(ctx context.Context, grace *int64) (State, error) {
 	return c.post(ctx, PathShutdown, ShutdownRequest{GracePeriodSeconds: grace})
 }
 
+// GuestInfo is the guest agent's report of its guest.
+func (c *Client) GuestInfo(ctx context.Context) (v1.VirtualMachineInstanceGuestAgentInfo, error) {
+	var info v1.VirtualMachineInstanceGuestAgentInfo
+	return info, c.call(ctx, DefaultTimeout, http.MethodGet, PathGuestInfo, nil, &info)
+}
+
+// Freeze freezes the guest's file systems through the guest agent, and thaws them after
+// unfreezeTimeoutSeconds (0: never) unless Unfreeze comes first.
+func (c *Client) Freeze(ctx context.Context, unfreezeTimeoutSeconds int64) (State, error) {
+	return c.post(ctx, PathFreeze, FreezeRequest{UnfreezeTimeoutSeconds: unfreezeTimeoutSeconds})
+}
+
+// Unfreeze thaws the guest's file systems.
+func (c *Client) Unfreeze(ctx context.Context) (State, error) { return c.post(ctx, PathUnfreeze, nil) }
+
 // PrepareMigrationTarget makes the launcher of a migration's target pod ready to receive
 // the guest.
 func (c *Client) PrepareMigrationTarget(ctx context.Context, vmi *v1.VirtualMachineInstance, migrationUID string) (State, error) {

@@ -29,6 +29,14 @@ func setDisks(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Options
 			return fmt.Errorf("disk %s: %w", disk.Name, err)
 		}
 		dd.Target.Dev = names.next(dd.Target.Bus)
+		if dd.Target.Bus == string(v1.DiskBusVirtio) {
+			if m := virtioModel(&vmi.Spec.Domain); m != "virtio" {
+				dd.Model = m
+			}
+			if mq := vmi.Spec.Domain.Devices.BlockMultiQueue; mq != nil && *mq && dd.Driver != nil {
+				dd.Driver.Queues = ptrUint(queues(d))
+			}
+		}
 		scsi = scsi || dd.Target.Bus == "scsi"
 		d.Devices.Disks = append(d.Devices.Disks, dd)
 	}
@@ -140,3 +148,5 @@ func deviceSuffix(n int) string {
 	}
 	return s
 }
+
+func ptrUint(n uint) *uint { return &n }

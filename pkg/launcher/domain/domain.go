@@ -39,6 +39,8 @@ type Options struct {
 	// MACs is, per interface name, the guest MAC the network setup chose (the bridge binding
 	// hands over the pod interface's); MACAddress for the others.
 	MACs map[string]string
+	// Firmware is the OVMF files of EFI guests; DefaultFirmware when empty.
+	Firmware Firmware
 }
 
 // Image is a disk image file and its format (qcow2 or raw).
@@ -84,9 +86,8 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 	if err := setOS(d, vmi, opts); err != nil {
 		return nil, err
 	}
-	if spec.Features == nil || spec.Features.ACPI.Enabled == nil || *spec.Features.ACPI.Enabled {
-		d.Features = &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}}
-	}
+	setFeatures(d, spec, opts.UseEmulation)
+	setClock(d, spec, opts.UseEmulation)
 	if err := setDisks(d, vmi, opts); err != nil {
 		return nil, err
 	}
@@ -94,9 +95,15 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		return nil, err
 	}
 	setConsoleAndGraphics(d, spec, opts.Layout)
+	if err := setBootloader(d, vmi, opts); err != nil {
+		return nil, err
+	}
+	setInputs(d, spec)
+	setTPM(d, &vmi.Spec)
+	setGuestAgentChannel(d, opts.Layout)
 	if spec.Devices.Rng != nil {
 		d.Devices.RNGs = append(d.Devices.RNGs, libvirtxml.DomainRNG{
-			Model:   "virtio",
+			Model:   virtioModel(spec),
 			Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
 		})
 	}
@@ -148,6 +155,7 @@ func setCPU(d *libvirtxml.Domain, spec *v1.DomainSpec, emulation bool) {
 		cpu.Match = "exact"
 		cpu.Model = &libvirtxml.DomainCPUModel{Value: model, Fallback: "allow"}
 	}
+	setCPUFeatures(cpu, spec)
 	d.CPU = cpu
 }
 
@@ -229,8 +237,8 @@ func setInterfaces(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Op
 			return fmt.Errorf("interface %s: no tap device from the network setup", iface.Name)
 		}
 		model := iface.Model
-		if model == "" {
-			model = v1.DefaultInterfaceModel
+		if model == "" || model == v1.DefaultInterfaceModel {
+			model = virtioModel(&vmi.Spec.Domain)
 		}
 		di := libvirtxml.DomainInterface{
 			Source: &libvirtxml.DomainInterfaceSource{Ethernet: &libvirtxml.DomainInterfaceSourceEthernet{}},
@@ -244,6 +252,10 @@ func setInterfaces(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Op
 		}
 		if iface.BootOrder != nil {
 			di.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
+		}
+		if MultiQueueInterface(vmi, iface) {
+			// The tap was made multi-queue by the network setup (MultiQueueInterface too).
+			di.Driver = &libvirtxml.DomainInterfaceDriver{Queues: queues(d)}
 		}
 		d.Devices.Interfaces = append(d.Devices.Interfaces, di)
 	}

@@ -21,6 +21,12 @@ type Layout struct {
 	SerialSocket string
 	// VNCSocket is the unix socket QEMU listens on for VNC.
 	VNCSocket string
+	// GuestAgentSocket is the unix socket QEMU listens on for the guest agent's channel;
+	// libvirt, the launcher's, talks to the agent through it.
+	GuestAgentSocket string
+	// NVRAMDir holds an EFI guest's variables: in the launcher's private directory, or on the
+	// VM's state claim when they persist.
+	NVRAMDir string
 	// MigrationDir holds the unix sockets of a migration's streams: on the source the
 	// launcher listens on them for libvirtd and QEMU, on the target QEMU listens on them.
 	// libvirt uses one path on both ends, so it must be the same in every launcher pod.
@@ -41,8 +47,16 @@ func DefaultLayout(run string) Layout {
 		BlockDir:     "/dev",
 		SerialSocket: filepath.Join(run, "serial.sock"),
 		VNCSocket:    filepath.Join(run, "vnc.sock"),
-		MigrationDir: filepath.Join(run, "migration"),
+
+		GuestAgentSocket: filepath.Join(run, "guest-agent.sock"),
+		NVRAMDir:         filepath.Join(run, "nvram"),
+		MigrationDir:     filepath.Join(run, "migration"),
 	}
+}
+
+// NVRAM is the file of an EFI guest's variables, named as KubeVirt names it.
+func (l Layout) NVRAM(vmiName string) string {
+	return filepath.Join(l.NVRAMDir, vmiName+"_VARS.fd")
 }
 
 // ContainerDiskOverlay is the qcow2 overlay that takes a containerDisk volume's writes.

@@ -17,6 +17,7 @@ type Conn struct {
 	closed   chan struct{}
 	closeMu  sync.Once
 	callback int
+	agentCB  int
 }
 
 // Connect opens uri and subscribes to lifecycle events.
@@ -59,7 +60,29 @@ func Connect(uri string) (*Conn, error) {
 		return nil, fmt.Errorf("register lifecycle events: %w", err)
 	}
 	c.callback = id
+	agentID, err := conn.DomainEventAgentLifecycleRegister(nil, c.onAgentLifecycle)
+	if err != nil {
+		_ = conn.DomainEventDeregister(id)
+		conn.Close()
+		return nil, fmt.Errorf("register guest agent events: %w", err)
+	}
+	c.agentCB = agentID
 	return c, nil
+}
+
+func (c *Conn) onAgentLifecycle(_ *libvirt.Connect, d *libvirt.Domain, e *libvirt.DomainEventAgentLifecycle) {
+	name, err := d.GetName()
+	if err != nil {
+		return
+	}
+	ev := Event{Domain: name, Kind: EventAgent, Detail: "Disconnected"}
+	if e.State == libvirt.CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_CONNECTED {
+		ev.Detail = "Connected"
+	}
+	select {
+	case c.events <- ev:
+	default:
+	}
 }
 
 func (c *Conn) markClosed() { c.closeMu.Do(func() { close(c.closed) }) }
@@ -148,6 +171,7 @@ func (c *Conn) Closed() <-chan struct{} { return c.closed }
 
 func (c *Conn) Close() error {
 	_ = c.conn.DomainEventDeregister(c.callback)
+	_ = c.conn.DomainEventDeregister(c.agentCB)
 	_, err := c.conn.Close()
 	c.markClosed()
 	return err
@@ -204,8 +228,13 @@ func (c *Conn) Destroy(name string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Destroy() })
 }
 
+// Undefine keeps the EFI variables and the TPM's state: those that persist live on the VM's
+// state claim, and the others die with the launcher's private directory anyway. (libvirt
+// refuses to undefine a domain with NVRAM without a word on it.)
 func (c *Conn) Undefine(name string) error {
-	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Undefine() })
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		return d.UndefineFlags(libvirt.DOMAIN_UNDEFINE_KEEP_NVRAM | libvirt.DOMAIN_UNDEFINE_KEEP_TPM)
+	})
 }
 
 func (c *Conn) State(name string) (DomainState, error) {

@@ -39,6 +39,8 @@ const (
 	EventStopped   EventKind = "Stopped"
 	EventCrashed   EventKind = "Crashed"
 	EventOther     EventKind = "Other"
+	// EventAgent: the guest agent connected or disconnected (Detail says which).
+	EventAgent EventKind = "Agent"
 )
 
 // Event is a lifecycle event of a domain. Detail is libvirt's, for Stopped: Shutdown,

@@ -2,6 +2,7 @@ package virtualmachine
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -19,6 +20,9 @@ type Storage struct {
 // REST serves virtualmachines.
 type REST struct {
 	*genericregistry.Store
+	// authorizer answers whether a user may create the state claim a VM asks for
+	// (stateclaim.go); nil standalone.
+	authorizer authorizer.Authorizer
 }
 
 var (
@@ -53,5 +57,5 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 		return nil, err
 	}
 
-	return &Storage{VirtualMachine: &REST{store}, Status: statusrest.New(store, NewStatusStrategy(strategy))}, nil
+	return &Storage{VirtualMachine: &REST{Store: store}, Status: statusrest.New(store, NewStatusStrategy(strategy))}, nil
 }

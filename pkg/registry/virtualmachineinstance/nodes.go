@@ -19,6 +19,8 @@ import (
 type Nodes interface {
 	// Put sends a guest command to the instance's node.
 	Put(ctx context.Context, node, namespace, name, call string) error
+	// Call sends one request of the instance to its node and returns the answer's body.
+	Call(ctx context.Context, node, namespace, name, method, call string, body []byte) ([]byte, error)
 	// InstanceURL is where the node serves a call or stream of the instance.
 	InstanceURL(ctx context.Context, node, namespace, name, call string) (*url.URL, error)
 	// Transport carries requests and upgraded streams to nodes.

@@ -40,6 +40,9 @@ func Evaluate(spec *v1.VirtualMachineInstanceSpec, claims AccessModes) Result {
 	if msg := interfaceProblem(spec); msg != "" {
 		return Result{Status: corev1.ConditionFalse, Reason: v1.VirtualMachineInstanceReasonInterfaceNotMigratable, Message: msg}
 	}
+	if msg := stateProblem(spec); msg != "" {
+		return Result{Status: corev1.ConditionFalse, Reason: v1.VirtualMachineInstanceReasonNotMigratable, Message: msg}
+	}
 	method := v1.LiveMigration
 	for _, vol := range spec.Volumes {
 		switch {
@@ -72,6 +75,21 @@ func Evaluate(spec *v1.VirtualMachineInstanceSpec, claims AccessModes) Result {
 
 func notMigratableDisks(msg string) Result {
 	return Result{Status: corev1.ConditionFalse, Reason: v1.VirtualMachineInstanceReasonDisksNotMigratable, Message: msg}
+}
+
+// stateProblem refuses what keeps device state outside the guest's memory and disks: a TPM
+// (swtpm's state would have to move with QEMU's, which no test of Hangar's carries out yet)
+// and EFI variables on the VM's state claim (source and target launcher would share one
+// claim; KubeVirt needs it ReadWriteMany, Hangar does not try it yet). A guest with
+// non-persistent EFI variables migrates: the target starts from the firmware's template.
+func stateProblem(spec *v1.VirtualMachineInstanceSpec) string {
+	switch {
+	case spec.HasTPM():
+		return "cannot migrate VMI: it has a TPM device, whose state Hangar does not migrate"
+	case spec.PersistentEFI():
+		return "cannot migrate VMI: its EFI variables are persistent, on a state claim Hangar does not migrate"
+	}
+	return ""
 }
 
 // interfaceProblem refuses the bridge binding on the pod network: the guest holds the pod's

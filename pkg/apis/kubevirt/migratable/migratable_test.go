@@ -44,6 +44,13 @@ func TestEvaluate(t *testing.T) {
 	kernelBoot := specWith(masquerade, claimVolume("shared"))
 	kernelBoot.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{Container: &v1.KernelBootContainer{Image: "k"}}}
 	noNetwork := specWith(masquerade, claimVolume("shared"))
+	withFirmware := func(efi *v1.EFI, tpm *v1.TPMDevice) *v1.VirtualMachineInstanceSpec {
+		s := specWith(masquerade, containerDisk)
+		s.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: efi}}
+		s.Domain.Devices.TPM = tpm
+		return s
+	}
+	yes, no := true, false
 	noNetwork.Networks = nil
 
 	tests := []struct {
@@ -81,6 +88,15 @@ func TestEvaluate(t *testing.T) {
 			Message: "cannot migrate VMI: PVC rox is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)"}},
 		{"missing claim", specWith(masquerade, claimVolume("gone")), Result{Status: corev1.ConditionFalse,
 			Reason: "DisksNotLiveMigratable", Message: "cannot migrate VMI: PVC gone does not exist"}},
+		{"EFI, variables not kept: block migration", withFirmware(&v1.EFI{}, nil),
+			Result{Status: corev1.ConditionTrue, Method: v1.BlockMigration}},
+		{"EFI with persistent variables", withFirmware(&v1.EFI{Persistent: &yes}, nil), Result{Status: corev1.ConditionFalse,
+			Reason:  "NotMigratable",
+			Message: "cannot migrate VMI: its EFI variables are persistent, on a state claim Hangar does not migrate"}},
+		{"TPM", withFirmware(&v1.EFI{}, &v1.TPMDevice{}), Result{Status: corev1.ConditionFalse,
+			Reason: "NotMigratable", Message: "cannot migrate VMI: it has a TPM device, whose state Hangar does not migrate"}},
+		{"disabled TPM", withFirmware(&v1.EFI{}, &v1.TPMDevice{Enabled: &no}),
+			Result{Status: corev1.ConditionTrue, Method: v1.BlockMigration}},
 		{"masquerade without networks", noNetwork, Result{Status: corev1.ConditionTrue, Method: v1.LiveMigration}},
 	}
 	for _, tt := range tests {

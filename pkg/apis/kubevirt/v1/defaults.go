@@ -45,6 +45,7 @@ func SetDefaults_VirtualMachineInstanceSpec(obj *VirtualMachineInstanceSpec) {
 	}
 	setDefaultMemory(&obj.Domain)
 	setDefaultCPU(&obj.Domain)
+	setDefaultGuestHardware(obj)
 	if obj.Domain.Machine == nil {
 		obj.Domain.Machine = &Machine{Type: DefaultMachineType}
 	} else if obj.Domain.Machine.Type == "" {

@@ -20,6 +20,7 @@ limitations under the License.
 package v1
 
 import (
+	encoding_binary "encoding/binary"
 	fmt "fmt"
 
 	io "io"
@@ -50,10 +51,66 @@ var _ = math.Inf
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 
+func (m *BIOS) Reset()      { *m = BIOS{} }
+func (*BIOS) ProtoMessage() {}
+func (*BIOS) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{0}
+}
+func (m *BIOS) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *BIOS) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *BIOS) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_BIOS.Merge(m, src)
+}
+func (m *BIOS) XXX_Size() int {
+	return m.Size()
+}
+func (m *BIOS) XXX_DiscardUnknown() {
+	xxx_messageInfo_BIOS.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_BIOS proto.InternalMessageInfo
+
+func (m *Bootloader) Reset()      { *m = Bootloader{} }
+func (*Bootloader) ProtoMessage() {}
+func (*Bootloader) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{1}
+}
+func (m *Bootloader) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Bootloader) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *Bootloader) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Bootloader.Merge(m, src)
+}
+func (m *Bootloader) XXX_Size() int {
+	return m.Size()
+}
+func (m *Bootloader) XXX_DiscardUnknown() {
+	xxx_messageInfo_Bootloader.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Bootloader proto.InternalMessageInfo
+
 func (m *CDRomTarget) Reset()      { *m = CDRomTarget{} }
 func (*CDRomTarget) ProtoMessage() {}
 func (*CDRomTarget) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{0}
+	return fileDescriptor_a408c514914abbfe, []int{2}
 }
 func (m *CDRomTarget) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -81,7 +138,7 @@ var xxx_messageInfo_CDRomTarget proto.InternalMessageInfo
 func (m *CPU) Reset()      { *m = CPU{} }
 func (*CPU) ProtoMessage() {}
 func (*CPU) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{1}
+	return fileDescriptor_a408c514914abbfe, []int{3}
 }
 func (m *CPU) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -106,10 +163,122 @@ func (m *CPU) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_CPU proto.InternalMessageInfo
 
+func (m *CPUFeature) Reset()      { *m = CPUFeature{} }
+func (*CPUFeature) ProtoMessage() {}
+func (*CPUFeature) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{4}
+}
+func (m *CPUFeature) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *CPUFeature) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *CPUFeature) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_CPUFeature.Merge(m, src)
+}
+func (m *CPUFeature) XXX_Size() int {
+	return m.Size()
+}
+func (m *CPUFeature) XXX_DiscardUnknown() {
+	xxx_messageInfo_CPUFeature.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_CPUFeature proto.InternalMessageInfo
+
+func (m *Clock) Reset()      { *m = Clock{} }
+func (*Clock) ProtoMessage() {}
+func (*Clock) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{5}
+}
+func (m *Clock) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Clock) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *Clock) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Clock.Merge(m, src)
+}
+func (m *Clock) XXX_Size() int {
+	return m.Size()
+}
+func (m *Clock) XXX_DiscardUnknown() {
+	xxx_messageInfo_Clock.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Clock proto.InternalMessageInfo
+
+func (m *ClockOffset) Reset()      { *m = ClockOffset{} }
+func (*ClockOffset) ProtoMessage() {}
+func (*ClockOffset) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{6}
+}
+func (m *ClockOffset) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ClockOffset) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *ClockOffset) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ClockOffset.Merge(m, src)
+}
+func (m *ClockOffset) XXX_Size() int {
+	return m.Size()
+}
+func (m *ClockOffset) XXX_DiscardUnknown() {
+	xxx_messageInfo_ClockOffset.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ClockOffset proto.InternalMessageInfo
+
+func (m *ClockOffsetUTC) Reset()      { *m = ClockOffsetUTC{} }
+func (*ClockOffsetUTC) ProtoMessage() {}
+func (*ClockOffsetUTC) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{7}
+}
+func (m *ClockOffsetUTC) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ClockOffsetUTC) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *ClockOffsetUTC) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ClockOffsetUTC.Merge(m, src)
+}
+func (m *ClockOffsetUTC) XXX_Size() int {
+	return m.Size()
+}
+func (m *ClockOffsetUTC) XXX_DiscardUnknown() {
+	xxx_messageInfo_ClockOffsetUTC.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ClockOffsetUTC proto.InternalMessageInfo
+
 func (m *CloudInitNoCloudSource) Reset()      { *m = CloudInitNoCloudSource{} }
 func (*CloudInitNoCloudSource) ProtoMessage() {}
 func (*CloudInitNoCloudSource) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{2}
+	return fileDescriptor_a408c514914abbfe, []int{8}
 }
 func (m *CloudInitNoCloudSource) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -137,7 +306,7 @@ var xxx_messageInfo_CloudInitNoCloudSource proto.InternalMessageInfo
 func (m *ContainerDiskSource) Reset()      { *m = ContainerDiskSource{} }
 func (*ContainerDiskSource) ProtoMessage() {}
 func (*ContainerDiskSource) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{3}
+	return fileDescriptor_a408c514914abbfe, []int{9}
 }
 func (m *ContainerDiskSource) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -165,7 +334,7 @@ var xxx_messageInfo_ContainerDiskSource proto.InternalMessageInfo
 func (m *Devices) Reset()      { *m = Devices{} }
 func (*Devices) ProtoMessage() {}
 func (*Devices) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{4}
+	return fileDescriptor_a408c514914abbfe, []int{10}
 }
 func (m *Devices) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -193,7 +362,7 @@ var xxx_messageInfo_Devices proto.InternalMessageInfo
 func (m *Disk) Reset()      { *m = Disk{} }
 func (*Disk) ProtoMessage() {}
 func (*Disk) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{5}
+	return fileDescriptor_a408c514914abbfe, []int{11}
 }
 func (m *Disk) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -221,7 +390,7 @@ var xxx_messageInfo_Disk proto.InternalMessageInfo
 func (m *DiskDevice) Reset()      { *m = DiskDevice{} }
 func (*DiskDevice) ProtoMessage() {}
 func (*DiskDevice) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{6}
+	return fileDescriptor_a408c514914abbfe, []int{12}
 }
 func (m *DiskDevice) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -249,7 +418,7 @@ var xxx_messageInfo_DiskDevice proto.InternalMessageInfo
 func (m *DiskTarget) Reset()      { *m = DiskTarget{} }
 func (*DiskTarget) ProtoMessage() {}
 func (*DiskTarget) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{7}
+	return fileDescriptor_a408c514914abbfe, []int{13}
 }
 func (m *DiskTarget) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -277,7 +446,7 @@ var xxx_messageInfo_DiskTarget proto.InternalMessageInfo
 func (m *DomainSpec) Reset()      { *m = DomainSpec{} }
 func (*DomainSpec) ProtoMessage() {}
 func (*DomainSpec) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{8}
+	return fileDescriptor_a408c514914abbfe, []int{14}
 }
 func (m *DomainSpec) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -302,10 +471,38 @@ func (m *DomainSpec) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_DomainSpec proto.InternalMessageInfo
 
+func (m *EFI) Reset()      { *m = EFI{} }
+func (*EFI) ProtoMessage() {}
+func (*EFI) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{15}
+}
+func (m *EFI) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EFI) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *EFI) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EFI.Merge(m, src)
+}
+func (m *EFI) XXX_Size() int {
+	return m.Size()
+}
+func (m *EFI) XXX_DiscardUnknown() {
+	xxx_messageInfo_EFI.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EFI proto.InternalMessageInfo
+
 func (m *EmptyDiskSource) Reset()      { *m = EmptyDiskSource{} }
 func (*EmptyDiskSource) ProtoMessage() {}
 func (*EmptyDiskSource) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{9}
+	return fileDescriptor_a408c514914abbfe, []int{16}
 }
 func (m *EmptyDiskSource) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -330,10 +527,122 @@ func (m *EmptyDiskSource) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_EmptyDiskSource proto.InternalMessageInfo
 
+func (m *FeatureAPIC) Reset()      { *m = FeatureAPIC{} }
+func (*FeatureAPIC) ProtoMessage() {}
+func (*FeatureAPIC) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{17}
+}
+func (m *FeatureAPIC) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *FeatureAPIC) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *FeatureAPIC) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_FeatureAPIC.Merge(m, src)
+}
+func (m *FeatureAPIC) XXX_Size() int {
+	return m.Size()
+}
+func (m *FeatureAPIC) XXX_DiscardUnknown() {
+	xxx_messageInfo_FeatureAPIC.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_FeatureAPIC proto.InternalMessageInfo
+
+func (m *FeatureHyperv) Reset()      { *m = FeatureHyperv{} }
+func (*FeatureHyperv) ProtoMessage() {}
+func (*FeatureHyperv) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{18}
+}
+func (m *FeatureHyperv) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *FeatureHyperv) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *FeatureHyperv) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_FeatureHyperv.Merge(m, src)
+}
+func (m *FeatureHyperv) XXX_Size() int {
+	return m.Size()
+}
+func (m *FeatureHyperv) XXX_DiscardUnknown() {
+	xxx_messageInfo_FeatureHyperv.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_FeatureHyperv proto.InternalMessageInfo
+
+func (m *FeatureKVM) Reset()      { *m = FeatureKVM{} }
+func (*FeatureKVM) ProtoMessage() {}
+func (*FeatureKVM) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{19}
+}
+func (m *FeatureKVM) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *FeatureKVM) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *FeatureKVM) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_FeatureKVM.Merge(m, src)
+}
+func (m *FeatureKVM) XXX_Size() int {
+	return m.Size()
+}
+func (m *FeatureKVM) XXX_DiscardUnknown() {
+	xxx_messageInfo_FeatureKVM.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_FeatureKVM proto.InternalMessageInfo
+
+func (m *FeatureSpinlocks) Reset()      { *m = FeatureSpinlocks{} }
+func (*FeatureSpinlocks) ProtoMessage() {}
+func (*FeatureSpinlocks) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{20}
+}
+func (m *FeatureSpinlocks) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *FeatureSpinlocks) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *FeatureSpinlocks) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_FeatureSpinlocks.Merge(m, src)
+}
+func (m *FeatureSpinlocks) XXX_Size() int {
+	return m.Size()
+}
+func (m *FeatureSpinlocks) XXX_DiscardUnknown() {
+	xxx_messageInfo_FeatureSpinlocks.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_FeatureSpinlocks proto.InternalMessageInfo
+
 func (m *FeatureState) Reset()      { *m = FeatureState{} }
 func (*FeatureState) ProtoMessage() {}
 func (*FeatureState) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{10}
+	return fileDescriptor_a408c514914abbfe, []int{21}
 }
 func (m *FeatureState) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -358,10 +667,38 @@ func (m *FeatureState) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_FeatureState proto.InternalMessageInfo
 
+func (m *FeatureVendorID) Reset()      { *m = FeatureVendorID{} }
+func (*FeatureVendorID) ProtoMessage() {}
+func (*FeatureVendorID) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{22}
+}
+func (m *FeatureVendorID) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *FeatureVendorID) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *FeatureVendorID) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_FeatureVendorID.Merge(m, src)
+}
+func (m *FeatureVendorID) XXX_Size() int {
+	return m.Size()
+}
+func (m *FeatureVendorID) XXX_DiscardUnknown() {
+	xxx_messageInfo_FeatureVendorID.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_FeatureVendorID proto.InternalMessageInfo
+
 func (m *Features) Reset()      { *m = Features{} }
 func (*Features) ProtoMessage() {}
 func (*Features) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{11}
+	return fileDescriptor_a408c514914abbfe, []int{23}
 }
 func (m *Features) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -389,7 +726,7 @@ var xxx_messageInfo_Features proto.InternalMessageInfo
 func (m *Firmware) Reset()      { *m = Firmware{} }
 func (*Firmware) ProtoMessage() {}
 func (*Firmware) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{12}
+	return fileDescriptor_a408c514914abbfe, []int{24}
 }
 func (m *Firmware) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -414,10 +751,150 @@ func (m *Firmware) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_Firmware proto.InternalMessageInfo
 
+func (m *FreezeUnfreezeTimeout) Reset()      { *m = FreezeUnfreezeTimeout{} }
+func (*FreezeUnfreezeTimeout) ProtoMessage() {}
+func (*FreezeUnfreezeTimeout) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{25}
+}
+func (m *FreezeUnfreezeTimeout) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *FreezeUnfreezeTimeout) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *FreezeUnfreezeTimeout) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_FreezeUnfreezeTimeout.Merge(m, src)
+}
+func (m *FreezeUnfreezeTimeout) XXX_Size() int {
+	return m.Size()
+}
+func (m *FreezeUnfreezeTimeout) XXX_DiscardUnknown() {
+	xxx_messageInfo_FreezeUnfreezeTimeout.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_FreezeUnfreezeTimeout proto.InternalMessageInfo
+
+func (m *GuestAgentCommandInfo) Reset()      { *m = GuestAgentCommandInfo{} }
+func (*GuestAgentCommandInfo) ProtoMessage() {}
+func (*GuestAgentCommandInfo) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{26}
+}
+func (m *GuestAgentCommandInfo) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *GuestAgentCommandInfo) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *GuestAgentCommandInfo) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_GuestAgentCommandInfo.Merge(m, src)
+}
+func (m *GuestAgentCommandInfo) XXX_Size() int {
+	return m.Size()
+}
+func (m *GuestAgentCommandInfo) XXX_DiscardUnknown() {
+	xxx_messageInfo_GuestAgentCommandInfo.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_GuestAgentCommandInfo proto.InternalMessageInfo
+
+func (m *HPETTimer) Reset()      { *m = HPETTimer{} }
+func (*HPETTimer) ProtoMessage() {}
+func (*HPETTimer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{27}
+}
+func (m *HPETTimer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *HPETTimer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *HPETTimer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_HPETTimer.Merge(m, src)
+}
+func (m *HPETTimer) XXX_Size() int {
+	return m.Size()
+}
+func (m *HPETTimer) XXX_DiscardUnknown() {
+	xxx_messageInfo_HPETTimer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_HPETTimer proto.InternalMessageInfo
+
+func (m *HypervTimer) Reset()      { *m = HypervTimer{} }
+func (*HypervTimer) ProtoMessage() {}
+func (*HypervTimer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{28}
+}
+func (m *HypervTimer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *HypervTimer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *HypervTimer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_HypervTimer.Merge(m, src)
+}
+func (m *HypervTimer) XXX_Size() int {
+	return m.Size()
+}
+func (m *HypervTimer) XXX_DiscardUnknown() {
+	xxx_messageInfo_HypervTimer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_HypervTimer proto.InternalMessageInfo
+
+func (m *Input) Reset()      { *m = Input{} }
+func (*Input) ProtoMessage() {}
+func (*Input) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{29}
+}
+func (m *Input) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Input) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *Input) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Input.Merge(m, src)
+}
+func (m *Input) XXX_Size() int {
+	return m.Size()
+}
+func (m *Input) XXX_DiscardUnknown() {
+	xxx_messageInfo_Input.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Input proto.InternalMessageInfo
+
 func (m *Interface) Reset()      { *m = Interface{} }
 func (*Interface) ProtoMessage() {}
 func (*Interface) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{13}
+	return fileDescriptor_a408c514914abbfe, []int{30}
 }
 func (m *Interface) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -445,7 +922,7 @@ var xxx_messageInfo_Interface proto.InternalMessageInfo
 func (m *InterfaceBindingMethod) Reset()      { *m = InterfaceBindingMethod{} }
 func (*InterfaceBindingMethod) ProtoMessage() {}
 func (*InterfaceBindingMethod) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{14}
+	return fileDescriptor_a408c514914abbfe, []int{31}
 }
 func (m *InterfaceBindingMethod) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -473,7 +950,7 @@ var xxx_messageInfo_InterfaceBindingMethod proto.InternalMessageInfo
 func (m *InterfaceBridge) Reset()      { *m = InterfaceBridge{} }
 func (*InterfaceBridge) ProtoMessage() {}
 func (*InterfaceBridge) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{15}
+	return fileDescriptor_a408c514914abbfe, []int{32}
 }
 func (m *InterfaceBridge) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -501,7 +978,7 @@ var xxx_messageInfo_InterfaceBridge proto.InternalMessageInfo
 func (m *InterfaceMasquerade) Reset()      { *m = InterfaceMasquerade{} }
 func (*InterfaceMasquerade) ProtoMessage() {}
 func (*InterfaceMasquerade) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{16}
+	return fileDescriptor_a408c514914abbfe, []int{33}
 }
 func (m *InterfaceMasquerade) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -526,10 +1003,38 @@ func (m *InterfaceMasquerade) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_InterfaceMasquerade proto.InternalMessageInfo
 
+func (m *KVMTimer) Reset()      { *m = KVMTimer{} }
+func (*KVMTimer) ProtoMessage() {}
+func (*KVMTimer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{34}
+}
+func (m *KVMTimer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *KVMTimer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *KVMTimer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_KVMTimer.Merge(m, src)
+}
+func (m *KVMTimer) XXX_Size() int {
+	return m.Size()
+}
+func (m *KVMTimer) XXX_DiscardUnknown() {
+	xxx_messageInfo_KVMTimer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_KVMTimer proto.InternalMessageInfo
+
 func (m *KernelBoot) Reset()      { *m = KernelBoot{} }
 func (*KernelBoot) ProtoMessage() {}
 func (*KernelBoot) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{17}
+	return fileDescriptor_a408c514914abbfe, []int{35}
 }
 func (m *KernelBoot) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -557,7 +1062,7 @@ var xxx_messageInfo_KernelBoot proto.InternalMessageInfo
 func (m *KernelBootContainer) Reset()      { *m = KernelBootContainer{} }
 func (*KernelBootContainer) ProtoMessage() {}
 func (*KernelBootContainer) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{18}
+	return fileDescriptor_a408c514914abbfe, []int{36}
 }
 func (m *KernelBootContainer) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -585,7 +1090,7 @@ var xxx_messageInfo_KernelBootContainer proto.InternalMessageInfo
 func (m *Machine) Reset()      { *m = Machine{} }
 func (*Machine) ProtoMessage() {}
 func (*Machine) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{19}
+	return fileDescriptor_a408c514914abbfe, []int{37}
 }
 func (m *Machine) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -613,7 +1118,7 @@ var xxx_messageInfo_Machine proto.InternalMessageInfo
 func (m *Memory) Reset()      { *m = Memory{} }
 func (*Memory) ProtoMessage() {}
 func (*Memory) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{20}
+	return fileDescriptor_a408c514914abbfe, []int{38}
 }
 func (m *Memory) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -641,7 +1146,7 @@ var xxx_messageInfo_Memory proto.InternalMessageInfo
 func (m *MigrateOptions) Reset()      { *m = MigrateOptions{} }
 func (*MigrateOptions) ProtoMessage() {}
 func (*MigrateOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{21}
+	return fileDescriptor_a408c514914abbfe, []int{39}
 }
 func (m *MigrateOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -669,7 +1174,7 @@ var xxx_messageInfo_MigrateOptions proto.InternalMessageInfo
 func (m *MigrationConfiguration) Reset()      { *m = MigrationConfiguration{} }
 func (*MigrationConfiguration) ProtoMessage() {}
 func (*MigrationConfiguration) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{22}
+	return fileDescriptor_a408c514914abbfe, []int{40}
 }
 func (m *MigrationConfiguration) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -697,7 +1202,7 @@ var xxx_messageInfo_MigrationConfiguration proto.InternalMessageInfo
 func (m *Network) Reset()      { *m = Network{} }
 func (*Network) ProtoMessage() {}
 func (*Network) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{23}
+	return fileDescriptor_a408c514914abbfe, []int{41}
 }
 func (m *Network) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -725,7 +1230,7 @@ var xxx_messageInfo_Network proto.InternalMessageInfo
 func (m *NetworkSource) Reset()      { *m = NetworkSource{} }
 func (*NetworkSource) ProtoMessage() {}
 func (*NetworkSource) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{24}
+	return fileDescriptor_a408c514914abbfe, []int{42}
 }
 func (m *NetworkSource) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -750,10 +1255,38 @@ func (m *NetworkSource) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_NetworkSource proto.InternalMessageInfo
 
+func (m *PITTimer) Reset()      { *m = PITTimer{} }
+func (*PITTimer) ProtoMessage() {}
+func (*PITTimer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{43}
+}
+func (m *PITTimer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *PITTimer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *PITTimer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_PITTimer.Merge(m, src)
+}
+func (m *PITTimer) XXX_Size() int {
+	return m.Size()
+}
+func (m *PITTimer) XXX_DiscardUnknown() {
+	xxx_messageInfo_PITTimer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_PITTimer proto.InternalMessageInfo
+
 func (m *PauseOptions) Reset()      { *m = PauseOptions{} }
 func (*PauseOptions) ProtoMessage() {}
 func (*PauseOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{25}
+	return fileDescriptor_a408c514914abbfe, []int{44}
 }
 func (m *PauseOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -781,7 +1314,7 @@ var xxx_messageInfo_PauseOptions proto.InternalMessageInfo
 func (m *PersistentVolumeClaimVolumeSource) Reset()      { *m = PersistentVolumeClaimVolumeSource{} }
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{26}
+	return fileDescriptor_a408c514914abbfe, []int{45}
 }
 func (m *PersistentVolumeClaimVolumeSource) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -809,7 +1342,7 @@ var xxx_messageInfo_PersistentVolumeClaimVolumeSource proto.InternalMessageInfo
 func (m *PodNetwork) Reset()      { *m = PodNetwork{} }
 func (*PodNetwork) ProtoMessage() {}
 func (*PodNetwork) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{27}
+	return fileDescriptor_a408c514914abbfe, []int{46}
 }
 func (m *PodNetwork) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -837,7 +1370,7 @@ var xxx_messageInfo_PodNetwork proto.InternalMessageInfo
 func (m *Port) Reset()      { *m = Port{} }
 func (*Port) ProtoMessage() {}
 func (*Port) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{28}
+	return fileDescriptor_a408c514914abbfe, []int{47}
 }
 func (m *Port) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -862,10 +1395,38 @@ func (m *Port) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_Port proto.InternalMessageInfo
 
+func (m *RTCTimer) Reset()      { *m = RTCTimer{} }
+func (*RTCTimer) ProtoMessage() {}
+func (*RTCTimer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{48}
+}
+func (m *RTCTimer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *RTCTimer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *RTCTimer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_RTCTimer.Merge(m, src)
+}
+func (m *RTCTimer) XXX_Size() int {
+	return m.Size()
+}
+func (m *RTCTimer) XXX_DiscardUnknown() {
+	xxx_messageInfo_RTCTimer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_RTCTimer proto.InternalMessageInfo
+
 func (m *ResourceRequirements) Reset()      { *m = ResourceRequirements{} }
 func (*ResourceRequirements) ProtoMessage() {}
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{29}
+	return fileDescriptor_a408c514914abbfe, []int{49}
 }
 func (m *ResourceRequirements) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -893,7 +1454,7 @@ var xxx_messageInfo_ResourceRequirements proto.InternalMessageInfo
 func (m *RestartOptions) Reset()      { *m = RestartOptions{} }
 func (*RestartOptions) ProtoMessage() {}
 func (*RestartOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{30}
+	return fileDescriptor_a408c514914abbfe, []int{50}
 }
 func (m *RestartOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -921,7 +1482,7 @@ var xxx_messageInfo_RestartOptions proto.InternalMessageInfo
 func (m *Rng) Reset()      { *m = Rng{} }
 func (*Rng) ProtoMessage() {}
 func (*Rng) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{31}
+	return fileDescriptor_a408c514914abbfe, []int{51}
 }
 func (m *Rng) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -949,7 +1510,7 @@ var xxx_messageInfo_Rng proto.InternalMessageInfo
 func (m *SoftRebootOptions) Reset()      { *m = SoftRebootOptions{} }
 func (*SoftRebootOptions) ProtoMessage() {}
 func (*SoftRebootOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{32}
+	return fileDescriptor_a408c514914abbfe, []int{52}
 }
 func (m *SoftRebootOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -977,7 +1538,7 @@ var xxx_messageInfo_SoftRebootOptions proto.InternalMessageInfo
 func (m *StartOptions) Reset()      { *m = StartOptions{} }
 func (*StartOptions) ProtoMessage() {}
 func (*StartOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{33}
+	return fileDescriptor_a408c514914abbfe, []int{53}
 }
 func (m *StartOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1005,7 +1566,7 @@ var xxx_messageInfo_StartOptions proto.InternalMessageInfo
 func (m *StopOptions) Reset()      { *m = StopOptions{} }
 func (*StopOptions) ProtoMessage() {}
 func (*StopOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{34}
+	return fileDescriptor_a408c514914abbfe, []int{54}
 }
 func (m *StopOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1030,10 +1591,122 @@ func (m *StopOptions) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_StopOptions proto.InternalMessageInfo
 
+func (m *SyNICTimer) Reset()      { *m = SyNICTimer{} }
+func (*SyNICTimer) ProtoMessage() {}
+func (*SyNICTimer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{55}
+}
+func (m *SyNICTimer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *SyNICTimer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *SyNICTimer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_SyNICTimer.Merge(m, src)
+}
+func (m *SyNICTimer) XXX_Size() int {
+	return m.Size()
+}
+func (m *SyNICTimer) XXX_DiscardUnknown() {
+	xxx_messageInfo_SyNICTimer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_SyNICTimer proto.InternalMessageInfo
+
+func (m *TLBFlush) Reset()      { *m = TLBFlush{} }
+func (*TLBFlush) ProtoMessage() {}
+func (*TLBFlush) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{56}
+}
+func (m *TLBFlush) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *TLBFlush) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *TLBFlush) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_TLBFlush.Merge(m, src)
+}
+func (m *TLBFlush) XXX_Size() int {
+	return m.Size()
+}
+func (m *TLBFlush) XXX_DiscardUnknown() {
+	xxx_messageInfo_TLBFlush.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_TLBFlush proto.InternalMessageInfo
+
+func (m *TPMDevice) Reset()      { *m = TPMDevice{} }
+func (*TPMDevice) ProtoMessage() {}
+func (*TPMDevice) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{57}
+}
+func (m *TPMDevice) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *TPMDevice) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *TPMDevice) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_TPMDevice.Merge(m, src)
+}
+func (m *TPMDevice) XXX_Size() int {
+	return m.Size()
+}
+func (m *TPMDevice) XXX_DiscardUnknown() {
+	xxx_messageInfo_TPMDevice.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_TPMDevice proto.InternalMessageInfo
+
+func (m *Timer) Reset()      { *m = Timer{} }
+func (*Timer) ProtoMessage() {}
+func (*Timer) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{58}
+}
+func (m *Timer) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Timer) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *Timer) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Timer.Merge(m, src)
+}
+func (m *Timer) XXX_Size() int {
+	return m.Size()
+}
+func (m *Timer) XXX_DiscardUnknown() {
+	xxx_messageInfo_Timer.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Timer proto.InternalMessageInfo
+
 func (m *UnpauseOptions) Reset()      { *m = UnpauseOptions{} }
 func (*UnpauseOptions) ProtoMessage() {}
 func (*UnpauseOptions) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{35}
+	return fileDescriptor_a408c514914abbfe, []int{59}
 }
 func (m *UnpauseOptions) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1061,7 +1734,7 @@ var xxx_messageInfo_UnpauseOptions proto.InternalMessageInfo
 func (m *VirtualMachine) Reset()      { *m = VirtualMachine{} }
 func (*VirtualMachine) ProtoMessage() {}
 func (*VirtualMachine) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{36}
+	return fileDescriptor_a408c514914abbfe, []int{60}
 }
 func (m *VirtualMachine) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1089,7 +1762,7 @@ var xxx_messageInfo_VirtualMachine proto.InternalMessageInfo
 func (m *VirtualMachineCondition) Reset()      { *m = VirtualMachineCondition{} }
 func (*VirtualMachineCondition) ProtoMessage() {}
 func (*VirtualMachineCondition) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{37}
+	return fileDescriptor_a408c514914abbfe, []int{61}
 }
 func (m *VirtualMachineCondition) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1117,7 +1790,7 @@ var xxx_messageInfo_VirtualMachineCondition proto.InternalMessageInfo
 func (m *VirtualMachineInstance) Reset()      { *m = VirtualMachineInstance{} }
 func (*VirtualMachineInstance) ProtoMessage() {}
 func (*VirtualMachineInstance) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{38}
+	return fileDescriptor_a408c514914abbfe, []int{62}
 }
 func (m *VirtualMachineInstance) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1145,7 +1818,7 @@ var xxx_messageInfo_VirtualMachineInstance proto.InternalMessageInfo
 func (m *VirtualMachineInstanceCondition) Reset()      { *m = VirtualMachineInstanceCondition{} }
 func (*VirtualMachineInstanceCondition) ProtoMessage() {}
 func (*VirtualMachineInstanceCondition) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{39}
+	return fileDescriptor_a408c514914abbfe, []int{63}
 }
 func (m *VirtualMachineInstanceCondition) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1170,10 +1843,150 @@ func (m *VirtualMachineInstanceCondition) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_VirtualMachineInstanceCondition proto.InternalMessageInfo
 
+func (m *VirtualMachineInstanceFileSystem) Reset()      { *m = VirtualMachineInstanceFileSystem{} }
+func (*VirtualMachineInstanceFileSystem) ProtoMessage() {}
+func (*VirtualMachineInstanceFileSystem) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{64}
+}
+func (m *VirtualMachineInstanceFileSystem) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceFileSystem) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceFileSystem) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceFileSystem.Merge(m, src)
+}
+func (m *VirtualMachineInstanceFileSystem) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceFileSystem) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceFileSystem.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceFileSystem proto.InternalMessageInfo
+
+func (m *VirtualMachineInstanceFileSystemDisk) Reset()      { *m = VirtualMachineInstanceFileSystemDisk{} }
+func (*VirtualMachineInstanceFileSystemDisk) ProtoMessage() {}
+func (*VirtualMachineInstanceFileSystemDisk) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{65}
+}
+func (m *VirtualMachineInstanceFileSystemDisk) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceFileSystemDisk) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceFileSystemDisk) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceFileSystemDisk.Merge(m, src)
+}
+func (m *VirtualMachineInstanceFileSystemDisk) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceFileSystemDisk) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceFileSystemDisk.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceFileSystemDisk proto.InternalMessageInfo
+
+func (m *VirtualMachineInstanceFileSystemInfo) Reset()      { *m = VirtualMachineInstanceFileSystemInfo{} }
+func (*VirtualMachineInstanceFileSystemInfo) ProtoMessage() {}
+func (*VirtualMachineInstanceFileSystemInfo) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{66}
+}
+func (m *VirtualMachineInstanceFileSystemInfo) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceFileSystemInfo) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceFileSystemInfo) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceFileSystemInfo.Merge(m, src)
+}
+func (m *VirtualMachineInstanceFileSystemInfo) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceFileSystemInfo) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceFileSystemInfo.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceFileSystemInfo proto.InternalMessageInfo
+
+func (m *VirtualMachineInstanceFileSystemList) Reset()      { *m = VirtualMachineInstanceFileSystemList{} }
+func (*VirtualMachineInstanceFileSystemList) ProtoMessage() {}
+func (*VirtualMachineInstanceFileSystemList) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{67}
+}
+func (m *VirtualMachineInstanceFileSystemList) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceFileSystemList) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceFileSystemList) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceFileSystemList.Merge(m, src)
+}
+func (m *VirtualMachineInstanceFileSystemList) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceFileSystemList) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceFileSystemList.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceFileSystemList proto.InternalMessageInfo
+
+func (m *VirtualMachineInstanceGuestAgentInfo) Reset()      { *m = VirtualMachineInstanceGuestAgentInfo{} }
+func (*VirtualMachineInstanceGuestAgentInfo) ProtoMessage() {}
+func (*VirtualMachineInstanceGuestAgentInfo) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{68}
+}
+func (m *VirtualMachineInstanceGuestAgentInfo) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceGuestAgentInfo) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceGuestAgentInfo) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceGuestAgentInfo.Merge(m, src)
+}
+func (m *VirtualMachineInstanceGuestAgentInfo) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceGuestAgentInfo) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceGuestAgentInfo.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceGuestAgentInfo proto.InternalMessageInfo
+
 func (m *VirtualMachineInstanceGuestOSInfo) Reset()      { *m = VirtualMachineInstanceGuestOSInfo{} }
 func (*VirtualMachineInstanceGuestOSInfo) ProtoMessage() {}
 func (*VirtualMachineInstanceGuestOSInfo) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{40}
+	return fileDescriptor_a408c514914abbfe, []int{69}
 }
 func (m *VirtualMachineInstanceGuestOSInfo) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1198,10 +2011,66 @@ func (m *VirtualMachineInstanceGuestOSInfo) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_VirtualMachineInstanceGuestOSInfo proto.InternalMessageInfo
 
+func (m *VirtualMachineInstanceGuestOSUser) Reset()      { *m = VirtualMachineInstanceGuestOSUser{} }
+func (*VirtualMachineInstanceGuestOSUser) ProtoMessage() {}
+func (*VirtualMachineInstanceGuestOSUser) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{70}
+}
+func (m *VirtualMachineInstanceGuestOSUser) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceGuestOSUser) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceGuestOSUser) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceGuestOSUser.Merge(m, src)
+}
+func (m *VirtualMachineInstanceGuestOSUser) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceGuestOSUser) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceGuestOSUser.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceGuestOSUser proto.InternalMessageInfo
+
+func (m *VirtualMachineInstanceGuestOSUserList) Reset()      { *m = VirtualMachineInstanceGuestOSUserList{} }
+func (*VirtualMachineInstanceGuestOSUserList) ProtoMessage() {}
+func (*VirtualMachineInstanceGuestOSUserList) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a408c514914abbfe, []int{71}
+}
+func (m *VirtualMachineInstanceGuestOSUserList) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *VirtualMachineInstanceGuestOSUserList) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	b = b[:cap(b)]
+	n, err := m.MarshalToSizedBuffer(b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+func (m *VirtualMachineInstanceGuestOSUserList) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_VirtualMachineInstanceGuestOSUserList.Merge(m, src)
+}
+func (m *VirtualMachineInstanceGuestOSUserList) XXX_Size() int {
+	return m.Size()
+}
+func (m *VirtualMachineInstanceGuestOSUserList) XXX_DiscardUnknown() {
+	xxx_messageInfo_VirtualMachineInstanceGuestOSUserList.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_VirtualMachineInstanceGuestOSUserList proto.InternalMessageInfo
+
 func (m *VirtualMachineInstanceList) Reset()      { *m = VirtualMachineInstanceList{} }
 func (*VirtualMachineInstanceList) ProtoMessage() {}
 func (*VirtualMachineInstanceList) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{41}
+	return fileDescriptor_a408c514914abbfe, []int{72}
 }
 func (m *VirtualMachineInstanceList) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1229,7 +2098,7 @@ var xxx_messageInfo_VirtualMachineInstanceList proto.InternalMessageInfo
 func (m *VirtualMachineInstanceMigration) Reset()      { *m = VirtualMachineInstanceMigration{} }
 func (*VirtualMachineInstanceMigration) ProtoMessage() {}
 func (*VirtualMachineInstanceMigration) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{42}
+	return fileDescriptor_a408c514914abbfe, []int{73}
 }
 func (m *VirtualMachineInstanceMigration) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1259,7 +2128,7 @@ func (m *VirtualMachineInstanceMigrationCondition) Reset() {
 }
 func (*VirtualMachineInstanceMigrationCondition) ProtoMessage() {}
 func (*VirtualMachineInstanceMigrationCondition) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{43}
+	return fileDescriptor_a408c514914abbfe, []int{74}
 }
 func (m *VirtualMachineInstanceMigrationCondition) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1287,7 +2156,7 @@ var xxx_messageInfo_VirtualMachineInstanceMigrationCondition proto.InternalMessa
 func (m *VirtualMachineInstanceMigrationList) Reset()      { *m = VirtualMachineInstanceMigrationList{} }
 func (*VirtualMachineInstanceMigrationList) ProtoMessage() {}
 func (*VirtualMachineInstanceMigrationList) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{44}
+	return fileDescriptor_a408c514914abbfe, []int{75}
 }
 func (m *VirtualMachineInstanceMigrationList) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1317,7 +2186,7 @@ func (m *VirtualMachineInstanceMigrationPhaseTransitionTimestamp) Reset() {
 }
 func (*VirtualMachineInstanceMigrationPhaseTransitionTimestamp) ProtoMessage() {}
 func (*VirtualMachineInstanceMigrationPhaseTransitionTimestamp) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{45}
+	return fileDescriptor_a408c514914abbfe, []int{76}
 }
 func (m *VirtualMachineInstanceMigrationPhaseTransitionTimestamp) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1345,7 +2214,7 @@ var xxx_messageInfo_VirtualMachineInstanceMigrationPhaseTransitionTimestamp prot
 func (m *VirtualMachineInstanceMigrationSpec) Reset()      { *m = VirtualMachineInstanceMigrationSpec{} }
 func (*VirtualMachineInstanceMigrationSpec) ProtoMessage() {}
 func (*VirtualMachineInstanceMigrationSpec) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{46}
+	return fileDescriptor_a408c514914abbfe, []int{77}
 }
 func (m *VirtualMachineInstanceMigrationSpec) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1373,7 +2242,7 @@ var xxx_messageInfo_VirtualMachineInstanceMigrationSpec proto.InternalMessageInf
 func (m *VirtualMachineInstanceMigrationState) Reset()      { *m = VirtualMachineInstanceMigrationState{} }
 func (*VirtualMachineInstanceMigrationState) ProtoMessage() {}
 func (*VirtualMachineInstanceMigrationState) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{47}
+	return fileDescriptor_a408c514914abbfe, []int{78}
 }
 func (m *VirtualMachineInstanceMigrationState) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1401,7 +2270,7 @@ var xxx_messageInfo_VirtualMachineInstanceMigrationState proto.InternalMessageIn
 func (m *VirtualMachineInstanceMigrationStatus) Reset()      { *m = VirtualMachineInstanceMigrationStatus{} }
 func (*VirtualMachineInstanceMigrationStatus) ProtoMessage() {}
 func (*VirtualMachineInstanceMigrationStatus) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{48}
+	return fileDescriptor_a408c514914abbfe, []int{79}
 }
 func (m *VirtualMachineInstanceMigrationStatus) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1431,7 +2300,7 @@ func (m *VirtualMachineInstanceNetworkInterface) Reset() {
 }
 func (*VirtualMachineInstanceNetworkInterface) ProtoMessage() {}
 func (*VirtualMachineInstanceNetworkInterface) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{49}
+	return fileDescriptor_a408c514914abbfe, []int{80}
 }
 func (m *VirtualMachineInstanceNetworkInterface) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1461,7 +2330,7 @@ func (m *VirtualMachineInstancePhaseTransitionTimestamp) Reset() {
 }
 func (*VirtualMachineInstancePhaseTransitionTimestamp) ProtoMessage() {}
 func (*VirtualMachineInstancePhaseTransitionTimestamp) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{50}
+	return fileDescriptor_a408c514914abbfe, []int{81}
 }
 func (m *VirtualMachineInstancePhaseTransitionTimestamp) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1489,7 +2358,7 @@ var xxx_messageInfo_VirtualMachineInstancePhaseTransitionTimestamp proto.Interna
 func (m *VirtualMachineInstanceReplicaSet) Reset()      { *m = VirtualMachineInstanceReplicaSet{} }
 func (*VirtualMachineInstanceReplicaSet) ProtoMessage() {}
 func (*VirtualMachineInstanceReplicaSet) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{51}
+	return fileDescriptor_a408c514914abbfe, []int{82}
 }
 func (m *VirtualMachineInstanceReplicaSet) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1519,7 +2388,7 @@ func (m *VirtualMachineInstanceReplicaSetCondition) Reset() {
 }
 func (*VirtualMachineInstanceReplicaSetCondition) ProtoMessage() {}
 func (*VirtualMachineInstanceReplicaSetCondition) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{52}
+	return fileDescriptor_a408c514914abbfe, []int{83}
 }
 func (m *VirtualMachineInstanceReplicaSetCondition) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1547,7 +2416,7 @@ var xxx_messageInfo_VirtualMachineInstanceReplicaSetCondition proto.InternalMess
 func (m *VirtualMachineInstanceReplicaSetList) Reset()      { *m = VirtualMachineInstanceReplicaSetList{} }
 func (*VirtualMachineInstanceReplicaSetList) ProtoMessage() {}
 func (*VirtualMachineInstanceReplicaSetList) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{53}
+	return fileDescriptor_a408c514914abbfe, []int{84}
 }
 func (m *VirtualMachineInstanceReplicaSetList) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1575,7 +2444,7 @@ var xxx_messageInfo_VirtualMachineInstanceReplicaSetList proto.InternalMessageIn
 func (m *VirtualMachineInstanceReplicaSetSpec) Reset()      { *m = VirtualMachineInstanceReplicaSetSpec{} }
 func (*VirtualMachineInstanceReplicaSetSpec) ProtoMessage() {}
 func (*VirtualMachineInstanceReplicaSetSpec) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{54}
+	return fileDescriptor_a408c514914abbfe, []int{85}
 }
 func (m *VirtualMachineInstanceReplicaSetSpec) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1605,7 +2474,7 @@ func (m *VirtualMachineInstanceReplicaSetStatus) Reset() {
 }
 func (*VirtualMachineInstanceReplicaSetStatus) ProtoMessage() {}
 func (*VirtualMachineInstanceReplicaSetStatus) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{55}
+	return fileDescriptor_a408c514914abbfe, []int{86}
 }
 func (m *VirtualMachineInstanceReplicaSetStatus) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1633,7 +2502,7 @@ var xxx_messageInfo_VirtualMachineInstanceReplicaSetStatus proto.InternalMessage
 func (m *VirtualMachineInstanceSpec) Reset()      { *m = VirtualMachineInstanceSpec{} }
 func (*VirtualMachineInstanceSpec) ProtoMessage() {}
 func (*VirtualMachineInstanceSpec) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{56}
+	return fileDescriptor_a408c514914abbfe, []int{87}
 }
 func (m *VirtualMachineInstanceSpec) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1661,7 +2530,7 @@ var xxx_messageInfo_VirtualMachineInstanceSpec proto.InternalMessageInfo
 func (m *VirtualMachineInstanceStatus) Reset()      { *m = VirtualMachineInstanceStatus{} }
 func (*VirtualMachineInstanceStatus) ProtoMessage() {}
 func (*VirtualMachineInstanceStatus) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{57}
+	return fileDescriptor_a408c514914abbfe, []int{88}
 }
 func (m *VirtualMachineInstanceStatus) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1689,7 +2558,7 @@ var xxx_messageInfo_VirtualMachineInstanceStatus proto.InternalMessageInfo
 func (m *VirtualMachineInstanceTemplateSpec) Reset()      { *m = VirtualMachineInstanceTemplateSpec{} }
 func (*VirtualMachineInstanceTemplateSpec) ProtoMessage() {}
 func (*VirtualMachineInstanceTemplateSpec) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{58}
+	return fileDescriptor_a408c514914abbfe, []int{89}
 }
 func (m *VirtualMachineInstanceTemplateSpec) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1717,7 +2586,7 @@ var xxx_messageInfo_VirtualMachineInstanceTemplateSpec proto.InternalMessageInfo
 func (m *VirtualMachineList) Reset()      { *m = VirtualMachineList{} }
 func (*VirtualMachineList) ProtoMessage() {}
 func (*VirtualMachineList) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{59}
+	return fileDescriptor_a408c514914abbfe, []int{90}
 }
 func (m *VirtualMachineList) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1745,7 +2614,7 @@ var xxx_messageInfo_VirtualMachineList proto.InternalMessageInfo
 func (m *VirtualMachineSpec) Reset()      { *m = VirtualMachineSpec{} }
 func (*VirtualMachineSpec) ProtoMessage() {}
 func (*VirtualMachineSpec) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{60}
+	return fileDescriptor_a408c514914abbfe, []int{91}
 }
 func (m *VirtualMachineSpec) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1773,7 +2642,7 @@ var xxx_messageInfo_VirtualMachineSpec proto.InternalMessageInfo
 func (m *VirtualMachineStartFailure) Reset()      { *m = VirtualMachineStartFailure{} }
 func (*VirtualMachineStartFailure) ProtoMessage() {}
 func (*VirtualMachineStartFailure) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{61}
+	return fileDescriptor_a408c514914abbfe, []int{92}
 }
 func (m *VirtualMachineStartFailure) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1801,7 +2670,7 @@ var xxx_messageInfo_VirtualMachineStartFailure proto.InternalMessageInfo
 func (m *VirtualMachineStateChangeRequest) Reset()      { *m = VirtualMachineStateChangeRequest{} }
 func (*VirtualMachineStateChangeRequest) ProtoMessage() {}
 func (*VirtualMachineStateChangeRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{62}
+	return fileDescriptor_a408c514914abbfe, []int{93}
 }
 func (m *VirtualMachineStateChangeRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1829,7 +2698,7 @@ var xxx_messageInfo_VirtualMachineStateChangeRequest proto.InternalMessageInfo
 func (m *VirtualMachineStatus) Reset()      { *m = VirtualMachineStatus{} }
 func (*VirtualMachineStatus) ProtoMessage() {}
 func (*VirtualMachineStatus) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{63}
+	return fileDescriptor_a408c514914abbfe, []int{94}
 }
 func (m *VirtualMachineStatus) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1857,7 +2726,7 @@ var xxx_messageInfo_VirtualMachineStatus proto.InternalMessageInfo
 func (m *Volume) Reset()      { *m = Volume{} }
 func (*Volume) ProtoMessage() {}
 func (*Volume) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{64}
+	return fileDescriptor_a408c514914abbfe, []int{95}
 }
 func (m *Volume) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1885,7 +2754,7 @@ var xxx_messageInfo_Volume proto.InternalMessageInfo
 func (m *VolumeSource) Reset()      { *m = VolumeSource{} }
 func (*VolumeSource) ProtoMessage() {}
 func (*VolumeSource) Descriptor() ([]byte, []int) {
-	return fileDescriptor_a408c514914abbfe, []int{65}
+	return fileDescriptor_a408c514914abbfe, []int{96}
 }
 func (m *VolumeSource) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1911,8 +2780,14 @@ func (m *VolumeSource) XXX_DiscardUnknown() {
 var xxx_messageInfo_VolumeSource proto.InternalMessageInfo
 
 func init() {
+	proto.RegisterType((*BIOS)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.BIOS")
+	proto.RegisterType((*Bootloader)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Bootloader")
 	proto.RegisterType((*CDRomTarget)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.CDRomTarget")
 	proto.RegisterType((*CPU)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.CPU")
+	proto.RegisterType((*CPUFeature)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.CPUFeature")
+	proto.RegisterType((*Clock)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Clock")
+	proto.RegisterType((*ClockOffset)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.ClockOffset")
+	proto.RegisterType((*ClockOffsetUTC)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.ClockOffsetUTC")
 	proto.RegisterType((*CloudInitNoCloudSource)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.CloudInitNoCloudSource")
 	proto.RegisterType((*ContainerDiskSource)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.ContainerDiskSource")
 	proto.RegisterType((*Devices)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Devices")
@@ -1920,14 +2795,26 @@ func init() {
 	proto.RegisterType((*DiskDevice)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.DiskDevice")
 	proto.RegisterType((*DiskTarget)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.DiskTarget")
 	proto.RegisterType((*DomainSpec)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.DomainSpec")
+	proto.RegisterType((*EFI)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.EFI")
 	proto.RegisterType((*EmptyDiskSource)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.EmptyDiskSource")
+	proto.RegisterType((*FeatureAPIC)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FeatureAPIC")
+	proto.RegisterType((*FeatureHyperv)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FeatureHyperv")
+	proto.RegisterType((*FeatureKVM)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FeatureKVM")
+	proto.RegisterType((*FeatureSpinlocks)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FeatureSpinlocks")
 	proto.RegisterType((*FeatureState)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FeatureState")
+	proto.RegisterType((*FeatureVendorID)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FeatureVendorID")
 	proto.RegisterType((*Features)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Features")
 	proto.RegisterType((*Firmware)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Firmware")
+	proto.RegisterType((*FreezeUnfreezeTimeout)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.FreezeUnfreezeTimeout")
+	proto.RegisterType((*GuestAgentCommandInfo)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.GuestAgentCommandInfo")
+	proto.RegisterType((*HPETTimer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.HPETTimer")
+	proto.RegisterType((*HypervTimer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.HypervTimer")
+	proto.RegisterType((*Input)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Input")
 	proto.RegisterType((*Interface)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Interface")
 	proto.RegisterType((*InterfaceBindingMethod)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.InterfaceBindingMethod")
 	proto.RegisterType((*InterfaceBridge)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.InterfaceBridge")
 	proto.RegisterType((*InterfaceMasquerade)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.InterfaceMasquerade")
+	proto.RegisterType((*KVMTimer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.KVMTimer")
 	proto.RegisterType((*KernelBoot)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.KernelBoot")
 	proto.RegisterType((*KernelBootContainer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.KernelBootContainer")
 	proto.RegisterType((*Machine)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Machine")
@@ -1937,10 +2824,12 @@ func init() {
 	proto.RegisterType((*MigrationConfiguration)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.MigrationConfiguration")
 	proto.RegisterType((*Network)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Network")
 	proto.RegisterType((*NetworkSource)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.NetworkSource")
+	proto.RegisterType((*PITTimer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.PITTimer")
 	proto.RegisterType((*PauseOptions)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.PauseOptions")
 	proto.RegisterType((*PersistentVolumeClaimVolumeSource)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.PersistentVolumeClaimVolumeSource")
 	proto.RegisterType((*PodNetwork)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.PodNetwork")
 	proto.RegisterType((*Port)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Port")
+	proto.RegisterType((*RTCTimer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.RTCTimer")
 	proto.RegisterType((*ResourceRequirements)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.ResourceRequirements")
 	proto.RegisterMapType((k8s_io_api_core_v1.ResourceList)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.ResourceRequirements.LimitsEntry")
 	proto.RegisterMapType((k8s_io_api_core_v1.ResourceList)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.ResourceRequirements.RequestsEntry")
@@ -1949,12 +2838,23 @@ func init() {
 	proto.RegisterType((*SoftRebootOptions)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.SoftRebootOptions")
 	proto.RegisterType((*StartOptions)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.StartOptions")
 	proto.RegisterType((*StopOptions)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.StopOptions")
+	proto.RegisterType((*SyNICTimer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.SyNICTimer")
+	proto.RegisterType((*TLBFlush)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.TLBFlush")
+	proto.RegisterType((*TPMDevice)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.TPMDevice")
+	proto.RegisterType((*Timer)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.Timer")
 	proto.RegisterType((*UnpauseOptions)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.UnpauseOptions")
 	proto.RegisterType((*VirtualMachine)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachine")
 	proto.RegisterType((*VirtualMachineCondition)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineCondition")
 	proto.RegisterType((*VirtualMachineInstance)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstance")
 	proto.RegisterType((*VirtualMachineInstanceCondition)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceCondition")
+	proto.RegisterType((*VirtualMachineInstanceFileSystem)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceFileSystem")
+	proto.RegisterType((*VirtualMachineInstanceFileSystemDisk)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceFileSystemDisk")
+	proto.RegisterType((*VirtualMachineInstanceFileSystemInfo)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceFileSystemInfo")
+	proto.RegisterType((*VirtualMachineInstanceFileSystemList)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceFileSystemList")
+	proto.RegisterType((*VirtualMachineInstanceGuestAgentInfo)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceGuestAgentInfo")
 	proto.RegisterType((*VirtualMachineInstanceGuestOSInfo)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceGuestOSInfo")
+	proto.RegisterType((*VirtualMachineInstanceGuestOSUser)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceGuestOSUser")
+	proto.RegisterType((*VirtualMachineInstanceGuestOSUserList)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceGuestOSUserList")
 	proto.RegisterType((*VirtualMachineInstanceList)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceList")
 	proto.RegisterType((*VirtualMachineInstanceMigration)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceMigration")
 	proto.RegisterType((*VirtualMachineInstanceMigrationCondition)(nil), "github.com.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachineInstanceMigrationCondition")
@@ -1992,331 +2892,524 @@ func init() {
 }
 
 var fileDescriptor_a408c514914abbfe = []byte{
-	// 5174 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xec, 0x5c, 0x5d, 0x6c, 0x1c, 0xd7,
-	0x75, 0xf6, 0xee, 0xf2, 0x67, 0x79, 0x96, 0xa4, 0xc4, 0xab, 0xbf, 0x35, 0x6d, 0x71, 0xa5, 0x51,
-	0x6c, 0x48, 0x89, 0xb2, 0x8c, 0x64, 0x3b, 0x52, 0xe2, 0xd8, 0x0e, 0x77, 0x29, 0xd3, 0x8c, 0x44,
-	0x71, 0x75, 0x49, 0x2a, 0xb5, 0x63, 0xc3, 0x19, 0xce, 0x5c, 0x2e, 0x27, 0xdc, 0x9d, 0x59, 0xcf,
-	0xdc, 0x59, 0x95, 0x68, 0xdc, 0xa4, 0x69, 0x1f, 0xd2, 0x16, 0x35, 0x9a, 0x97, 0xf4, 0xa1, 0x05,
-	0x5a, 0x20, 0x28, 0x50, 0xa0, 0x45, 0x5e, 0xfa, 0x03, 0xf4, 0xa9, 0x45, 0x1f, 0x5a, 0xe7, 0xa1,
-	0x40, 0x5e, 0xda, 0xfa, 0xa1, 0xdd, 0xc4, 0xdb, 0xa2, 0x68, 0x81, 0x3e, 0x36, 0x7d, 0x60, 0x8b,
-	0xb4, 0xb8, 0x3f, 0x73, 0xe7, 0x67, 0x67, 0xc9, 0x5d, 0x6a, 0xa5, 0x18, 0x85, 0xdf, 0x66, 0xee,
-	0x39, 0xf7, 0x3b, 0xe7, 0xfe, 0x9d, 0x7b, 0xce, 0x99, 0x7b, 0x07, 0x5e, 0xa9, 0x5b, 0x74, 0xd7,
-	0xdf, 0x2e, 0x1b, 0x4e, 0x73, 0x71, 0x57, 0xb7, 0xeb, 0xba, 0xdb, 0x0e, 0x1e, 0x16, 0x5b, 0x7b,
-	0xf5, 0x45, 0xbd, 0x65, 0x79, 0x8b, 0x7b, 0xfe, 0x36, 0x69, 0x5b, 0x2e, 0x5d, 0x6c, 0x5f, 0x5b,
-	0xac, 0x13, 0x9b, 0xb8, 0x3a, 0x25, 0x66, 0xb9, 0xe5, 0x3a, 0xd4, 0x41, 0x8b, 0x21, 0x40, 0x39,
-	0x00, 0x90, 0x0f, 0xe5, 0xd6, 0x5e, 0xbd, 0xcc, 0x00, 0xca, 0x01, 0x40, 0xb9, 0x7d, 0x6d, 0xfe,
-	0xd3, 0x11, 0x89, 0x75, 0xa7, 0xee, 0x2c, 0x72, 0x9c, 0x6d, 0x7f, 0x87, 0xbf, 0xf1, 0x17, 0xfe,
-	0x24, 0xf0, 0xe7, 0xb5, 0xbd, 0x9b, 0x5e, 0xd9, 0x72, 0x98, 0x22, 0x8b, 0x86, 0xe3, 0x92, 0x14,
-	0x1d, 0xe6, 0x9f, 0x0f, 0x79, 0x9a, 0xba, 0xb1, 0x6b, 0xd9, 0xc4, 0xdd, 0x0f, 0xb4, 0x5f, 0x74,
-	0x89, 0xe7, 0xf8, 0xae, 0x41, 0x86, 0xaa, 0xe5, 0x2d, 0x36, 0x09, 0xd5, 0xd3, 0x64, 0x2d, 0xf6,
-	0xab, 0xe5, 0xfa, 0x36, 0xb5, 0x9a, 0xbd, 0x62, 0x3e, 0x7b, 0x54, 0x05, 0xcf, 0xd8, 0x25, 0x4d,
-	0x3d, 0x59, 0x4f, 0xd3, 0xa1, 0x50, 0x5d, 0xc6, 0x4e, 0x73, 0x53, 0x77, 0xeb, 0x84, 0xa2, 0xcb,
-	0x90, 0xdb, 0xf6, 0xbd, 0x62, 0xe6, 0x42, 0xe6, 0xf2, 0x54, 0xe5, 0xec, 0xfb, 0x9d, 0xd2, 0x13,
-	0xdd, 0x4e, 0x29, 0x57, 0xf1, 0xbd, 0x83, 0x4e, 0x69, 0x72, 0xd9, 0xf2, 0xf6, 0x2a, 0xbe, 0x87,
-	0x19, 0x0b, 0xba, 0x0c, 0x79, 0x97, 0xe8, 0xa6, 0x63, 0x37, 0xf6, 0x8b, 0xd9, 0x0b, 0x99, 0xcb,
-	0xf9, 0xca, 0x74, 0xb7, 0x53, 0xca, 0x63, 0xa2, 0x9b, 0xeb, 0x76, 0x63, 0x1f, 0x2b, 0xaa, 0xf6,
-	0xfb, 0x19, 0xc8, 0x55, 0x6b, 0x5b, 0xe8, 0x12, 0x8c, 0xb3, 0xae, 0x15, 0xe8, 0x33, 0x95, 0x19,
-	0x89, 0x3e, 0x5e, 0x65, 0x85, 0x58, 0xd0, 0xd0, 0x15, 0x98, 0xf4, 0x1c, 0x63, 0x8f, 0x50, 0x8f,
-	0xa3, 0xce, 0x54, 0x4e, 0x48, 0xb6, 0xc9, 0x0d, 0x51, 0x8c, 0x03, 0x3a, 0x63, 0xa5, 0xbb, 0x4c,
-	0x8a, 0x57, 0xcc, 0xc5, 0x59, 0x37, 0x45, 0x31, 0x0e, 0xe8, 0x4c, 0x74, 0xd3, 0x31, 0x49, 0xa3,
-	0x38, 0xc6, 0x1b, 0xa6, 0x44, 0xaf, 0xb1, 0x42, 0x2c, 0x68, 0xda, 0x3f, 0xe5, 0xe0, 0x6c, 0xb5,
-	0xe1, 0xf8, 0xe6, 0xaa, 0x6d, 0xd1, 0xbb, 0x0e, 0x7f, 0xdc, 0xe0, 0x83, 0x8a, 0xde, 0x82, 0x29,
-	0x8f, 0x18, 0x2e, 0xa1, 0x98, 0xec, 0x70, 0xf5, 0x0b, 0xd7, 0x2f, 0x97, 0x45, 0x8f, 0xb3, 0xa9,
-	0x57, 0x66, 0xba, 0x97, 0xdb, 0xd7, 0xca, 0x77, 0x1c, 0x43, 0x6f, 0xac, 0x6f, 0x7f, 0x8d, 0x18,
-	0x8c, 0x93, 0xb8, 0xc4, 0x36, 0x48, 0xe5, 0x4c, 0xb7, 0x53, 0x9a, 0xdb, 0xf2, 0x88, 0xbb, 0xac,
-	0x53, 0x7d, 0x23, 0x80, 0xc1, 0x21, 0x22, 0x7a, 0x19, 0x66, 0x7d, 0x49, 0xaf, 0xe8, 0x1e, 0xf9,
-	0xec, 0xf3, 0xbc, 0xed, 0xe1, 0x00, 0xcc, 0x6e, 0xc5, 0xa8, 0x38, 0xc1, 0x8d, 0xae, 0x42, 0x3e,
-	0x28, 0xe1, 0x5d, 0x31, 0x55, 0x39, 0x29, 0x6b, 0xe6, 0x83, 0x9a, 0x58, 0x71, 0xa0, 0x36, 0x9c,
-	0xb6, 0x09, 0x7d, 0xe0, 0xb8, 0x7b, 0x31, 0x85, 0x78, 0xdf, 0x0c, 0xd3, 0xae, 0x62, 0xb7, 0x53,
-	0x3a, 0x7d, 0x37, 0x05, 0x09, 0xa7, 0xe2, 0xa3, 0x15, 0x98, 0x8b, 0x94, 0xcb, 0x86, 0x8e, 0x73,
-	0x75, 0x9f, 0x94, 0xea, 0xce, 0xdd, 0x4d, 0x32, 0xe0, 0xde, 0x3a, 0xe8, 0x05, 0x28, 0x44, 0x0a,
-	0x8b, 0x13, 0x1c, 0xe2, 0x94, 0x84, 0x28, 0x44, 0x20, 0x70, 0x94, 0x4f, 0xfb, 0xe5, 0x2c, 0x9c,
-	0xaa, 0x3a, 0x36, 0xd5, 0xd9, 0xe2, 0x60, 0x73, 0x59, 0x0e, 0xee, 0x25, 0x18, 0xb7, 0x9a, 0x7a,
-	0x9d, 0xc8, 0x59, 0xaf, 0x26, 0xc7, 0x2a, 0x2b, 0xc4, 0x82, 0x86, 0x96, 0xe0, 0x04, 0x7f, 0xa8,
-	0xf9, 0x8d, 0x86, 0x68, 0x92, 0x1c, 0xa3, 0x73, 0x92, 0xfd, 0xc4, 0x6a, 0x9c, 0x8c, 0x93, 0xfc,
-	0xe8, 0x02, 0x8c, 0xb5, 0x74, 0xba, 0x2b, 0x47, 0x68, 0x5a, 0xd6, 0x1b, 0xab, 0xe9, 0x74, 0x17,
-	0x73, 0x0a, 0xda, 0x8e, 0x08, 0xa9, 0x39, 0x0d, 0xcb, 0xd8, 0x97, 0x13, 0xf6, 0x66, 0x8f, 0x10,
-	0x41, 0x3e, 0xe8, 0x94, 0xce, 0xf7, 0x5a, 0xae, 0x72, 0xc8, 0x80, 0x93, 0x80, 0xda, 0x1f, 0x8e,
-	0xc1, 0xe4, 0x32, 0x69, 0x5b, 0x06, 0xf1, 0xd0, 0x1b, 0x30, 0x6e, 0x5a, 0xde, 0x1e, 0x5b, 0x91,
-	0xb9, 0xcb, 0x85, 0xeb, 0x2f, 0x94, 0x87, 0xb4, 0xb2, 0x65, 0x6e, 0x11, 0x54, 0x87, 0xb1, 0x37,
-	0x0f, 0x0b, 0x48, 0x64, 0x03, 0x58, 0x36, 0x25, 0xee, 0x8e, 0x6e, 0x10, 0xb6, 0x96, 0x99, 0x80,
-	0xcf, 0x0f, 0x2d, 0x60, 0x35, 0x80, 0xa8, 0x20, 0x29, 0x05, 0x54, 0x91, 0x87, 0x23, 0x12, 0x10,
-	0x86, 0xb3, 0xba, 0x4f, 0x1d, 0x9d, 0x52, 0xdd, 0xd8, 0xad, 0x39, 0xa6, 0x62, 0xe3, 0xfd, 0x9d,
-	0xaf, 0xcc, 0x77, 0x3b, 0xa5, 0xb3, 0x4b, 0xa9, 0x1c, 0xb8, 0x4f, 0x4d, 0xf4, 0x73, 0x50, 0x0c,
-	0x29, 0x2b, 0xae, 0xde, 0xda, 0xb5, 0x0c, 0x4f, 0x74, 0x1e, 0x1f, 0x98, 0x7c, 0xe5, 0xe9, 0x6e,
-	0xa7, 0x54, 0x5c, 0xea, 0xc3, 0x83, 0xfb, 0xd6, 0x46, 0x5b, 0x70, 0x2e, 0xa4, 0x6d, 0x10, 0xd7,
-	0xd2, 0x1b, 0x55, 0xc7, 0xf6, 0x9c, 0x06, 0xe1, 0x2b, 0x22, 0x5f, 0x79, 0xaa, 0xdb, 0x29, 0x9d,
-	0x5b, 0x4a, 0x67, 0xc1, 0xfd, 0xea, 0xa2, 0x75, 0xc8, 0xb9, 0x76, 0x9d, 0xaf, 0x88, 0xc2, 0xf5,
-	0xe7, 0x87, 0xee, 0x6d, 0x6c, 0xd7, 0x2b, 0x93, 0xcc, 0xe0, 0x63, 0xbb, 0x8e, 0x19, 0x92, 0xf6,
-	0x5f, 0x19, 0x18, 0x63, 0xc3, 0xca, 0x26, 0xaf, 0xad, 0x37, 0x83, 0x35, 0xa2, 0x26, 0xef, 0x5d,
-	0xbd, 0x49, 0x30, 0xa7, 0x20, 0x07, 0x80, 0x8d, 0xbc, 0xec, 0x9e, 0x2c, 0x57, 0xe1, 0xc5, 0x63,
-	0xcd, 0x28, 0x01, 0x11, 0x8e, 0x78, 0x58, 0x86, 0x23, 0x22, 0xd0, 0x73, 0x30, 0xb5, 0xed, 0x38,
-	0x74, 0xdd, 0x35, 0x89, 0xcb, 0x07, 0x79, 0x8c, 0x9b, 0xda, 0xa9, 0x4a, 0x50, 0x78, 0xd0, 0x29,
-	0x8d, 0xf9, 0x96, 0x4d, 0x71, 0xc8, 0x87, 0x9e, 0x85, 0x09, 0x8f, 0x77, 0x99, 0x5c, 0x59, 0xb3,
-	0x52, 0xc8, 0x84, 0xe8, 0x48, 0x2c, 0xa9, 0xda, 0x5f, 0x67, 0x20, 0x22, 0x17, 0xbd, 0x0e, 0x63,
-	0x4c, 0xb2, 0xb4, 0xfd, 0xc7, 0x6b, 0x96, 0xd8, 0x62, 0x2b, 0x79, 0xd6, 0x6f, 0xec, 0x1d, 0x73,
-	0x48, 0xf4, 0x16, 0x8c, 0x1b, 0xa6, 0xeb, 0x34, 0x65, 0x97, 0x7d, 0x61, 0x68, 0xec, 0xc8, 0xfe,
-	0x5d, 0x99, 0xe2, 0x1b, 0x2a, 0x2b, 0xc0, 0x02, 0x55, 0x33, 0x45, 0x3b, 0x86, 0xde, 0xdf, 0xaf,
-	0xf6, 0xec, 0xef, 0x6a, 0x4f, 0x49, 0xd9, 0xe3, 0xff, 0x6a, 0x1c, 0x60, 0xd9, 0x69, 0xea, 0x96,
-	0xbd, 0xd1, 0x22, 0x06, 0x6a, 0xc3, 0x54, 0xe0, 0x10, 0x79, 0xb2, 0xcf, 0x6e, 0x0d, 0x3f, 0x1b,
-	0x25, 0x02, 0x26, 0xef, 0xf8, 0x96, 0x4b, 0x9a, 0xc4, 0xa6, 0x5e, 0x65, 0x4e, 0x2a, 0x31, 0x15,
-	0x50, 0x3d, 0x1c, 0x8a, 0x62, 0xf3, 0xdf, 0x68, 0xf9, 0xb2, 0x27, 0x87, 0x9f, 0xff, 0xd5, 0xda,
-	0x96, 0x98, 0xff, 0xd5, 0xda, 0x16, 0x66, 0x48, 0xe8, 0x2b, 0x30, 0xd1, 0x24, 0x4d, 0xc7, 0xdd,
-	0xe7, 0x13, 0xac, 0x70, 0xfd, 0xc6, 0xd0, 0x98, 0x6b, 0xbc, 0x7a, 0x05, 0xd8, 0x1c, 0x13, 0xcf,
-	0x58, 0x42, 0xa2, 0xb7, 0x61, 0x52, 0xfa, 0x6a, 0x72, 0xef, 0xbd, 0x39, 0x3c, 0xba, 0xa8, 0x5f,
-	0x29, 0x30, 0xb7, 0x47, 0xbe, 0xe0, 0x00, 0x15, 0x19, 0x90, 0xdf, 0xb1, 0xdc, 0xe6, 0x03, 0xdd,
-	0x15, 0x66, 0xa5, 0x70, 0xfd, 0x73, 0x43, 0x4b, 0x78, 0x55, 0x02, 0x08, 0xf7, 0x2e, 0x78, 0xc3,
-	0x0a, 0x98, 0x0b, 0x21, 0x3a, 0xf5, 0x99, 0x67, 0x37, 0x71, 0x5c, 0x21, 0x12, 0x40, 0x0a, 0x91,
-	0x6f, 0x58, 0x01, 0x23, 0x03, 0x26, 0x4d, 0xb1, 0x69, 0x15, 0x27, 0x8f, 0xd9, 0x55, 0x72, 0xd3,
-	0x0b, 0xbd, 0x44, 0x59, 0x80, 0x03, 0x64, 0xcd, 0x81, 0x13, 0xb7, 0x9a, 0x2d, 0xba, 0x1f, 0xf1,
-	0x0d, 0xde, 0x84, 0xbc, 0xa1, 0xb7, 0x74, 0xc3, 0xa2, 0xfb, 0x72, 0x1e, 0x97, 0x23, 0xfe, 0x91,
-	0xf2, 0xb4, 0x03, 0x89, 0xe5, 0x60, 0x2a, 0x96, 0xef, 0xf9, 0xba, 0x4d, 0x2d, 0xba, 0x1f, 0xae,
-	0x9a, 0xaa, 0xc4, 0xc1, 0x0a, 0x51, 0x7b, 0x01, 0xa6, 0x65, 0x5b, 0x37, 0xa8, 0x4e, 0x09, 0x7a,
-	0x06, 0x26, 0x89, 0xad, 0x6f, 0x37, 0x88, 0xc9, 0x85, 0xe5, 0xc5, 0xb0, 0xde, 0x12, 0x45, 0x38,
-	0xa0, 0x69, 0x7b, 0xa0, 0xba, 0x08, 0xbd, 0x0d, 0x63, 0xba, 0xd1, 0xb2, 0xa4, 0x72, 0x2f, 0x1d,
-	0xb7, 0xe7, 0xb9, 0xfc, 0xd0, 0xac, 0x2f, 0x55, 0x6b, 0xab, 0x98, 0x03, 0x6b, 0xff, 0x9a, 0x01,
-	0x35, 0xea, 0xe8, 0x16, 0x8c, 0xf9, 0xbe, 0x65, 0x4a, 0xfb, 0x71, 0x2d, 0x60, 0xdf, 0xda, 0x5a,
-	0x5d, 0x3e, 0xe8, 0x94, 0x2e, 0xf6, 0x8b, 0x41, 0xe8, 0x7e, 0x8b, 0x78, 0xe5, 0xad, 0xd5, 0x65,
-	0xcc, 0xab, 0x47, 0x8c, 0x70, 0xf6, 0x30, 0x23, 0x8c, 0xf6, 0x00, 0xf6, 0x88, 0x6b, 0x93, 0x06,
-	0x33, 0xe9, 0x72, 0x05, 0x0e, 0x6f, 0x7b, 0x6f, 0x2b, 0x88, 0xca, 0x2c, 0xdb, 0x4e, 0xc2, 0x77,
-	0x1c, 0x81, 0xd7, 0xfe, 0x3c, 0x07, 0x53, 0xe1, 0xd6, 0x7f, 0xf4, 0x7e, 0xa7, 0x62, 0x8a, 0x6c,
-	0xff, 0x98, 0x02, 0xfd, 0x6e, 0x06, 0xce, 0x2a, 0x27, 0xa5, 0x62, 0xd9, 0xa6, 0x65, 0xd7, 0xd7,
-	0x08, 0xdd, 0x75, 0x4c, 0xd9, 0x9c, 0x95, 0x87, 0x70, 0x89, 0xa2, 0x70, 0x95, 0x05, 0x29, 0xff,
-	0x6c, 0x3a, 0x1d, 0xf7, 0x51, 0x83, 0xf9, 0x80, 0x2d, 0xc7, 0xa5, 0x5e, 0x71, 0xec, 0x98, 0x3e,
-	0x60, 0xcd, 0x71, 0x69, 0xd8, 0x7a, 0xf6, 0xe6, 0x61, 0x01, 0x89, 0xae, 0x03, 0x34, 0x75, 0x63,
-	0xc9, 0x34, 0x5d, 0xe2, 0x79, 0xd2, 0xd5, 0x57, 0xbb, 0xfa, 0x9a, 0xa2, 0xe0, 0x08, 0x57, 0x7c,
-	0x57, 0x9f, 0x18, 0x6c, 0x57, 0xd7, 0xfe, 0x33, 0x03, 0x7d, 0xda, 0x8d, 0x4c, 0x98, 0xd8, 0x76,
-	0x2d, 0x53, 0xba, 0xf7, 0x85, 0xeb, 0x5f, 0x7c, 0x88, 0x0e, 0xe7, 0x38, 0xc2, 0x94, 0x8b, 0x67,
-	0x2c, 0xb1, 0x11, 0x65, 0x2d, 0xf5, 0xde, 0xf1, 0x89, 0xab, 0x9b, 0x81, 0xf3, 0xb3, 0x7c, 0x7c,
-	0x49, 0x6b, 0x0a, 0x4b, 0x4c, 0xd9, 0xf0, 0x1d, 0x47, 0xe4, 0x68, 0x73, 0x70, 0x22, 0xa1, 0x9c,
-	0x76, 0x06, 0x4e, 0xa5, 0xa0, 0x68, 0x7f, 0x9c, 0x81, 0xc8, 0xbc, 0x67, 0x03, 0x23, 0x66, 0xfe,
-	0x92, 0x5b, 0x0f, 0xbc, 0x01, 0x35, 0x30, 0xb7, 0x15, 0x05, 0x47, 0xb8, 0xd0, 0x3b, 0x30, 0x65,
-	0x04, 0xd1, 0xd3, 0xb1, 0x5b, 0x18, 0xea, 0xa0, 0x22, 0xb1, 0xca, 0x0c, 0x1b, 0x5e, 0xf5, 0x8a,
-	0x43, 0x29, 0xda, 0x0f, 0xb2, 0x70, 0x2a, 0xa5, 0xc6, 0x63, 0x8b, 0xd8, 0x54, 0x37, 0xd5, 0xc2,
-	0xb8, 0x2d, 0xd1, 0x4d, 0x3c, 0x7a, 0x8b, 0x70, 0xb1, 0x3a, 0x96, 0x6d, 0x51, 0xd7, 0xe4, 0x75,
-	0xc6, 0xe2, 0x75, 0x56, 0x15, 0x05, 0x47, 0xb8, 0xd2, 0xe2, 0xbe, 0xf1, 0x51, 0xc7, 0x7d, 0x9f,
-	0x82, 0xc0, 0x3f, 0x60, 0xb6, 0x8d, 0x59, 0xe4, 0xa4, 0x6d, 0xdb, 0xdc, 0x6f, 0x11, 0xcc, 0x29,
-	0xda, 0xeb, 0x20, 0x7d, 0x15, 0xb4, 0x0e, 0xe3, 0x75, 0x9f, 0x78, 0xf4, 0x98, 0xbb, 0x1f, 0xf7,
-	0x47, 0x57, 0x18, 0x00, 0x16, 0x38, 0xda, 0xef, 0x64, 0x61, 0x76, 0xcd, 0xaa, 0xbb, 0x3a, 0x25,
-	0xeb, 0x2d, 0x6a, 0x39, 0xb6, 0x87, 0x34, 0x98, 0x30, 0xdd, 0x7d, 0xec, 0xdb, 0x3c, 0x0e, 0x9d,
-	0x12, 0x0b, 0x6c, 0x99, 0x97, 0x60, 0x49, 0x61, 0x86, 0x74, 0x4e, 0x37, 0x4d, 0x62, 0xde, 0x75,
-	0x4c, 0xb2, 0x41, 0x1a, 0xc4, 0xa0, 0x8e, 0x2b, 0xc3, 0xca, 0xfb, 0xc3, 0xbb, 0x4d, 0x31, 0x05,
-	0xca, 0x4b, 0x49, 0xe0, 0x5b, 0x36, 0x75, 0xf7, 0xc3, 0xac, 0x44, 0x0f, 0x1d, 0xf7, 0xea, 0x32,
-	0xbf, 0x0c, 0x67, 0xd3, 0x71, 0xd0, 0x49, 0xc8, 0xed, 0x11, 0xe1, 0x3f, 0x4c, 0x61, 0xf6, 0x88,
-	0x4e, 0xc3, 0x78, 0x5b, 0x6f, 0xf8, 0xc2, 0x52, 0x4c, 0x61, 0xf1, 0xf2, 0xf9, 0xec, 0xcd, 0x8c,
-	0xf6, 0xed, 0x71, 0x38, 0x2b, 0xb4, 0xb3, 0x1c, 0xbb, 0xea, 0xd8, 0x3b, 0x56, 0xdd, 0x17, 0x2f,
-	0xc8, 0x84, 0xa7, 0x5b, 0xba, 0xab, 0x37, 0x1a, 0xa4, 0xa1, 0x38, 0xbc, 0x1a, 0x71, 0xab, 0x0d,
-	0xdf, 0xa3, 0xc4, 0x95, 0x69, 0xb5, 0x0b, 0xdd, 0x4e, 0xe9, 0xe9, 0xda, 0x21, 0x7c, 0xf8, 0x50,
-	0x14, 0xe4, 0xc1, 0xc5, 0x80, 0xbe, 0xee, 0xd3, 0x6d, 0xc7, 0xb7, 0xcd, 0x18, 0x1f, 0x6b, 0x9e,
-	0x4c, 0xcd, 0x3d, 0xd3, 0xed, 0x94, 0x2e, 0xd6, 0x8e, 0x62, 0xc6, 0x47, 0xe3, 0xa1, 0x6f, 0xc0,
-	0x99, 0x6d, 0xdd, 0x36, 0x1f, 0x58, 0x26, 0xdd, 0xad, 0x11, 0x57, 0x31, 0xc8, 0x4d, 0x72, 0xd8,
-	0x59, 0xf7, 0x64, 0xb7, 0x53, 0x3a, 0x53, 0x49, 0x03, 0xc4, 0xe9, 0x72, 0x58, 0x3c, 0x6e, 0x38,
-	0xcd, 0x56, 0x83, 0xb0, 0xb7, 0x4d, 0xab, 0x49, 0x1c, 0x9f, 0xd6, 0x88, 0xbb, 0x62, 0x55, 0xf8,
-	0x12, 0xce, 0x89, 0x78, 0xbc, 0x9a, 0xce, 0x82, 0xfb, 0xd5, 0x45, 0x2f, 0xc1, 0x89, 0x96, 0xeb,
-	0xd4, 0xd9, 0xc6, 0x26, 0x09, 0x7c, 0x61, 0xe7, 0x2a, 0xa7, 0xd8, 0xa2, 0xae, 0xc5, 0x49, 0x38,
-	0xc9, 0x8b, 0xaa, 0x30, 0xa7, 0x37, 0x1a, 0xce, 0x83, 0x25, 0x9f, 0x3a, 0x55, 0xc7, 0x6e, 0x13,
-	0xb7, 0x4e, 0xf8, 0x9e, 0x98, 0x17, 0x49, 0xc5, 0xa5, 0x24, 0x11, 0xf7, 0xf2, 0xa3, 0x1b, 0x30,
-	0xc3, 0x0b, 0x6b, 0x8e, 0x47, 0xab, 0x4e, 0x6b, 0x9f, 0x3b, 0xd0, 0xf9, 0xca, 0x5c, 0xb7, 0x53,
-	0x9a, 0x59, 0x8a, 0x12, 0x70, 0x9c, 0x4f, 0xfb, 0x83, 0x0c, 0x4c, 0xca, 0x64, 0xda, 0x00, 0xee,
-	0xd0, 0x2f, 0xc0, 0x8c, 0x4c, 0xb6, 0x09, 0xd7, 0x59, 0x6e, 0x11, 0x2f, 0x0f, 0xbd, 0x36, 0xef,
-	0x46, 0x51, 0x2a, 0x67, 0xa4, 0xa8, 0x99, 0x58, 0x31, 0x8e, 0xcb, 0xd2, 0xea, 0x10, 0xa7, 0xa3,
-	0xfb, 0x90, 0x6b, 0x39, 0xe6, 0xb1, 0xc3, 0xf5, 0x9a, 0x63, 0x4a, 0x3c, 0x11, 0x0f, 0xd6, 0x1c,
-	0x13, 0x33, 0x40, 0xed, 0x3a, 0x4c, 0xd7, 0x74, 0xdf, 0x1b, 0xc6, 0x74, 0x69, 0xef, 0x65, 0xe1,
-	0x62, 0x8d, 0xb8, 0x9e, 0xe5, 0x51, 0x62, 0xd3, 0xfb, 0x4e, 0xc3, 0x6f, 0x92, 0x6a, 0x43, 0xb7,
-	0x9a, 0xe2, 0x51, 0x6a, 0xfc, 0xfd, 0x0c, 0x5c, 0x6c, 0x1d, 0xc5, 0x25, 0x1b, 0xf4, 0x42, 0x5a,
-	0x8e, 0xf6, 0x48, 0x11, 0x95, 0x2b, 0xb2, 0x2f, 0x8f, 0xd6, 0x06, 0x1f, 0xad, 0x0a, 0xba, 0x09,
-	0xd3, 0xbb, 0x0e, 0x6d, 0x35, 0xfc, 0x7a, 0x9d, 0x85, 0x25, 0x32, 0x49, 0x70, 0x5a, 0xca, 0x98,
-	0x7e, 0x2d, 0x42, 0xc3, 0x31, 0x4e, 0x6d, 0x15, 0x20, 0xec, 0x60, 0xf4, 0x22, 0xcc, 0xb4, 0x9b,
-	0xf2, 0xa5, 0xba, 0xba, 0x8c, 0xe5, 0x1c, 0x53, 0x03, 0x7f, 0x7f, 0x2d, 0x42, 0xc4, 0x71, 0x5e,
-	0xed, 0xe7, 0x61, 0x8c, 0x79, 0x9c, 0x03, 0xcc, 0xcf, 0xab, 0x90, 0xe7, 0x5f, 0x3c, 0x0c, 0x27,
-	0xf0, 0xd8, 0x55, 0x64, 0x56, 0x93, 0xe5, 0x58, 0x71, 0xf0, 0x5c, 0xad, 0xe3, 0x8a, 0x98, 0x63,
-	0x3c, 0x92, 0xab, 0x75, 0x5c, 0x8a, 0x39, 0x45, 0xfb, 0xbb, 0x71, 0x38, 0x9d, 0x96, 0xa1, 0x40,
-	0x7f, 0x93, 0x81, 0xbc, 0x4b, 0xde, 0x61, 0x9b, 0x5d, 0x90, 0x58, 0xdd, 0x18, 0x49, 0xee, 0xa3,
-	0x8c, 0x25, 0xaa, 0xd8, 0x9d, 0xee, 0x87, 0xe9, 0x18, 0x51, 0x7c, 0xd0, 0x29, 0x95, 0x52, 0x9c,
-	0x82, 0x00, 0xea, 0x8e, 0xe5, 0xd1, 0x6f, 0xfd, 0xe8, 0x50, 0x16, 0xde, 0x5d, 0x4a, 0x79, 0xf4,
-	0x17, 0x19, 0x98, 0x68, 0x58, 0x4d, 0x8b, 0x06, 0xf9, 0xdb, 0x7b, 0xa3, 0x69, 0xc7, 0x1d, 0x8e,
-	0x29, 0x5a, 0xb1, 0x19, 0x84, 0x7e, 0xa2, 0x70, 0x44, 0x6d, 0x90, 0x6a, 0xa3, 0xd7, 0xe1, 0x9c,
-	0xd3, 0x26, 0xae, 0xe1, 0x34, 0x9b, 0x16, 0xe5, 0x6e, 0xc8, 0x7a, 0x9b, 0xb8, 0xbb, 0x44, 0x37,
-	0x65, 0x56, 0xb8, 0x24, 0xc5, 0x9f, 0x5b, 0x4f, 0x67, 0xc3, 0xfd, 0xea, 0xcf, 0xef, 0xc1, 0x4c,
-	0x6c, 0x3c, 0x52, 0x76, 0xf9, 0xe5, 0xe8, 0x2e, 0x3f, 0xf4, 0x2e, 0x16, 0xf1, 0x0a, 0xe6, 0x2d,
-	0x28, 0x44, 0x3a, 0xed, 0x51, 0x8a, 0xd2, 0xbe, 0x0e, 0xb3, 0x98, 0x78, 0x54, 0x77, 0x69, 0x60,
-	0xe3, 0x5e, 0x05, 0x54, 0x77, 0x75, 0x83, 0xd4, 0x88, 0x6b, 0x39, 0xe6, 0x06, 0x31, 0x1c, 0xdb,
-	0x14, 0x41, 0x43, 0xae, 0x72, 0xb6, 0xdb, 0x29, 0xa1, 0x95, 0x1e, 0x2a, 0x4e, 0xa9, 0x11, 0xb1,
-	0x95, 0xd9, 0xbe, 0xb6, 0x72, 0x1c, 0x72, 0xd8, 0xae, 0x6b, 0x37, 0x60, 0x6e, 0xc3, 0xd9, 0xa1,
-	0x98, 0xf0, 0x10, 0x6f, 0x08, 0x5b, 0xfb, 0x06, 0x4c, 0x6f, 0x44, 0x75, 0x7f, 0x16, 0x26, 0x5a,
-	0xcc, 0x5e, 0x07, 0x09, 0x15, 0x95, 0x69, 0xe0, 0x56, 0xdc, 0xc4, 0x92, 0x3a, 0x90, 0x6e, 0x26,
-	0x14, 0x36, 0xa8, 0xd3, 0x0a, 0xa0, 0xaf, 0x41, 0x21, 0xd2, 0x48, 0xd9, 0x1f, 0x27, 0xba, 0x9d,
-	0x52, 0x21, 0xd2, 0x1f, 0x38, 0xca, 0x33, 0x90, 0x94, 0xe7, 0x61, 0x76, 0xcb, 0x6e, 0x0d, 0xbb,
-	0xc7, 0xbc, 0x9f, 0x85, 0xd9, 0xfb, 0x96, 0x4b, 0x7d, 0xbd, 0x11, 0x78, 0xf9, 0x5f, 0x85, 0x7c,
-	0x93, 0x50, 0xdd, 0xd4, 0xa9, 0x2e, 0xb7, 0x8d, 0xcf, 0x1c, 0x36, 0x2b, 0xbc, 0x32, 0xe3, 0x66,
-	0x6b, 0x56, 0x7c, 0xe7, 0x5b, 0x23, 0x54, 0x0f, 0x03, 0x97, 0xb0, 0x0c, 0x2b, 0x54, 0x44, 0x60,
-	0xcc, 0x6b, 0x11, 0x43, 0xce, 0xb9, 0xea, 0xd0, 0xc6, 0x21, 0xae, 0xf0, 0x46, 0x8b, 0x18, 0xa1,
-	0xa5, 0x65, 0x6f, 0x98, 0xc3, 0xa3, 0x26, 0x4c, 0x78, 0x54, 0xa7, 0xbe, 0x27, 0xbd, 0xc1, 0x5b,
-	0x0f, 0x2b, 0x88, 0x83, 0x45, 0x92, 0x4e, 0xfc, 0x1d, 0x4b, 0x21, 0xda, 0x3f, 0xe6, 0xe0, 0x5c,
-	0xbc, 0x42, 0xd5, 0xb1, 0x4d, 0x8b, 0xbb, 0x89, 0xaf, 0xc4, 0x22, 0xa7, 0x4f, 0x45, 0x23, 0xa7,
-	0x83, 0x4e, 0xe9, 0xa9, 0x3e, 0xd5, 0xc2, 0xc0, 0x0a, 0xdd, 0x51, 0x6d, 0x11, 0x7b, 0xd0, 0xf3,
-	0x71, 0x25, 0x0e, 0x3a, 0xa5, 0x94, 0x93, 0x08, 0x65, 0x85, 0x14, 0x57, 0x15, 0xd5, 0x61, 0xa6,
-	0xa1, 0x7b, 0xb4, 0xe6, 0x3a, 0xdb, 0x84, 0xf9, 0x8c, 0xb2, 0x83, 0x3e, 0x39, 0xd8, 0x38, 0xb3,
-	0x1a, 0xe1, 0x36, 0x7b, 0x27, 0x0a, 0x84, 0xe3, 0xb8, 0xa8, 0x0d, 0x88, 0x15, 0x6c, 0xba, 0xba,
-	0xed, 0x59, 0x81, 0x9b, 0x2b, 0x93, 0xd6, 0xc3, 0x48, 0x9b, 0x97, 0xd2, 0xd0, 0x9d, 0x1e, 0x34,
-	0x9c, 0x22, 0x81, 0x2d, 0x5f, 0x97, 0xe8, 0x9e, 0x63, 0xcb, 0x78, 0x58, 0x8d, 0x19, 0xe6, 0xa5,
-	0x58, 0x52, 0xd1, 0x15, 0x98, 0x6c, 0x12, 0xcf, 0xd3, 0xa5, 0x7b, 0x3c, 0x15, 0x26, 0x79, 0xd7,
-	0x44, 0x31, 0x0e, 0xe8, 0xda, 0x8f, 0xb3, 0x70, 0x36, 0x3e, 0x4e, 0xab, 0xb6, 0x47, 0x75, 0xdb,
-	0x78, 0x1c, 0x2b, 0xa6, 0x19, 0x5b, 0x31, 0xb7, 0x1f, 0x72, 0x22, 0x07, 0x8a, 0xf7, 0x5d, 0x39,
-	0x7e, 0x62, 0xe5, 0xac, 0x8d, 0x4a, 0xe0, 0xe1, 0x2b, 0xe8, 0x3f, 0x72, 0x50, 0x4a, 0xaf, 0x18,
-	0xae, 0xa4, 0x95, 0xd8, 0x4a, 0x7a, 0x2e, 0xb1, 0x92, 0x2e, 0x1d, 0x51, 0xfd, 0xe3, 0x15, 0xf5,
-	0x11, 0x5a, 0x51, 0xdf, 0xcd, 0xc1, 0xc5, 0xf4, 0xf1, 0x12, 0x1e, 0xd3, 0xc6, 0xaa, 0xbd, 0xe3,
-	0x0c, 0xe0, 0xa1, 0xbf, 0x08, 0x33, 0x22, 0x8f, 0x86, 0x49, 0x83, 0xe8, 0x9e, 0x4c, 0x8e, 0x84,
-	0xfd, 0x79, 0x3b, 0x4a, 0xc4, 0x71, 0x5e, 0xa6, 0x6f, 0x9b, 0x85, 0x2c, 0x32, 0x67, 0x10, 0xd1,
-	0xf7, 0xbe, 0x28, 0xc6, 0x01, 0x1d, 0x5d, 0x07, 0x68, 0xb9, 0x84, 0xd2, 0x7d, 0x26, 0x3b, 0x99,
-	0xa1, 0xab, 0x29, 0x0a, 0x8e, 0x70, 0xa1, 0x45, 0x98, 0x92, 0xd5, 0x57, 0x4d, 0xd9, 0x73, 0xea,
-	0x4b, 0xa4, 0x14, 0xb0, 0xba, 0x8c, 0x43, 0x9e, 0xb0, 0x31, 0x92, 0x2a, 0x7b, 0x31, 0xd1, 0x98,
-	0x40, 0xb7, 0x38, 0x2f, 0xef, 0x7c, 0xf9, 0x61, 0x70, 0x32, 0xd1, 0xf9, 0xc9, 0x4f, 0x7c, 0xf3,
-	0x90, 0xb5, 0xcc, 0x62, 0x9e, 0x73, 0x81, 0xe4, 0xca, 0xae, 0x2e, 0xe3, 0xac, 0x65, 0x6a, 0xff,
-	0x96, 0x81, 0xf9, 0xf4, 0x81, 0x61, 0x7e, 0x34, 0x7a, 0xb3, 0xc7, 0xdc, 0x95, 0x07, 0x9b, 0x78,
-	0xac, 0x36, 0x37, 0x76, 0x2a, 0x82, 0x0a, 0x4a, 0x22, 0xa6, 0xae, 0x01, 0xe3, 0x16, 0x25, 0xcd,
-	0x20, 0x74, 0x58, 0x19, 0x91, 0xe9, 0x89, 0x24, 0x7b, 0x19, 0x3a, 0x16, 0x42, 0xb4, 0xff, 0xce,
-	0xf6, 0x33, 0x39, 0x61, 0x8e, 0xe7, 0xd1, 0x9b, 0xf7, 0x76, 0xcc, 0xbc, 0x6f, 0x8e, 0xa8, 0xc9,
-	0xaa, 0x05, 0x7d, 0xed, 0xfc, 0x2f, 0x26, 0xec, 0xfc, 0xfd, 0x91, 0x4b, 0x3e, 0xdc, 0xe0, 0xff,
-	0x34, 0x07, 0x97, 0x8f, 0x40, 0x08, 0x2d, 0x7f, 0x2d, 0x66, 0xf9, 0xbf, 0x90, 0xb0, 0xfc, 0x57,
-	0x07, 0xc5, 0xf9, 0x78, 0x0b, 0xf8, 0x08, 0x6d, 0x01, 0x07, 0x19, 0xb8, 0x74, 0xc4, 0xc0, 0x3d,
-	0x06, 0x93, 0xe3, 0xc7, 0x4d, 0x4e, 0x6d, 0xd4, 0xab, 0xa0, 0x8f, 0xed, 0xf9, 0x4e, 0x16, 0x6e,
-	0x1c, 0x51, 0xb3, 0xb6, 0xab, 0x7b, 0x24, 0x3e, 0x0c, 0x1e, 0xd5, 0x9b, 0x2d, 0x74, 0x1b, 0xc6,
-	0x5b, 0x8c, 0x26, 0x57, 0xc3, 0x0b, 0xea, 0x33, 0x2a, 0x2b, 0x3c, 0xe8, 0x94, 0x3e, 0x31, 0x08,
-	0x30, 0x16, 0x18, 0xe8, 0xdb, 0x19, 0x28, 0xb6, 0xfa, 0x48, 0x92, 0x36, 0x69, 0x98, 0x79, 0x75,
-	0x41, 0x2a, 0x53, 0xec, 0xa7, 0x3d, 0xee, 0x2b, 0x4d, 0xfb, 0xdb, 0xec, 0x91, 0x13, 0x82, 0x1f,
-	0x14, 0x62, 0xdb, 0x76, 0xd3, 0xba, 0x1b, 0x3a, 0x06, 0xe1, 0xb6, 0xbd, 0xb6, 0xca, 0x77, 0xe1,
-	0x80, 0x8e, 0xfe, 0xe4, 0x90, 0x2f, 0x40, 0x7b, 0x8f, 0xc2, 0xd4, 0x7e, 0x94, 0x3e, 0x0b, 0xbd,
-	0x37, 0x03, 0x9f, 0x18, 0xc0, 0x46, 0x13, 0xb4, 0x03, 0xb3, 0x3c, 0x79, 0x13, 0x0e, 0x7c, 0x66,
-	0xe8, 0x81, 0x47, 0xdd, 0x4e, 0x69, 0x76, 0x23, 0x86, 0x82, 0x13, 0xa8, 0xe8, 0xab, 0x30, 0x4d,
-	0x6c, 0xf3, 0x61, 0xa6, 0xd7, 0xc9, 0x6e, 0xa7, 0x34, 0x7d, 0x2b, 0x82, 0x81, 0x63, 0x88, 0xe8,
-	0xbb, 0x19, 0x58, 0xa0, 0xfc, 0xd4, 0x1a, 0xeb, 0x3a, 0x71, 0xb8, 0x0c, 0x13, 0xdd, 0xdc, 0x0f,
-	0x85, 0x0e, 0x6f, 0x99, 0xb5, 0x6e, 0xa7, 0xb4, 0xb0, 0x79, 0x28, 0x2a, 0x3e, 0x42, 0x2a, 0x7a,
-	0x13, 0x8a, 0x49, 0x8e, 0x65, 0x42, 0x89, 0x41, 0x89, 0x29, 0x4f, 0x85, 0xaa, 0x95, 0xb3, 0xd9,
-	0x87, 0x0f, 0xf7, 0x45, 0x40, 0x2b, 0x30, 0x17, 0xd2, 0xe2, 0x47, 0x27, 0xd4, 0xc4, 0xdb, 0x4c,
-	0x32, 0xe0, 0xde, 0x3a, 0xe8, 0xdf, 0x55, 0xff, 0x2d, 0x5b, 0x2e, 0xf3, 0x55, 0x82, 0x89, 0xc2,
-	0x98, 0xf8, 0x31, 0x8d, 0xe2, 0x04, 0x5f, 0x3c, 0xfb, 0x8f, 0xc2, 0x5b, 0x20, 0xe5, 0xcd, 0x43,
-	0x65, 0x8b, 0xa5, 0xf4, 0xac, 0x6c, 0xd1, 0xc2, 0xe1, 0xcc, 0xf8, 0x88, 0x86, 0x30, 0x97, 0x3e,
-	0xec, 0x00, 0xe9, 0x33, 0x2b, 0x57, 0x2d, 0xec, 0x2d, 0x1c, 0xe1, 0x62, 0x2e, 0xbd, 0x78, 0xab,
-	0x39, 0x81, 0x03, 0xad, 0x5c, 0xfa, 0xcd, 0x80, 0x80, 0x43, 0x1e, 0x26, 0x44, 0xa6, 0x98, 0x99,
-	0x90, 0xa9, 0xb8, 0x90, 0x0d, 0x45, 0xc1, 0x11, 0x2e, 0x26, 0x44, 0xbc, 0x31, 0x21, 0x10, 0x17,
-	0xb2, 0x11, 0x10, 0x70, 0xc8, 0xc3, 0x2a, 0xc8, 0x8f, 0x89, 0xc4, 0x2c, 0x16, 0xc4, 0x97, 0xba,
-	0xa0, 0x42, 0x35, 0x20, 0xe0, 0x90, 0x87, 0xed, 0xe6, 0x3b, 0xba, 0xd5, 0x20, 0x66, 0x71, 0x3a,
-	0x9e, 0xe1, 0x7c, 0x95, 0x97, 0x62, 0x49, 0x45, 0x2f, 0xc3, 0xac, 0xbe, 0xed, 0xb8, 0x54, 0x26,
-	0xad, 0x89, 0x59, 0x9c, 0xe1, 0xfc, 0xea, 0x8e, 0xc1, 0x52, 0x8c, 0x8a, 0x13, 0xdc, 0x68, 0x0d,
-	0x0a, 0xbc, 0x44, 0x78, 0x4b, 0xc5, 0xd9, 0x58, 0x06, 0xac, 0xb0, 0x14, 0x92, 0x0e, 0x3a, 0xa5,
-	0xd3, 0x6a, 0x88, 0x22, 0xe5, 0x38, 0x5a, 0x9f, 0xc5, 0x47, 0x4c, 0x31, 0xdf, 0x25, 0xc2, 0xeb,
-	0x28, 0x9e, 0x88, 0xc7, 0x47, 0xaf, 0x46, 0x89, 0x38, 0xce, 0x8b, 0xde, 0x82, 0xe9, 0x66, 0x20,
-	0x61, 0xcb, 0x32, 0x8b, 0x27, 0x79, 0xdd, 0xcf, 0x05, 0x9f, 0x9e, 0xd6, 0x22, 0xb4, 0xc1, 0x8e,
-	0xa5, 0xc5, 0xe0, 0xd0, 0x35, 0x18, 0x6b, 0xb2, 0x21, 0x9e, 0xe3, 0xb0, 0xe7, 0x03, 0x0f, 0x75,
-	0xcd, 0x31, 0xd9, 0x96, 0x3c, 0xa3, 0xe0, 0x59, 0x01, 0xe6, 0xac, 0xe8, 0xb7, 0x33, 0x70, 0xb6,
-	0x99, 0xfa, 0xd9, 0xbe, 0x88, 0x8e, 0x79, 0xce, 0x2b, 0xfd, 0x14, 0x80, 0x38, 0xc7, 0x9e, 0x4e,
-	0xc3, 0x7d, 0x54, 0x98, 0xbf, 0x07, 0x97, 0x06, 0x58, 0x8d, 0x47, 0x6d, 0x48, 0xe3, 0xd1, 0x0d,
-	0xe9, 0x5f, 0xc6, 0xe0, 0x99, 0x81, 0x82, 0x86, 0xd1, 0xba, 0x38, 0xbf, 0x91, 0x01, 0x30, 0x02,
-	0xc7, 0x3d, 0x70, 0xf4, 0x5e, 0x1f, 0xb5, 0x01, 0x53, 0xa1, 0x41, 0xb8, 0xbe, 0x55, 0x91, 0x87,
-	0x23, 0x0a, 0xa0, 0x1f, 0x64, 0xe0, 0xc9, 0x7e, 0x4e, 0x10, 0x8b, 0xc6, 0x98, 0x7a, 0xbb, 0xa3,
-	0x56, 0xaf, 0x9f, 0x3f, 0x56, 0xb9, 0x28, 0xb5, 0x7d, 0xb2, 0x1f, 0x87, 0x87, 0xfb, 0x6b, 0x8b,
-	0xbe, 0x93, 0x81, 0xd9, 0x66, 0xcc, 0x86, 0xcb, 0x60, 0x64, 0xeb, 0x91, 0x6c, 0x10, 0xc2, 0xcd,
-	0x88, 0x97, 0xe1, 0x84, 0x02, 0xda, 0x4f, 0xb2, 0xf0, 0x6c, 0x3a, 0x98, 0xfc, 0x0a, 0x1c, 0x9e,
-	0xd8, 0xbc, 0x0c, 0x53, 0x56, 0x2b, 0xd8, 0x30, 0x33, 0x89, 0x84, 0x48, 0x0d, 0x87, 0x44, 0x74,
-	0x1e, 0x72, 0x4d, 0xdd, 0x90, 0xc1, 0x62, 0x21, 0x38, 0x04, 0xbf, 0xb6, 0x54, 0xc5, 0xac, 0x5c,
-	0x65, 0xaa, 0x72, 0x7d, 0x33, 0x55, 0x57, 0xa0, 0xa0, 0xd0, 0x88, 0x38, 0x39, 0x39, 0x25, 0x0e,
-	0x0a, 0xac, 0xd6, 0x3c, 0x1c, 0xa5, 0x31, 0x3b, 0xa7, 0x0e, 0x5e, 0x72, 0x37, 0x77, 0x3c, 0x6e,
-	0xe7, 0x56, 0xa3, 0x44, 0x1c, 0xe7, 0x45, 0xcb, 0x70, 0xb2, 0x15, 0xb9, 0x8f, 0xc2, 0xeb, 0x8b,
-	0x50, 0xac, 0x28, 0xeb, 0x9f, 0xac, 0x25, 0xe8, 0xb8, 0xa7, 0x86, 0x38, 0x91, 0xb6, 0xe3, 0xc8,
-	0x13, 0x04, 0x93, 0xc9, 0x13, 0x69, 0x01, 0x05, 0x47, 0xb8, 0xb4, 0xff, 0xcd, 0x40, 0x9f, 0x41,
-	0xec, 0x1b, 0xca, 0x54, 0xe2, 0xeb, 0xfc, 0x6a, 0x72, 0x9d, 0x3f, 0x75, 0x08, 0xde, 0x47, 0x30,
-	0x82, 0xf9, 0x69, 0x16, 0x2e, 0xa4, 0x6b, 0x8c, 0x49, 0xab, 0x61, 0x19, 0xfa, 0x06, 0xa1, 0x8f,
-	0x21, 0xa5, 0xf4, 0x20, 0x96, 0x52, 0x1a, 0xd5, 0x4a, 0x0c, 0x9b, 0xd0, 0x37, 0xa7, 0xf4, 0x8d,
-	0x44, 0x4e, 0xe9, 0xcb, 0xa3, 0x17, 0x7d, 0x78, 0x52, 0xe9, 0x9b, 0x63, 0x70, 0xe5, 0x28, 0x88,
-	0x30, 0xab, 0x74, 0x2f, 0x96, 0x55, 0x7a, 0x29, 0x91, 0x55, 0xfa, 0xf4, 0xc0, 0x40, 0x1f, 0xa7,
-	0x95, 0x3e, 0x42, 0x69, 0xa5, 0xff, 0xc9, 0xf4, 0x8b, 0x7a, 0xc3, 0x91, 0x7b, 0x0c, 0x79, 0xa5,
-	0x76, 0x3c, 0xaf, 0x74, 0x6f, 0xe4, 0x2b, 0xa1, 0x4f, 0x62, 0xe9, 0xef, 0xb3, 0x47, 0x37, 0x9f,
-	0x67, 0x51, 0xf8, 0x5d, 0x6c, 0x5e, 0x22, 0x76, 0xbe, 0xf1, 0xe0, 0x2e, 0xb6, 0x28, 0xc3, 0x8a,
-	0x8a, 0xde, 0x82, 0xbc, 0x17, 0xa6, 0x4e, 0x58, 0x47, 0x3d, 0x37, 0x60, 0x47, 0xe9, 0xdb, 0xa4,
-	0x11, 0xe4, 0x2f, 0x04, 0xbc, 0xca, 0x7a, 0x28, 0x48, 0xf4, 0x2e, 0xe4, 0x29, 0x69, 0xb6, 0x1a,
-	0xcc, 0x77, 0x10, 0xf3, 0x7b, 0x63, 0x44, 0x9d, 0xb5, 0x29, 0x61, 0x85, 0xbd, 0x62, 0xe2, 0x83,
-	0x12, 0xac, 0x44, 0x46, 0x4e, 0x7b, 0x8c, 0x1d, 0x76, 0xda, 0x43, 0xfb, 0xb0, 0xaf, 0x57, 0x91,
-	0xb4, 0x4e, 0xe2, 0x1a, 0x5c, 0xac, 0x6b, 0x23, 0xd7, 0xe0, 0x7a, 0xba, 0xf7, 0x45, 0x98, 0x71,
-	0x89, 0x6e, 0xee, 0x07, 0x24, 0xe1, 0x37, 0x87, 0x0b, 0x17, 0x47, 0x89, 0x38, 0xce, 0x8b, 0xde,
-	0x8b, 0xfb, 0xb6, 0xc2, 0x79, 0x7c, 0x63, 0xe4, 0x93, 0x6d, 0x70, 0xe7, 0xf6, 0x45, 0x66, 0xb2,
-	0x22, 0xc3, 0x2e, 0xbf, 0x95, 0x45, 0xcc, 0x50, 0x84, 0x88, 0xe3, 0xbc, 0xda, 0x9f, 0x4e, 0xf5,
-	0xfb, 0xf8, 0xc4, 0xa7, 0xac, 0x01, 0x13, 0x26, 0x4f, 0x7c, 0x1c, 0xff, 0x4a, 0xa5, 0xba, 0x6e,
-	0x18, 0x8e, 0xb3, 0xcc, 0xd7, 0x48, 0x68, 0xf4, 0x5b, 0x19, 0x98, 0xb6, 0x7b, 0xb3, 0x85, 0x6f,
-	0x8d, 0xf0, 0xbb, 0x7b, 0xb9, 0x37, 0x3f, 0xa8, 0x8e, 0x40, 0xc6, 0x52, 0x83, 0x31, 0x45, 0xd0,
-	0xab, 0x90, 0xd7, 0x77, 0x76, 0x2c, 0xdb, 0xa2, 0xc1, 0xcd, 0xc2, 0xa7, 0xd3, 0xce, 0x74, 0x2e,
-	0x49, 0x1e, 0x31, 0xe3, 0x83, 0x37, 0xac, 0xea, 0xb2, 0x21, 0xf2, 0x8c, 0x5d, 0x62, 0xfa, 0x0d,
-	0xe2, 0x46, 0x3e, 0x67, 0xaa, 0x21, 0xda, 0x88, 0x12, 0x71, 0x9c, 0x17, 0x6d, 0x41, 0x81, 0x3a,
-	0x0d, 0x22, 0xcf, 0x62, 0x17, 0xc7, 0x79, 0xe7, 0x2c, 0xa4, 0xe9, 0xb1, 0xa9, 0xd8, 0xc2, 0x7b,
-	0xf6, 0x61, 0x99, 0x87, 0xa3, 0x38, 0x68, 0x05, 0xe6, 0x5a, 0xae, 0xe5, 0xb8, 0x16, 0xdd, 0xaf,
-	0x36, 0x74, 0xcf, 0x8b, 0xb8, 0xad, 0x2a, 0x83, 0x55, 0x4b, 0x32, 0xe0, 0xde, 0x3a, 0x68, 0x13,
-	0x4e, 0x92, 0xb6, 0x65, 0x88, 0xcd, 0xd4, 0xd5, 0x29, 0xa9, 0xef, 0x4b, 0xf7, 0xf5, 0x32, 0x73,
-	0x7d, 0x6f, 0x25, 0x68, 0x07, 0x29, 0x65, 0xb8, 0x07, 0x01, 0xbd, 0x06, 0x33, 0x3c, 0x97, 0xa9,
-	0x20, 0x45, 0xee, 0x47, 0xe3, 0xdd, 0x15, 0x25, 0x1c, 0x24, 0x0b, 0x70, 0xbc, 0x22, 0xaa, 0xc3,
-	0x79, 0x4a, 0xdc, 0xa6, 0x65, 0xf3, 0x86, 0xf7, 0x9e, 0x82, 0xe3, 0x39, 0xa2, 0x5c, 0xe5, 0x62,
-	0xb7, 0x53, 0x3a, 0xbf, 0x79, 0x18, 0x23, 0x3e, 0x1c, 0x07, 0x6d, 0xc3, 0x64, 0x9b, 0x1f, 0xbd,
-	0xf5, 0x8a, 0xc0, 0x07, 0x69, 0xf8, 0x6b, 0xa8, 0xe2, 0xe8, 0x6e, 0x24, 0xbd, 0x2e, 0xf0, 0x70,
-	0x00, 0xcc, 0x0c, 0xdd, 0xae, 0xe3, 0x51, 0x1e, 0xf9, 0x14, 0xe2, 0xe7, 0x63, 0x5f, 0x93, 0xe5,
-	0x58, 0x71, 0xf0, 0xbc, 0x96, 0xbf, 0x2d, 0x57, 0xf0, 0x74, 0x22, 0xaf, 0x15, 0x10, 0x70, 0xc8,
-	0x83, 0x76, 0x20, 0x2f, 0x8f, 0x6c, 0x7b, 0xc5, 0x19, 0xde, 0x86, 0x9b, 0xc7, 0x3d, 0x19, 0x1e,
-	0x2a, 0x26, 0x0b, 0x3c, 0xac, 0xb0, 0xe7, 0x5f, 0x81, 0xb9, 0x87, 0xcb, 0xb4, 0xff, 0x51, 0x01,
-	0x9e, 0x3e, 0xec, 0xd4, 0x0b, 0xeb, 0x28, 0xb6, 0x94, 0x23, 0xdf, 0x2c, 0x42, 0x7d, 0x64, 0x39,
-	0x56, 0x1c, 0x11, 0xaf, 0x28, 0x7b, 0xa8, 0x57, 0xf4, 0x2b, 0x69, 0xc6, 0x7f, 0x54, 0x5f, 0xb0,
-	0x06, 0x37, 0xf9, 0x2a, 0x88, 0x1b, 0x3b, 0x7e, 0x10, 0xf7, 0x97, 0x87, 0xe6, 0x44, 0x84, 0x95,
-	0x79, 0x7b, 0x44, 0x2d, 0x7b, 0x44, 0xa9, 0x90, 0x5f, 0xcf, 0xc4, 0xfe, 0x5e, 0x21, 0xf2, 0xe4,
-	0xa3, 0x8a, 0x80, 0x92, 0x99, 0x8b, 0x23, 0x7f, 0x6d, 0xf1, 0xab, 0x19, 0x28, 0xd4, 0xc3, 0xa3,
-	0x34, 0xf2, 0x06, 0x34, 0x1e, 0x91, 0x3a, 0x91, 0x43, 0x3a, 0xa1, 0x71, 0x8f, 0x14, 0xe2, 0xa8,
-	0x6c, 0xf4, 0x25, 0xc8, 0xbf, 0xe3, 0x78, 0xdc, 0x46, 0x4b, 0xc3, 0x59, 0x66, 0x33, 0xff, 0xde,
-	0xfa, 0x06, 0x2f, 0x3b, 0xe8, 0x94, 0x16, 0xd2, 0x2e, 0xa6, 0x39, 0x66, 0xc0, 0x81, 0x55, 0x7d,
-	0xf4, 0x67, 0x19, 0x00, 0xdd, 0xa0, 0x56, 0x9b, 0xd4, 0x1c, 0x6e, 0x2d, 0x47, 0xba, 0x39, 0xf3,
-	0xd5, 0x5a, 0x5e, 0x52, 0xf8, 0x62, 0x73, 0xbe, 0x11, 0xf4, 0x75, 0x48, 0xf8, 0xd6, 0x8f, 0x06,
-	0x49, 0x11, 0x47, 0x34, 0x4d, 0xcb, 0x94, 0xc1, 0xcf, 0x38, 0x53, 0x86, 0xbe, 0x06, 0x27, 0x54,
-	0x89, 0xbc, 0x61, 0x2c, 0xcc, 0xf8, 0x17, 0x83, 0x3b, 0x84, 0x6b, 0x71, 0xf2, 0x41, 0xa7, 0x74,
-	0x54, 0x06, 0x57, 0x5e, 0x1d, 0x4e, 0x02, 0xa3, 0x2f, 0x01, 0x22, 0x6d, 0xdd, 0xf0, 0x55, 0x12,
-	0x99, 0x1b, 0x43, 0xb1, 0x0d, 0xa8, 0xb0, 0xf1, 0x56, 0x0f, 0x07, 0x4e, 0xa9, 0x35, 0xff, 0x12,
-	0x9c, 0x48, 0x8c, 0xd1, 0x50, 0xe6, 0xfa, 0x27, 0x19, 0xd0, 0x8e, 0x8e, 0x18, 0xfe, 0xdf, 0x1d,
-	0xed, 0xd4, 0x3e, 0xc8, 0x00, 0x8a, 0x57, 0x79, 0x0c, 0x81, 0xb0, 0x19, 0x0f, 0x84, 0x5f, 0x79,
-	0xc8, 0x46, 0xf6, 0x09, 0x7b, 0x7f, 0x2d, 0x9b, 0x6c, 0x1a, 0x1f, 0xc2, 0x67, 0x60, 0xd2, 0xf5,
-	0x6d, 0xdb, 0xb2, 0xeb, 0xd1, 0x9f, 0x23, 0x60, 0x51, 0x84, 0x03, 0x1a, 0xba, 0x0b, 0x05, 0xd7,
-	0x0f, 0xfd, 0x45, 0xb1, 0xeb, 0x5e, 0x65, 0x36, 0x0d, 0xfb, 0x51, 0x57, 0xf1, 0xc9, 0xb8, 0x88,
-	0x08, 0x11, 0x47, 0x01, 0x7e, 0xc6, 0x21, 0xad, 0xf6, 0x0f, 0xd9, 0x64, 0x18, 0xc5, 0x5d, 0x52,
-	0xf9, 0x79, 0x0c, 0x59, 0x70, 0xb2, 0xa1, 0x7b, 0x54, 0x7c, 0xeb, 0xbb, 0xbf, 0xb6, 0xba, 0xb5,
-	0xba, 0x9c, 0x48, 0x81, 0x9d, 0xbc, 0x93, 0xa0, 0x0f, 0xf6, 0x45, 0xac, 0x07, 0x16, 0xf9, 0x70,
-	0xca, 0x25, 0xd4, 0xdd, 0x5f, 0xda, 0xa1, 0xc4, 0x7d, 0x98, 0xac, 0xec, 0xb9, 0x6e, 0xa7, 0x74,
-	0x0a, 0xf7, 0x42, 0xe1, 0x34, 0x7c, 0xf4, 0x65, 0x38, 0x6d, 0x38, 0xb6, 0x47, 0x0c, 0x9f, 0x19,
-	0x09, 0xa6, 0x51, 0xd5, 0xf1, 0x6d, 0x71, 0x33, 0x2b, 0x57, 0xb9, 0x24, 0x5b, 0x79, 0xba, 0x9a,
-	0xc2, 0x73, 0xd0, 0x29, 0xe5, 0x2c, 0x9b, 0xe2, 0x54, 0x00, 0xad, 0xd3, 0x93, 0xe0, 0xe5, 0x86,
-	0xb4, 0xca, 0x06, 0x92, 0xc8, 0xef, 0x9e, 0xa8, 0x02, 0x13, 0x3a, 0x0f, 0x1f, 0x64, 0xaf, 0x7e,
-	0x32, 0x70, 0xdf, 0x96, 0x78, 0xe9, 0x41, 0xa7, 0x54, 0xec, 0xad, 0x25, 0x68, 0x58, 0xd6, 0x44,
-	0xef, 0xc2, 0x18, 0x5f, 0x8f, 0x62, 0xd1, 0x7c, 0x65, 0x04, 0xb7, 0x17, 0xe2, 0xe2, 0xca, 0xcb,
-	0x3a, 0xd5, 0xc5, 0xee, 0xa6, 0x2c, 0x05, 0xff, 0xfb, 0x19, 0x17, 0x8b, 0x5e, 0x86, 0x9c, 0x6f,
-	0x99, 0xf2, 0x6b, 0x06, 0x5b, 0x08, 0xb9, 0x81, 0x27, 0x01, 0xab, 0x38, 0x7f, 0x03, 0xa6, 0x94,
-	0x80, 0xa1, 0x4c, 0xf3, 0x07, 0x13, 0x70, 0x3a, 0xed, 0xe6, 0x05, 0xba, 0x02, 0x93, 0x86, 0x4b,
-	0x74, 0xaa, 0x6e, 0xe5, 0xa8, 0xa8, 0xa4, 0x2a, 0x8a, 0x71, 0x40, 0x47, 0x97, 0x60, 0x9c, 0x27,
-	0x49, 0xe4, 0xed, 0x42, 0x65, 0x30, 0x44, 0x22, 0x45, 0xd0, 0xd0, 0x36, 0x9c, 0x68, 0xb9, 0x96,
-	0x4d, 0xf5, 0xed, 0x86, 0x14, 0x21, 0x5b, 0xab, 0xae, 0xcf, 0xd7, 0xe2, 0xe4, 0x83, 0x4e, 0xe9,
-	0x7c, 0x5c, 0xb3, 0x04, 0x03, 0x4e, 0x02, 0xa2, 0xaf, 0xc7, 0xdc, 0x73, 0xf1, 0xaf, 0x8c, 0xd7,
-	0x1e, 0x72, 0x28, 0x07, 0x77, 0xcb, 0x7f, 0x2f, 0x03, 0xa7, 0xbc, 0x9e, 0x81, 0x0f, 0x9c, 0xe9,
-	0x7b, 0x23, 0x9f, 0x52, 0x95, 0xa7, 0xa4, 0x42, 0xa7, 0x7a, 0x69, 0x1e, 0x4e, 0x53, 0x05, 0xfd,
-	0x52, 0x06, 0xa6, 0xbd, 0x88, 0x69, 0x92, 0xff, 0x02, 0xba, 0xfd, 0xf0, 0xba, 0x29, 0x48, 0x71,
-	0x64, 0x28, 0x5a, 0x82, 0x63, 0x22, 0x99, 0x5f, 0xe2, 0x6c, 0x7b, 0xc4, 0x6d, 0x13, 0x73, 0x45,
-	0xfc, 0xe7, 0x92, 0xad, 0xdc, 0x49, 0x6e, 0x29, 0x94, 0x5f, 0xb2, 0xde, 0xc3, 0x81, 0x53, 0x6a,
-	0xa1, 0x15, 0x98, 0x33, 0x89, 0x67, 0xb9, 0x31, 0xa8, 0x3c, 0x87, 0x52, 0x59, 0x8c, 0xe5, 0x24,
-	0x03, 0xee, 0xad, 0x83, 0x70, 0x7c, 0x43, 0x12, 0xe7, 0x46, 0x3e, 0x13, 0x38, 0xda, 0xc7, 0xda,
-	0x94, 0xb4, 0xef, 0x65, 0x60, 0x42, 0x44, 0xf0, 0x03, 0x9c, 0xab, 0x7f, 0x00, 0xd3, 0xed, 0xe8,
-	0x1d, 0xe2, 0xec, 0x31, 0x7f, 0x15, 0x14, 0xbb, 0x4b, 0xac, 0x92, 0x5c, 0xb1, 0x6b, 0xc3, 0x31,
-	0x41, 0xda, 0xf7, 0xc7, 0x20, 0x46, 0x46, 0xdf, 0xcb, 0xc0, 0x99, 0xd4, 0x8b, 0xc5, 0xd2, 0x57,
-	0x19, 0x3e, 0xa4, 0x39, 0xfa, 0xd2, 0x33, 0xff, 0x17, 0x40, 0x2a, 0x1b, 0x4e, 0xd7, 0x85, 0x85,
-	0x5b, 0x27, 0x8d, 0xc4, 0x7f, 0x40, 0x65, 0xa7, 0x0d, 0x7f, 0x8a, 0x23, 0xfd, 0x87, 0xa2, 0x95,
-	0xd3, 0x6c, 0x67, 0x4e, 0xd2, 0x70, 0x8f, 0x58, 0xf4, 0x2e, 0xcc, 0x18, 0xd1, 0x5f, 0x56, 0x4a,
-	0x17, 0x64, 0xf8, 0x1f, 0xaf, 0xa4, 0xfc, 0xf8, 0x52, 0xfc, 0x02, 0x20, 0x46, 0xc0, 0x71, 0x69,
-	0xa8, 0x09, 0x53, 0x24, 0xf8, 0x23, 0x96, 0xfc, 0x84, 0x34, 0xfc, 0xff, 0x73, 0x12, 0xff, 0xd4,
-	0x12, 0xff, 0x7b, 0x51, 0x85, 0x38, 0x94, 0x50, 0xd9, 0x7a, 0xff, 0xc3, 0x85, 0x27, 0x7e, 0xf8,
-	0xe1, 0xc2, 0x13, 0x1f, 0x7c, 0xb8, 0xf0, 0xc4, 0x37, 0xbb, 0x0b, 0x99, 0xf7, 0xbb, 0x0b, 0x99,
-	0x1f, 0x76, 0x17, 0x32, 0x1f, 0x74, 0x17, 0x32, 0x3f, 0xee, 0x2e, 0x64, 0x7e, 0xf3, 0x9f, 0x17,
-	0x9e, 0x78, 0x63, 0x71, 0xc8, 0x9f, 0x09, 0xff, 0x5f, 0x00, 0x00, 0x00, 0xff, 0xff, 0xa6, 0x5e,
-	0xfc, 0x52, 0x7e, 0x58, 0x00, 0x00,
+	// 6977 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xec, 0x7d, 0x5b, 0x70, 0x23, 0xc7,
+	0x79, 0xae, 0x00, 0x10, 0x24, 0xf8, 0x73, 0xb9, 0x5c, 0xf6, 0xde, 0x28, 0x4a, 0x22, 0xb4, 0xb3,
+	0x92, 0x6a, 0xd7, 0x5a, 0x93, 0x96, 0xb4, 0xba, 0xd8, 0xb2, 0x24, 0x13, 0x20, 0xb9, 0x82, 0x77,
+	0xb9, 0xc4, 0x36, 0x40, 0xda, 0x92, 0x2d, 0xdb, 0x43, 0x4c, 0x13, 0x1c, 0x13, 0x98, 0x81, 0x66,
+	0x7a, 0xb0, 0xa2, 0x8f, 0x75, 0xec, 0x63, 0x9f, 0x3a, 0xe5, 0x73, 0x4e, 0x1d, 0x5f, 0x5e, 0x7c,
+	0x1e, 0x7c, 0xea, 0x24, 0x55, 0x7e, 0x49, 0xb9, 0x52, 0xae, 0x54, 0x6e, 0x95, 0x3c, 0xc5, 0x2f,
+	0x49, 0xe4, 0xaa, 0xa4, 0xe2, 0xaa, 0x94, 0x13, 0x3d, 0x24, 0xb0, 0xc5, 0xe4, 0xc1, 0xa9, 0xf2,
+	0x63, 0x9c, 0x07, 0x26, 0xe5, 0xa4, 0xfa, 0x32, 0x3d, 0x17, 0x0c, 0x48, 0x00, 0xc4, 0x4a, 0x8a,
+	0xcb, 0x4f, 0xc4, 0xf4, 0xff, 0xf7, 0xf7, 0xf7, 0x65, 0xfa, 0xef, 0xff, 0xd2, 0x3d, 0x84, 0x97,
+	0xea, 0x26, 0xdd, 0xf5, 0xb6, 0x17, 0x6b, 0x76, 0x73, 0x69, 0x57, 0xb7, 0xea, 0xba, 0xd3, 0xf6,
+	0x7f, 0x2c, 0xb5, 0xf6, 0xea, 0x4b, 0x7a, 0xcb, 0x74, 0x97, 0xf6, 0xbc, 0x6d, 0xd2, 0x36, 0x1d,
+	0xba, 0xd4, 0x7e, 0x62, 0xa9, 0x4e, 0x2c, 0xe2, 0xe8, 0x94, 0x18, 0x8b, 0x2d, 0xc7, 0xa6, 0x36,
+	0x5a, 0x0a, 0x00, 0x16, 0x7d, 0x00, 0xf9, 0x63, 0xb1, 0xb5, 0x57, 0x5f, 0x64, 0x00, 0x8b, 0x3e,
+	0xc0, 0x62, 0xfb, 0x89, 0xf9, 0x0f, 0x86, 0x24, 0xd6, 0xed, 0xba, 0xbd, 0xc4, 0x71, 0xb6, 0xbd,
+	0x1d, 0xfe, 0xc4, 0x1f, 0xf8, 0x2f, 0x81, 0x3f, 0xaf, 0xed, 0x3d, 0xe7, 0x2e, 0x9a, 0x36, 0x6b,
+	0xc8, 0x52, 0xcd, 0x76, 0x48, 0x42, 0x1b, 0xe6, 0xaf, 0x07, 0x3c, 0x4d, 0xbd, 0xb6, 0x6b, 0x5a,
+	0xc4, 0xd9, 0xf7, 0x5b, 0xbf, 0xe4, 0x10, 0xd7, 0xf6, 0x9c, 0x1a, 0x19, 0xa8, 0x96, 0xbb, 0xd4,
+	0x24, 0x54, 0x4f, 0x92, 0xb5, 0xd4, 0xab, 0x96, 0xe3, 0x59, 0xd4, 0x6c, 0x76, 0x8b, 0x79, 0xe6,
+	0xb8, 0x0a, 0x6e, 0x6d, 0x97, 0x34, 0xf5, 0x78, 0x3d, 0xed, 0x29, 0x18, 0x2b, 0x94, 0x36, 0x2a,
+	0xe8, 0x71, 0x98, 0xf4, 0x5c, 0x52, 0x21, 0x8e, 0xa9, 0x37, 0xe6, 0x52, 0x0f, 0xa7, 0xae, 0xe4,
+	0x0a, 0xd3, 0x07, 0x9d, 0xfc, 0xe4, 0xa6, 0x5f, 0x88, 0x03, 0xba, 0xf6, 0xbb, 0x29, 0x80, 0x82,
+	0x6d, 0xd3, 0x86, 0xad, 0x1b, 0xc4, 0x41, 0x15, 0x18, 0xdb, 0x36, 0x6d, 0x97, 0x57, 0x9b, 0x7a,
+	0xf2, 0xe9, 0xc5, 0x01, 0xe7, 0x6a, 0x91, 0x35, 0xa0, 0x90, 0x3b, 0xe8, 0xe4, 0x79, 0x53, 0x30,
+	0x07, 0x43, 0x1b, 0x90, 0x21, 0x3b, 0xe6, 0x5c, 0x9a, 0x63, 0x5e, 0x1f, 0x18, 0x73, 0x75, 0xad,
+	0x54, 0x98, 0x38, 0xe8, 0xe4, 0x33, 0xab, 0x6b, 0x25, 0xcc, 0x90, 0x34, 0x1d, 0xa6, 0x8a, 0x2b,
+	0xd8, 0x6e, 0x56, 0x75, 0xa7, 0x4e, 0x28, 0xba, 0x02, 0x99, 0x6d, 0x4f, 0xb4, 0x79, 0xb2, 0x70,
+	0xe1, 0xad, 0x4e, 0xfe, 0x3e, 0xc6, 0x5d, 0xf0, 0xdc, 0xc3, 0x4e, 0x7e, 0x62, 0xc5, 0x74, 0xf7,
+	0x0a, 0x9e, 0x8b, 0x19, 0x0b, 0xba, 0x02, 0x39, 0x87, 0xe8, 0x86, 0x6d, 0x35, 0xf6, 0x79, 0x73,
+	0x72, 0x85, 0x53, 0x07, 0x9d, 0x7c, 0x0e, 0x13, 0xdd, 0xd8, 0xb0, 0x1a, 0xfb, 0x58, 0x51, 0xb5,
+	0x6f, 0xa6, 0x21, 0x53, 0x2c, 0x6f, 0xa2, 0xcb, 0x90, 0x65, 0x2f, 0x91, 0x40, 0x9f, 0x2e, 0x4c,
+	0x4b, 0xf4, 0x6c, 0x91, 0x15, 0x62, 0x41, 0x43, 0x57, 0x61, 0xc2, 0xb5, 0x6b, 0x7b, 0x84, 0xba,
+	0x1c, 0x75, 0xba, 0x30, 0x23, 0xd9, 0x26, 0x2a, 0xa2, 0x18, 0xfb, 0x74, 0xc6, 0x4a, 0x77, 0x99,
+	0x14, 0x77, 0x2e, 0x13, 0x65, 0xad, 0x8a, 0x62, 0xec, 0xd3, 0x99, 0xe8, 0xa6, 0x6d, 0x90, 0xc6,
+	0xdc, 0x18, 0xef, 0x98, 0x12, 0xbd, 0xce, 0x0a, 0xb1, 0xa0, 0x21, 0x13, 0x72, 0x3b, 0x44, 0xa7,
+	0x1e, 0x6b, 0x62, 0xf6, 0xe1, 0xcc, 0x95, 0xa9, 0x27, 0x9f, 0x1f, 0x78, 0x80, 0x8b, 0xe5, 0xcd,
+	0x35, 0x81, 0x51, 0x38, 0x23, 0x85, 0xe4, 0x64, 0x81, 0x8b, 0x15, 0xbc, 0xb6, 0x05, 0x10, 0x70,
+	0xa2, 0x87, 0x61, 0xcc, 0xd2, 0x9b, 0x44, 0x8e, 0xfa, 0x29, 0x59, 0x6f, 0xec, 0xb6, 0xde, 0x24,
+	0x98, 0x53, 0xd0, 0x63, 0x30, 0xde, 0xb2, 0x1b, 0x66, 0x4d, 0x0c, 0xf5, 0x64, 0xe1, 0xb4, 0xe4,
+	0x19, 0x2f, 0xf3, 0x52, 0x2c, 0xa9, 0xda, 0x8f, 0x53, 0x90, 0x2d, 0x36, 0xec, 0xda, 0x1e, 0x72,
+	0x61, 0xaa, 0xc6, 0x7e, 0x6c, 0xec, 0xec, 0xb8, 0x84, 0xca, 0x97, 0xf0, 0xa3, 0x83, 0xf7, 0x27,
+	0xc0, 0x28, 0x9c, 0x95, 0x42, 0xa7, 0x42, 0x85, 0x38, 0x2c, 0x05, 0x7d, 0x02, 0xb2, 0x6c, 0x55,
+	0x39, 0xf2, 0xfd, 0x7c, 0x66, 0x60, 0x71, 0x55, 0x56, 0xbb, 0x30, 0xc9, 0xa6, 0x86, 0xff, 0xc4,
+	0x02, 0x4f, 0xfb, 0x5e, 0x0a, 0xc2, 0x52, 0xd1, 0xab, 0x90, 0xf1, 0x68, 0x4d, 0xf6, 0xea, 0xa5,
+	0x93, 0xf4, 0x6a, 0xb3, 0x5a, 0x14, 0x2b, 0x62, 0xb3, 0x5a, 0xc4, 0x0c, 0x14, 0xbd, 0x04, 0x39,
+	0x26, 0xf4, 0x0b, 0xb6, 0x45, 0xe4, 0x68, 0x5f, 0x66, 0xb3, 0x58, 0x95, 0x65, 0x87, 0x9d, 0xfc,
+	0xd9, 0x50, 0x7d, 0xbf, 0x18, 0xab, 0x4a, 0x5a, 0x19, 0x4e, 0x47, 0x05, 0xa0, 0x17, 0x61, 0xda,
+	0xe6, 0x0f, 0x15, 0x52, 0xb3, 0x2d, 0x43, 0xac, 0x80, 0x4c, 0x61, 0xee, 0xa0, 0x93, 0x9f, 0xde,
+	0x08, 0x13, 0x0e, 0x3b, 0xf9, 0x8c, 0x69, 0x51, 0x1c, 0x65, 0xd7, 0xfe, 0x3e, 0x03, 0x17, 0x8a,
+	0x0d, 0xdb, 0x33, 0x4a, 0x96, 0x49, 0x6f, 0xdb, 0xfc, 0x67, 0x85, 0x2b, 0x56, 0xf4, 0x1a, 0x4c,
+	0xba, 0xa4, 0xe6, 0x10, 0x8a, 0xc9, 0x8e, 0x1c, 0x8f, 0x2b, 0x8b, 0x42, 0xeb, 0xb1, 0x7e, 0x2f,
+	0xb2, 0x55, 0xc5, 0xba, 0x7c, 0xcb, 0xae, 0xe9, 0x8d, 0x8d, 0xed, 0xcf, 0x93, 0x1a, 0xe3, 0x24,
+	0x0e, 0xb1, 0x6a, 0xa4, 0x70, 0xfe, 0xa0, 0x93, 0x9f, 0xdd, 0x74, 0x89, 0xb3, 0xa2, 0x53, 0xbd,
+	0xe2, 0xc3, 0xe0, 0x00, 0x11, 0xbd, 0x08, 0xa7, 0x3d, 0x49, 0x2f, 0xe8, 0x2e, 0x79, 0xe6, 0xba,
+	0x1c, 0x12, 0x5f, 0x35, 0x9c, 0xde, 0x8c, 0x50, 0x71, 0x8c, 0x1b, 0x5d, 0x83, 0x9c, 0x5f, 0xc2,
+	0x17, 0xe9, 0x64, 0xb0, 0x2c, 0xfc, 0x9a, 0x58, 0x71, 0xa0, 0x36, 0x9c, 0xb3, 0x08, 0xbd, 0x6b,
+	0x3b, 0x7b, 0x91, 0x06, 0xf1, 0x55, 0x3b, 0x48, 0xbf, 0xd8, 0xc0, 0x9e, 0xbb, 0x9d, 0x80, 0x84,
+	0x13, 0xf1, 0xd1, 0x0d, 0x98, 0x0d, 0x95, 0xcb, 0x8e, 0x66, 0x79, 0x73, 0xef, 0x97, 0xcd, 0x9d,
+	0xbd, 0x1d, 0x67, 0xc0, 0xdd, 0x75, 0xd0, 0xd3, 0x30, 0x15, 0x2a, 0x9c, 0x1b, 0xe7, 0x10, 0x6a,
+	0xdd, 0x84, 0x20, 0x70, 0x98, 0x4f, 0xfb, 0x6a, 0x1a, 0xce, 0x16, 0x6d, 0x8b, 0xea, 0x6c, 0x83,
+	0x62, 0x5a, 0x56, 0x4e, 0xee, 0x65, 0xc8, 0x9a, 0x4d, 0xbd, 0xee, 0x6b, 0x06, 0xa5, 0xb6, 0x4a,
+	0xac, 0x10, 0x0b, 0x1a, 0x5a, 0x86, 0x19, 0xfe, 0xa3, 0xec, 0x35, 0x1a, 0xa2, 0x4b, 0x72, 0x8e,
+	0x2e, 0x4a, 0xf6, 0x99, 0x52, 0x94, 0x8c, 0xe3, 0xfc, 0x4c, 0x01, 0xb5, 0x74, 0xba, 0x2b, 0x67,
+	0x48, 0x29, 0xa0, 0xb2, 0x4e, 0x77, 0x31, 0xa7, 0xa0, 0xed, 0x90, 0x10, 0xa1, 0x73, 0xa4, 0x2a,
+	0x7d, 0xae, 0x4b, 0x88, 0x20, 0x1f, 0x76, 0xf2, 0x0f, 0x75, 0x5b, 0x0f, 0x8b, 0x01, 0x03, 0x8e,
+	0x03, 0x6a, 0xdf, 0xcd, 0xc1, 0xc4, 0x0a, 0x69, 0x9b, 0x35, 0xe2, 0xa2, 0x57, 0x21, 0x6b, 0x98,
+	0xee, 0x1e, 0x5b, 0x29, 0x99, 0xa1, 0x76, 0x4f, 0xbe, 0x57, 0xa9, 0x01, 0x63, 0x4f, 0x2e, 0x16,
+	0x90, 0xc8, 0x02, 0x30, 0x2d, 0x4a, 0x9c, 0x1d, 0xbd, 0x46, 0xd8, 0x2e, 0xc3, 0x04, 0x7c, 0x64,
+	0x60, 0x01, 0x25, 0x1f, 0xa2, 0x80, 0xa4, 0x14, 0x50, 0x45, 0x2e, 0x0e, 0x49, 0x40, 0x18, 0x2e,
+	0xe8, 0x1e, 0xb5, 0x75, 0x4a, 0xf5, 0xda, 0x6e, 0xd9, 0x36, 0x14, 0x1b, 0x1f, 0xef, 0x5c, 0x61,
+	0xfe, 0xa0, 0x93, 0xbf, 0xb0, 0x9c, 0xc8, 0x81, 0x7b, 0xd4, 0x44, 0x9f, 0x84, 0xb9, 0x80, 0x72,
+	0xc3, 0xd1, 0x5b, 0xbb, 0x66, 0xcd, 0x15, 0x83, 0xc7, 0x27, 0x26, 0x57, 0x78, 0xf0, 0xa0, 0x93,
+	0x9f, 0x5b, 0xee, 0xc1, 0x83, 0x7b, 0xd6, 0x46, 0x9b, 0x70, 0x31, 0xa0, 0x09, 0xcb, 0xa6, 0x68,
+	0x5b, 0xae, 0xdd, 0x20, 0x7c, 0x45, 0xe4, 0x0a, 0x0f, 0x1c, 0x74, 0xf2, 0x17, 0x97, 0x93, 0x59,
+	0x70, 0xaf, 0xba, 0xcc, 0x70, 0x71, 0xac, 0x3a, 0x5f, 0x11, 0xc3, 0x18, 0x2e, 0xd8, 0xaa, 0x0b,
+	0x35, 0x8d, 0xad, 0x3a, 0x66, 0x48, 0x68, 0x03, 0xce, 0x7b, 0x2e, 0xd9, 0x32, 0x1d, 0x6a, 0xda,
+	0x55, 0x47, 0xb7, 0x5c, 0x93, 0x9a, 0xb6, 0xa5, 0x37, 0xe6, 0x26, 0x78, 0x2b, 0xef, 0x3f, 0xe8,
+	0xe4, 0xcf, 0x6f, 0x26, 0x31, 0xe0, 0xe4, 0x7a, 0xe8, 0x33, 0x30, 0x6e, 0x5a, 0x2d, 0x8f, 0xba,
+	0x73, 0x39, 0xfe, 0x4a, 0x3c, 0x33, 0xc4, 0x2b, 0xd1, 0xf2, 0x68, 0xb0, 0x37, 0xf3, 0x47, 0x17,
+	0x4b, 0x54, 0xd6, 0xe0, 0x60, 0x70, 0x38, 0x4d, 0xce, 0xd7, 0x64, 0xd0, 0xe0, 0xe5, 0x24, 0x06,
+	0x9c, 0x5c, 0x0f, 0xbd, 0x00, 0x33, 0xdb, 0x6c, 0x9f, 0x59, 0xf7, 0x1a, 0xd4, 0xbc, 0xe3, 0x11,
+	0x8f, 0xcc, 0x01, 0x87, 0x3a, 0xcb, 0xd6, 0x63, 0x21, 0x4a, 0xc2, 0x71, 0x5e, 0xf4, 0x19, 0x98,
+	0x97, 0x3a, 0x48, 0xbd, 0x56, 0x9c, 0xfa, 0x3a, 0x47, 0x9a, 0xe2, 0x48, 0x0b, 0x07, 0x9d, 0xfc,
+	0xfc, 0xed, 0x9e, 0x5c, 0xf8, 0x08, 0x04, 0xb4, 0x09, 0x19, 0xda, 0x6a, 0xce, 0x9d, 0xe2, 0x33,
+	0x3e, 0xf8, 0xfa, 0xaa, 0x96, 0xd7, 0x45, 0x3f, 0xc5, 0xbc, 0x57, 0xcb, 0xeb, 0x98, 0xe1, 0x69,
+	0xff, 0x92, 0x82, 0x31, 0xb6, 0x9c, 0xfb, 0xb0, 0x9a, 0x6c, 0x00, 0xb6, 0xe2, 0xe5, 0x30, 0x0b,
+	0x9b, 0xe4, 0xf9, 0xa1, 0x34, 0x89, 0x6c, 0x89, 0x5a, 0xe9, 0x41, 0x19, 0x0e, 0x89, 0x40, 0x4f,
+	0xc1, 0xe4, 0xb6, 0x6d, 0xd3, 0x0d, 0xc7, 0x20, 0x0e, 0x5f, 0xdc, 0x63, 0x7c, 0x8b, 0x9d, 0x2c,
+	0xf8, 0x85, 0x87, 0x9d, 0xfc, 0x98, 0xc7, 0x36, 0xf8, 0x80, 0x8f, 0xd9, 0x76, 0xae, 0x70, 0x30,
+	0xc6, 0xa2, 0xb6, 0x9d, 0xf4, 0x30, 0x24, 0x55, 0xfb, 0xb3, 0x14, 0x84, 0xe4, 0xa2, 0x57, 0x60,
+	0x8c, 0x49, 0x96, 0x7b, 0xfe, 0x70, 0xdd, 0x12, 0x46, 0xbf, 0x70, 0x32, 0xd8, 0x33, 0xe6, 0x90,
+	0xe8, 0x35, 0xc8, 0xd6, 0x0c, 0xc7, 0x6e, 0xca, 0x21, 0x1b, 0xc2, 0x6a, 0x0c, 0x3c, 0x0a, 0x61,
+	0xcc, 0xf1, 0x02, 0x2c, 0x50, 0x35, 0x43, 0xf4, 0x63, 0x60, 0x8f, 0xe3, 0x5a, 0x97, 0xc7, 0xa1,
+	0x6c, 0x89, 0x04, 0xaf, 0xe3, 0x3b, 0xe3, 0x00, 0x2b, 0x76, 0x53, 0x37, 0xad, 0x4a, 0x8b, 0xd4,
+	0x50, 0x1b, 0x26, 0x7d, 0x67, 0xd4, 0x77, 0xc9, 0x56, 0x07, 0xd7, 0x42, 0x12, 0x01, 0x93, 0xd7,
+	0x3d, 0xd3, 0x21, 0x4d, 0x62, 0x51, 0xb7, 0x30, 0x2b, 0x1b, 0x31, 0xe9, 0x53, 0x5d, 0x1c, 0x88,
+	0x62, 0x7a, 0xaf, 0xd6, 0xf2, 0x86, 0x76, 0xd8, 0x8a, 0xe5, 0x4d, 0xf1, 0xfe, 0x17, 0xcb, 0x9b,
+	0x98, 0x21, 0xa1, 0x4f, 0xc1, 0x78, 0x93, 0x34, 0x6d, 0x67, 0x9f, 0xbf, 0x60, 0x53, 0x4f, 0x3e,
+	0x3b, 0x30, 0xe6, 0x3a, 0xaf, 0x5e, 0x00, 0xf6, 0x8e, 0x89, 0xdf, 0x58, 0x42, 0xa2, 0xcf, 0xc2,
+	0x84, 0xf4, 0x93, 0xa5, 0xcd, 0xf5, 0xdc, 0xe0, 0xe8, 0xa2, 0x7e, 0x61, 0x8a, 0x39, 0x62, 0xf2,
+	0x01, 0xfb, 0xa8, 0xa8, 0x06, 0xb9, 0x1d, 0xd3, 0x69, 0xde, 0xd5, 0x1d, 0xb1, 0x9d, 0x4c, 0x3d,
+	0xf9, 0xe1, 0x81, 0x25, 0xac, 0x49, 0x00, 0xe1, 0x70, 0xfa, 0x4f, 0x58, 0x01, 0x33, 0x37, 0x84,
+	0x7b, 0x25, 0x73, 0xb9, 0x21, 0xdd, 0x10, 0x6e, 0xbe, 0xcb, 0x37, 0x97, 0xfd, 0xc4, 0x02, 0x8f,
+	0xb7, 0xde, 0xf7, 0x10, 0xc7, 0x87, 0x6d, 0xbd, 0x04, 0x90, 0xad, 0xef, 0xf2, 0x0d, 0x51, 0x0d,
+	0x26, 0x0c, 0x61, 0x05, 0xf1, 0xad, 0x6c, 0x98, 0x39, 0x90, 0x56, 0x54, 0xe0, 0x10, 0xcb, 0x02,
+	0xec, 0x23, 0x6b, 0x04, 0x32, 0xab, 0x6b, 0x25, 0xb4, 0x08, 0xe0, 0x92, 0x1a, 0xf3, 0x56, 0x6d,
+	0x9b, 0xca, 0x00, 0xc7, 0x69, 0xa6, 0xe0, 0x2a, 0xaa, 0x14, 0x87, 0x38, 0x18, 0x7f, 0x8b, 0x38,
+	0xae, 0xe9, 0x52, 0x62, 0x51, 0xb9, 0x08, 0x39, 0x7f, 0x59, 0x95, 0xe2, 0x10, 0x87, 0x66, 0xc3,
+	0xcc, 0x6a, 0xb3, 0x45, 0xf7, 0x43, 0x36, 0xed, 0xa7, 0x21, 0x57, 0xd3, 0x5b, 0x7a, 0xcd, 0xa4,
+	0xfb, 0x72, 0x1d, 0x2e, 0x86, 0xec, 0x7a, 0x15, 0xa5, 0xf1, 0x3b, 0xb6, 0xe8, 0x2f, 0xa5, 0xc5,
+	0x3b, 0x9e, 0x6e, 0x51, 0x93, 0xee, 0x07, 0xab, 0xbe, 0x28, 0x71, 0xb0, 0x42, 0x64, 0x4a, 0x72,
+	0x4a, 0x8e, 0xe9, 0x72, 0xb9, 0x54, 0x44, 0x77, 0xe1, 0x94, 0x1c, 0xd8, 0x0a, 0xd5, 0x29, 0x91,
+	0x12, 0x5f, 0x18, 0x76, 0xd6, 0x38, 0x48, 0xe1, 0x9c, 0x6c, 0xc0, 0xa9, 0x70, 0x29, 0x8e, 0x08,
+	0x62, 0x8e, 0x13, 0xb1, 0x8c, 0x8d, 0x1d, 0xbe, 0x33, 0x3a, 0x5e, 0xcb, 0x1f, 0x2d, 0xe5, 0x38,
+	0xad, 0x46, 0xa8, 0x38, 0xc6, 0xad, 0xfd, 0x60, 0x0a, 0xa6, 0x25, 0xfc, 0xcb, 0xfb, 0x2d, 0xe2,
+	0xb4, 0x91, 0x01, 0x13, 0x0e, 0x69, 0xe8, 0x6f, 0x10, 0x63, 0x34, 0xbd, 0xe0, 0x0b, 0x14, 0x0b,
+	0x44, 0xec, 0x43, 0xa3, 0xcf, 0x40, 0xb6, 0xad, 0xb7, 0xcc, 0x9a, 0xd4, 0x58, 0x27, 0x94, 0xc1,
+	0x97, 0xd0, 0x16, 0x9b, 0x09, 0x2c, 0x60, 0x91, 0x05, 0x93, 0x6e, 0xcb, 0xb4, 0xd8, 0x72, 0x72,
+	0xa5, 0x06, 0x5b, 0x1e, 0x5a, 0x86, 0x0f, 0x24, 0x82, 0x72, 0xea, 0x11, 0x07, 0x22, 0xd8, 0xa8,
+	0xb5, 0x5b, 0xa6, 0x65, 0x90, 0x37, 0xa4, 0x46, 0x1b, 0xc5, 0xa8, 0x6d, 0x09, 0x44, 0xec, 0x43,
+	0xf3, 0xb9, 0x11, 0x11, 0x45, 0xa9, 0xd5, 0x46, 0x32, 0x37, 0x02, 0x11, 0xfb, 0xd0, 0x6c, 0x6e,
+	0xdc, 0x7d, 0xcb, 0xac, 0x49, 0xdd, 0x33, 0x8a, 0xb9, 0xa9, 0x30, 0x3c, 0x2c, 0x60, 0xd1, 0x1e,
+	0x00, 0xff, 0x21, 0x62, 0x38, 0x13, 0x43, 0x1a, 0x16, 0x95, 0xfd, 0xdb, 0xa5, 0xa2, 0x08, 0xe4,
+	0x08, 0x55, 0xa2, 0x20, 0x71, 0x08, 0x1e, 0x11, 0xc8, 0x3a, 0xc4, 0x25, 0x54, 0x2a, 0xe9, 0x13,
+	0x76, 0xe6, 0x0c, 0x5b, 0x8e, 0x98, 0xe1, 0xc9, 0x62, 0x2c, 0xd0, 0xd1, 0xe7, 0x21, 0xd7, 0x26,
+	0x96, 0x61, 0x3b, 0xa6, 0xc1, 0x0d, 0xed, 0xa9, 0x27, 0x3f, 0x36, 0xac, 0xa4, 0x2d, 0x8e, 0x53,
+	0x5a, 0x11, 0x9a, 0x7b, 0x4b, 0xa2, 0x62, 0x85, 0x8f, 0x5a, 0x30, 0xb5, 0xe3, 0x90, 0xd7, 0x3d,
+	0x62, 0xd5, 0x4c, 0xe2, 0x72, 0x63, 0xfc, 0xc4, 0x1d, 0x9b, 0x39, 0xe8, 0xe4, 0xa7, 0xd6, 0x02,
+	0x54, 0x1c, 0x16, 0x81, 0xbe, 0x08, 0x33, 0x0e, 0x21, 0x56, 0xc3, 0xac, 0xef, 0x52, 0x62, 0x31,
+	0x7b, 0x84, 0x1b, 0xee, 0x27, 0x96, 0xca, 0x3d, 0x08, 0x1c, 0x45, 0xc6, 0x71, 0x51, 0x6c, 0x3b,
+	0xa4, 0x8d, 0xed, 0x9d, 0x86, 0xe7, 0xee, 0x4a, 0x33, 0x7f, 0xf0, 0xed, 0xb0, 0x7a, 0xab, 0xb0,
+	0xc6, 0x00, 0xc4, 0xa0, 0x56, 0x25, 0x1c, 0x56, 0xc0, 0xe8, 0x93, 0x90, 0x31, 0x5b, 0xe6, 0xdc,
+	0xf4, 0x28, 0xba, 0xc5, 0x2d, 0xa9, 0x52, 0xb9, 0x84, 0x19, 0x24, 0x5b, 0x4e, 0xa4, 0xdd, 0xac,
+	0xb9, 0x73, 0xa7, 0x47, 0xb6, 0x9c, 0x56, 0xb7, 0xd6, 0x8b, 0x15, 0x2c, 0x60, 0xb5, 0xeb, 0x00,
+	0x92, 0xe3, 0xe6, 0xd6, 0x3a, 0x33, 0xf3, 0x77, 0x4d, 0xc3, 0x20, 0x96, 0xbf, 0xcd, 0xfa, 0x66,
+	0xfe, 0xcb, 0xbc, 0x14, 0x4b, 0xaa, 0xf6, 0x47, 0x29, 0x38, 0x13, 0xd7, 0x6f, 0xef, 0xdd, 0x36,
+	0xf6, 0x78, 0x58, 0x5d, 0x8b, 0x80, 0x7c, 0x4f, 0x5d, 0xab, 0x3d, 0x0d, 0x11, 0x28, 0xf4, 0x28,
+	0x4c, 0x10, 0x4b, 0xdf, 0x6e, 0xc8, 0x1d, 0x2b, 0x27, 0xd4, 0xda, 0xaa, 0x28, 0xc2, 0x3e, 0x8d,
+	0xf5, 0x78, 0x26, 0xb6, 0xc4, 0xde, 0xbb, 0x0e, 0x5f, 0x0b, 0xe9, 0x8b, 0x74, 0x34, 0x60, 0xd9,
+	0xbd, 0xe2, 0xb5, 0xbf, 0x18, 0x03, 0x65, 0xc2, 0xa1, 0xcf, 0xc2, 0x98, 0x5e, 0x6b, 0x99, 0xa3,
+	0x69, 0xab, 0xf2, 0x67, 0x97, 0x8b, 0xe5, 0x12, 0xe6, 0xc0, 0xe8, 0x55, 0x18, 0x0b, 0x6d, 0xcd,
+	0x1f, 0x1d, 0x56, 0x00, 0xdb, 0x8e, 0x85, 0xcf, 0xc7, 0x37, 0x66, 0x8e, 0x89, 0xb6, 0x61, 0x7c,
+	0x97, 0xdb, 0x19, 0x72, 0x53, 0x7e, 0x71, 0x58, 0x74, 0x61, 0xad, 0x08, 0xef, 0x42, 0xfc, 0xc6,
+	0x12, 0x99, 0x2d, 0x65, 0xb7, 0xd9, 0x1c, 0xcd, 0x3e, 0xcc, 0x97, 0x72, 0x65, 0x7d, 0x1d, 0x33,
+	0x48, 0xb4, 0x05, 0x99, 0xbd, 0x76, 0x53, 0xee, 0xbd, 0xcf, 0x0f, 0x8b, 0x7c, 0x73, 0x6b, 0x5d,
+	0xe0, 0xde, 0xdc, 0x5a, 0xc7, 0x0c, 0x10, 0x35, 0x01, 0x5a, 0x6d, 0xff, 0x05, 0x1f, 0xcd, 0xb6,
+	0x2b, 0xcc, 0x65, 0x05, 0x8a, 0x43, 0x02, 0xb4, 0xbf, 0x4e, 0x83, 0xf2, 0x67, 0xd0, 0x2a, 0x8c,
+	0x79, 0x9e, 0x69, 0x48, 0xcf, 0xf8, 0x09, 0xff, 0x7d, 0xd8, 0xdc, 0x2c, 0xad, 0x1c, 0x76, 0xf2,
+	0x97, 0x7a, 0x65, 0x36, 0xe9, 0x7e, 0x8b, 0xb8, 0x8b, 0x9b, 0xa5, 0x15, 0xcc, 0xab, 0x87, 0xc2,
+	0x0b, 0xe9, 0xa3, 0xc2, 0x0b, 0x6c, 0xf3, 0xdf, 0x56, 0xc9, 0x4b, 0x39, 0x47, 0x83, 0x8f, 0x64,
+	0x90, 0xff, 0x14, 0x1d, 0x0d, 0x9e, 0x71, 0x08, 0x9e, 0x09, 0xdb, 0x23, 0x8e, 0x45, 0x1a, 0xdc,
+	0xef, 0xc8, 0x0c, 0x29, 0xec, 0xa6, 0x82, 0x10, 0xc2, 0x82, 0x67, 0x1c, 0x82, 0xd7, 0xfe, 0x47,
+	0x0a, 0xce, 0xaf, 0x39, 0x84, 0x7c, 0x81, 0x6c, 0x5a, 0x3b, 0xfc, 0x2f, 0xb3, 0x4e, 0x6c, 0x8f,
+	0xa2, 0x26, 0xcc, 0x78, 0xd1, 0xa2, 0x7e, 0x5c, 0x12, 0x77, 0xb1, 0x49, 0xa8, 0xce, 0xfd, 0x2c,
+	0xcf, 0xd1, 0xa9, 0x69, 0x5b, 0x62, 0xbf, 0x8c, 0xa1, 0xe3, 0x38, 0xb6, 0x66, 0xc0, 0xf9, 0x1b,
+	0x1e, 0x71, 0xe9, 0x72, 0x9d, 0x58, 0xb4, 0x68, 0x37, 0x9b, 0xba, 0x65, 0x94, 0xac, 0x1d, 0xbb,
+	0x8f, 0x50, 0xd6, 0xd5, 0x40, 0x95, 0x0a, 0x3f, 0x42, 0xb9, 0x76, 0x5d, 0xea, 0xf4, 0x0d, 0x98,
+	0x7c, 0xb9, 0xbc, 0x5a, 0xe5, 0x16, 0x18, 0x5a, 0x01, 0xa0, 0x66, 0x6d, 0x4f, 0x86, 0xec, 0x05,
+	0xfe, 0x23, 0x7e, 0x14, 0xab, 0xaa, 0x28, 0x87, 0x9d, 0xfc, 0x69, 0x51, 0xc9, 0x2f, 0xc1, 0xa1,
+	0x7a, 0x4c, 0x91, 0xb7, 0x98, 0x39, 0xa5, 0x7c, 0x3e, 0xae, 0xc8, 0xcb, 0xa2, 0x08, 0xfb, 0x34,
+	0xed, 0x3a, 0x4c, 0x89, 0x15, 0x2f, 0x64, 0x87, 0x6a, 0xa5, 0x8e, 0xa8, 0xf5, 0xd5, 0x14, 0x64,
+	0x79, 0x58, 0x13, 0x5d, 0x0d, 0x87, 0x82, 0x2e, 0x46, 0x43, 0x41, 0x39, 0x11, 0x5c, 0xf5, 0x63,
+	0x41, 0x1f, 0x84, 0x31, 0xf6, 0xa2, 0xcb, 0x77, 0xda, 0x4f, 0xd2, 0x8c, 0x55, 0xf7, 0x5b, 0xe4,
+	0xb0, 0x93, 0x9f, 0xe4, 0xcc, 0xec, 0x01, 0x73, 0x36, 0x35, 0xc0, 0x99, 0x5e, 0x03, 0xac, 0xfd,
+	0x71, 0x06, 0x26, 0x83, 0xf0, 0xfa, 0xf1, 0x13, 0xa2, 0x32, 0xca, 0xe9, 0x23, 0x32, 0xca, 0xbf,
+	0x91, 0x82, 0x0b, 0x2a, 0x11, 0x50, 0x30, 0x2d, 0xc3, 0xb4, 0xea, 0xeb, 0x84, 0xee, 0xda, 0x86,
+	0x7c, 0xe7, 0x6f, 0x9c, 0x20, 0xed, 0x10, 0x86, 0x2b, 0x2c, 0x48, 0xf9, 0x17, 0x92, 0xe9, 0xb8,
+	0x47, 0x33, 0xd0, 0xab, 0x90, 0x6d, 0xd9, 0x0e, 0x75, 0xe7, 0xc6, 0x86, 0xcc, 0xb3, 0x94, 0x6d,
+	0x87, 0x06, 0xbd, 0x67, 0x4f, 0x2e, 0x16, 0x90, 0xe8, 0x49, 0x80, 0xa6, 0x5e, 0x5b, 0x36, 0x0c,
+	0x87, 0xb8, 0xae, 0x4c, 0xa7, 0xa9, 0x08, 0xea, 0xba, 0xa2, 0xe0, 0x10, 0x57, 0x34, 0x82, 0x3a,
+	0xde, 0x5f, 0x04, 0x55, 0xfb, 0xe7, 0x14, 0xf4, 0xe8, 0x37, 0x32, 0x60, 0x7c, 0xdb, 0x31, 0x8d,
+	0xba, 0x6f, 0x41, 0x7c, 0xec, 0x04, 0x03, 0xce, 0x71, 0xc4, 0xc6, 0x26, 0x7e, 0x63, 0x89, 0x8d,
+	0x28, 0xeb, 0xa9, 0xfb, 0xba, 0x47, 0x1c, 0xdd, 0xf0, 0x03, 0xcd, 0x2b, 0xc3, 0x4b, 0x5a, 0x57,
+	0x58, 0x42, 0xaf, 0x05, 0xcf, 0x38, 0x24, 0x47, 0x9b, 0x85, 0x99, 0x58, 0xe3, 0xb4, 0xf3, 0x70,
+	0x36, 0x01, 0x45, 0x7b, 0x02, 0x72, 0x37, 0xb7, 0xd6, 0x07, 0x5a, 0x95, 0xbf, 0x97, 0x82, 0x90,
+	0x3e, 0x65, 0x73, 0x29, 0x34, 0xea, 0xb2, 0x53, 0xf7, 0x57, 0xa8, 0x9a, 0xcb, 0x9b, 0x8a, 0x82,
+	0x43, 0x5c, 0xe8, 0x75, 0x98, 0xac, 0xf9, 0x49, 0xcd, 0xa1, 0x07, 0x25, 0x68, 0x83, 0x4a, 0x90,
+	0x0a, 0x0b, 0x54, 0x3d, 0xe2, 0x40, 0x8a, 0xf6, 0xc3, 0x34, 0x9c, 0x4d, 0xa8, 0xf1, 0xae, 0x25,
+	0x52, 0xd5, 0x30, 0x95, 0x83, 0x74, 0x6a, 0x6c, 0x98, 0x78, 0x52, 0x35, 0xc4, 0xc5, 0xea, 0x98,
+	0x96, 0x49, 0x1d, 0x83, 0xd7, 0x19, 0x8b, 0xd6, 0x29, 0x29, 0x0a, 0x0e, 0x71, 0x25, 0xa5, 0x63,
+	0xb3, 0xa3, 0x4e, 0xc7, 0x3e, 0x0e, 0x7e, 0xf8, 0x96, 0xa9, 0x43, 0xae, 0x6d, 0x63, 0xea, 0x30,
+	0x50, 0xb0, 0xda, 0x2b, 0x20, 0x43, 0xc9, 0x68, 0x03, 0xb2, 0x75, 0xb6, 0xc9, 0x0d, 0x19, 0xdc,
+	0xe3, 0x6e, 0x14, 0xdf, 0x25, 0xb1, 0xc0, 0xd1, 0xfe, 0x5f, 0x1a, 0x4e, 0xaf, 0x9b, 0x75, 0x47,
+	0xa7, 0x64, 0xa3, 0xc5, 0x76, 0x5b, 0x17, 0x69, 0x30, 0x6e, 0x38, 0xfb, 0xd8, 0xb3, 0x78, 0x7a,
+	0x78, 0x52, 0xac, 0xc9, 0x15, 0x5e, 0x82, 0x25, 0x85, 0xe9, 0xde, 0x59, 0xdd, 0x30, 0x88, 0x71,
+	0xdb, 0x36, 0x48, 0x85, 0x34, 0x48, 0x8d, 0xda, 0x8e, 0xcc, 0xf6, 0x6e, 0x0d, 0x1e, 0xd5, 0x8e,
+	0x34, 0x60, 0x71, 0x39, 0x0e, 0xbc, 0x6a, 0x51, 0x67, 0x3f, 0x38, 0x2c, 0xd0, 0x45, 0xc7, 0xdd,
+	0x6d, 0x99, 0x5f, 0x81, 0x0b, 0xc9, 0x38, 0xe8, 0x0c, 0x64, 0xf6, 0x88, 0xdc, 0xae, 0x31, 0xfb,
+	0x89, 0xce, 0x41, 0xb6, 0xad, 0x37, 0x3c, 0xb9, 0xe1, 0x61, 0xf1, 0xf0, 0x91, 0xf4, 0x73, 0x29,
+	0xed, 0x6b, 0x59, 0xb8, 0x20, 0x5a, 0x67, 0xda, 0x56, 0xd1, 0xb6, 0x76, 0xcc, 0xba, 0xb4, 0x4a,
+	0x90, 0x01, 0x0f, 0xb6, 0x74, 0x47, 0x6f, 0x34, 0x48, 0x43, 0x71, 0xb8, 0x65, 0xe2, 0x14, 0x1b,
+	0x9e, 0x4b, 0x89, 0x23, 0xcf, 0x61, 0x3d, 0x7c, 0xd0, 0xc9, 0x3f, 0x58, 0x3e, 0x82, 0x0f, 0x1f,
+	0x89, 0x82, 0x5c, 0xb8, 0xe4, 0xd3, 0x37, 0x3c, 0xba, 0x6d, 0x7b, 0x96, 0x11, 0xe1, 0x63, 0xdd,
+	0x93, 0xae, 0xe3, 0xa3, 0x07, 0x9d, 0xfc, 0xa5, 0xf2, 0x71, 0xcc, 0xf8, 0x78, 0x3c, 0xf4, 0x25,
+	0x38, 0xbf, 0xad, 0x5b, 0xc6, 0x5d, 0xd3, 0xa0, 0xbb, 0x65, 0xe2, 0x28, 0x06, 0xb9, 0xaf, 0x0e,
+	0xfa, 0xd6, 0xf1, 0xe4, 0x6b, 0x21, 0x09, 0x10, 0x27, 0xcb, 0x41, 0x9b, 0x70, 0xb1, 0x66, 0x37,
+	0x5b, 0x0d, 0xc2, 0x9e, 0xa4, 0x81, 0x57, 0x26, 0xce, 0x0d, 0xb3, 0xc0, 0x97, 0x70, 0x46, 0xa4,
+	0xc9, 0x8b, 0xc9, 0x2c, 0xb8, 0x57, 0x5d, 0xf4, 0x02, 0xcc, 0xb4, 0x1c, 0xbb, 0xce, 0xf6, 0x42,
+	0xdf, 0x22, 0xcd, 0x72, 0x38, 0x6e, 0x61, 0x96, 0xa3, 0x24, 0x1c, 0xe7, 0x45, 0x45, 0x98, 0xd5,
+	0x1b, 0x0d, 0xfb, 0xee, 0xb2, 0x47, 0xed, 0xa2, 0x6d, 0xb5, 0x89, 0x53, 0x27, 0x7c, 0x1b, 0xcd,
+	0x89, 0xb3, 0x3e, 0xcb, 0x71, 0x22, 0xee, 0xe6, 0x47, 0xcf, 0xc2, 0x34, 0x2f, 0x2c, 0xdb, 0x2e,
+	0x2d, 0xda, 0xad, 0x7d, 0x99, 0x51, 0x9f, 0x3d, 0xe8, 0xe4, 0xa7, 0x97, 0xc3, 0x04, 0x1c, 0xe5,
+	0xd3, 0x7e, 0x2b, 0x05, 0x13, 0x32, 0x59, 0xdc, 0x87, 0x05, 0xf5, 0x5f, 0x60, 0x5a, 0x66, 0x8f,
+	0x45, 0x66, 0x40, 0x6e, 0x11, 0x83, 0x3b, 0x9e, 0xb7, 0xc3, 0x28, 0x85, 0xf3, 0x52, 0xd4, 0x74,
+	0xa4, 0x18, 0x47, 0x65, 0x69, 0x75, 0x88, 0xd2, 0x99, 0x07, 0xd9, 0xb2, 0x8d, 0xa1, 0xb3, 0xa9,
+	0x65, 0xdb, 0x90, 0x78, 0xc2, 0x83, 0x2c, 0xdb, 0x06, 0x66, 0x80, 0x5a, 0x1b, 0x72, 0xe5, 0x92,
+	0x34, 0xc6, 0x8b, 0x09, 0xc6, 0xf8, 0xe5, 0x44, 0x63, 0x7c, 0x9a, 0xd7, 0x39, 0x89, 0x2d, 0xfe,
+	0x24, 0x9c, 0x2a, 0xeb, 0x9e, 0x3b, 0x88, 0xca, 0xd4, 0xbe, 0x9e, 0x86, 0x4b, 0x41, 0x22, 0x67,
+	0xcb, 0x6e, 0x78, 0x4d, 0x52, 0x6c, 0xe8, 0x66, 0x53, 0xfc, 0x94, 0x23, 0xf5, 0xfd, 0x14, 0x5c,
+	0x6a, 0x1d, 0xc7, 0xa5, 0x4e, 0xbd, 0x26, 0x1c, 0xd9, 0x3a, 0x56, 0x44, 0xe1, 0xaa, 0x1c, 0x94,
+	0xe3, 0x5b, 0x83, 0x8f, 0x6f, 0x0a, 0x7a, 0x0e, 0x4e, 0xed, 0xda, 0xb4, 0xd5, 0xf0, 0xea, 0x75,
+	0xe6, 0x21, 0xc9, 0x61, 0x53, 0xc1, 0xa0, 0x97, 0x43, 0x34, 0x1c, 0xe1, 0xd4, 0x4a, 0x00, 0xc1,
+	0xc4, 0xa2, 0xe7, 0x61, 0xba, 0xdd, 0x94, 0x0f, 0xc5, 0xd2, 0x0a, 0x96, 0x33, 0xa8, 0x5e, 0xb8,
+	0xad, 0xf5, 0x10, 0x11, 0x47, 0x79, 0xb5, 0x37, 0x60, 0x8c, 0x19, 0xc7, 0x7d, 0xac, 0x8b, 0x6b,
+	0x90, 0xe3, 0x87, 0x90, 0x6b, 0x76, 0x23, 0x1e, 0x81, 0x2a, 0xcb, 0x72, 0xac, 0x38, 0xf8, 0xd1,
+	0x2d, 0xdb, 0x11, 0x3e, 0x74, 0x36, 0x74, 0x74, 0xcb, 0x76, 0x28, 0xe6, 0x14, 0xed, 0xb7, 0x53,
+	0x90, 0xc3, 0xd5, 0xe2, 0xc0, 0xaf, 0x20, 0xaf, 0x73, 0x82, 0x57, 0x10, 0x5d, 0x87, 0x2c, 0x75,
+	0xf4, 0xda, 0x9e, 0xb4, 0x83, 0x7c, 0x17, 0x25, 0x5b, 0x65, 0x85, 0x4a, 0x42, 0x93, 0x38, 0xbc,
+	0x00, 0x0b, 0x66, 0xed, 0xc7, 0x59, 0x38, 0x97, 0x94, 0x67, 0x47, 0x7f, 0x9e, 0x82, 0x1c, 0x0f,
+	0x7d, 0xbb, 0xd4, 0x3f, 0x16, 0x56, 0x19, 0x49, 0x06, 0x7f, 0x11, 0x4b, 0x54, 0xb1, 0x89, 0x6f,
+	0x05, 0x87, 0x0a, 0x44, 0xf1, 0x61, 0x27, 0x9f, 0x4f, 0xb0, 0x9d, 0x7c, 0xa8, 0x5b, 0xa6, 0x4b,
+	0xbf, 0xf2, 0x93, 0x23, 0x59, 0xf8, 0xec, 0xaa, 0xc6, 0xa3, 0x3f, 0x49, 0xc1, 0x78, 0xc3, 0x6c,
+	0x9a, 0xd4, 0x3f, 0x7d, 0x76, 0x67, 0x34, 0xfd, 0xb8, 0xc5, 0x31, 0x45, 0x2f, 0xaa, 0x7e, 0x98,
+	0x47, 0x14, 0x8e, 0xa8, 0x0f, 0xb2, 0xd9, 0xe8, 0x15, 0xb8, 0x68, 0xb7, 0x89, 0x53, 0xb3, 0x9b,
+	0x4d, 0x93, 0x72, 0x6b, 0x6d, 0xa3, 0x4d, 0x9c, 0x5d, 0xa2, 0x1b, 0xf2, 0x4c, 0x5b, 0x5e, 0x8a,
+	0xbf, 0xb8, 0x91, 0xcc, 0x86, 0x7b, 0xd5, 0x9f, 0xdf, 0x83, 0xe9, 0xc8, 0x7c, 0x24, 0x18, 0x43,
+	0x2b, 0x61, 0x63, 0x68, 0xe0, 0xcd, 0x3e, 0x64, 0x3c, 0xcd, 0x9b, 0x30, 0x15, 0x1a, 0xb4, 0x7b,
+	0x29, 0x4a, 0xfb, 0x22, 0x9c, 0xc6, 0xc4, 0xa5, 0xba, 0x43, 0x7d, 0x95, 0xbc, 0x06, 0xa8, 0xee,
+	0xe8, 0x35, 0x52, 0x26, 0x8e, 0x69, 0x1b, 0xd1, 0xa3, 0xc1, 0x17, 0x0e, 0x3a, 0x79, 0x74, 0xa3,
+	0x8b, 0x8a, 0x13, 0x6a, 0x84, 0x54, 0x7b, 0xba, 0xa7, 0x6a, 0xcf, 0x42, 0x06, 0x5b, 0x75, 0xed,
+	0x59, 0x98, 0xad, 0xd8, 0x3b, 0x14, 0x13, 0xee, 0x3c, 0x0f, 0xb0, 0x35, 0xbc, 0x0a, 0xa7, 0x2a,
+	0xe1, 0xb6, 0x3f, 0x06, 0xe3, 0x2d, 0xb6, 0xbd, 0x18, 0xf1, 0x6c, 0x06, 0xdf, 0x74, 0x0c, 0x2c,
+	0xa9, 0x7d, 0xb5, 0xcd, 0x80, 0xa9, 0x0a, 0xb5, 0x5b, 0x3e, 0xf4, 0x13, 0x30, 0x15, 0xea, 0xa4,
+	0x1c, 0x0f, 0x9e, 0x06, 0x0b, 0x8d, 0x07, 0x0e, 0xf3, 0xf4, 0x25, 0xe5, 0x67, 0x29, 0x80, 0x20,
+	0x35, 0xf9, 0xde, 0x25, 0x18, 0x74, 0x18, 0x37, 0x4c, 0x87, 0xd4, 0xe8, 0x68, 0x32, 0xec, 0xa2,
+	0xab, 0x1c, 0x10, 0x4b, 0x60, 0xed, 0xaf, 0xd2, 0x90, 0xf3, 0xf3, 0x6a, 0xbf, 0xca, 0x1d, 0x45,
+	0x75, 0xc8, 0x91, 0x37, 0x28, 0xb1, 0x0c, 0xe2, 0x07, 0xd4, 0x4e, 0x9a, 0x75, 0x61, 0x7a, 0x7f,
+	0x55, 0x42, 0x62, 0x05, 0xae, 0x6d, 0xc3, 0xa4, 0x3a, 0x8f, 0xd8, 0x67, 0x5a, 0x6b, 0xe0, 0xb3,
+	0x32, 0x7f, 0x9a, 0x01, 0x71, 0xe9, 0x01, 0x7d, 0x12, 0xc6, 0x76, 0x5b, 0xea, 0xd2, 0xc6, 0xe0,
+	0x47, 0x27, 0x55, 0xf8, 0x57, 0x64, 0x79, 0xd8, 0x23, 0xe6, 0x88, 0xa8, 0x2a, 0xf2, 0x24, 0xe9,
+	0x21, 0x93, 0xb5, 0x7e, 0x10, 0x29, 0x96, 0x25, 0xa9, 0x42, 0xa6, 0x65, 0xfa, 0x61, 0xfc, 0xc1,
+	0x51, 0x7d, 0xfb, 0x58, 0x5a, 0xce, 0xa5, 0x2a, 0x66, 0x70, 0x0c, 0xd5, 0xa1, 0x35, 0x99, 0x89,
+	0x18, 0x1c, 0xd5, 0x37, 0x2e, 0xe4, 0xb1, 0xe1, 0x6a, 0x11, 0x33, 0x38, 0xf4, 0x39, 0x95, 0xe7,
+	0xca, 0x0e, 0x99, 0x45, 0x0b, 0x85, 0xb8, 0x93, 0xb2, 0x5c, 0xda, 0x75, 0x38, 0xbd, 0x69, 0xb5,
+	0x06, 0xb5, 0xbd, 0xdf, 0x4a, 0xc3, 0xe9, 0x2d, 0xd3, 0xa1, 0x9e, 0xde, 0xf0, 0xa3, 0x2e, 0x9f,
+	0x83, 0x5c, 0x93, 0x50, 0xdd, 0xd0, 0xa9, 0x2e, 0x5f, 0x85, 0x0f, 0xf5, 0x97, 0x96, 0x10, 0xd7,
+	0x21, 0xd6, 0x09, 0xd5, 0x83, 0x40, 0x52, 0x50, 0x86, 0x15, 0x2a, 0x22, 0x30, 0xe6, 0xb6, 0x88,
+	0x9f, 0x50, 0x2c, 0x0e, 0x3c, 0x14, 0xd1, 0x06, 0x57, 0x5a, 0xa4, 0x16, 0x58, 0xa0, 0xec, 0x09,
+	0x73, 0x78, 0xd4, 0x84, 0x71, 0x97, 0xea, 0xd4, 0xf3, 0x0f, 0xfc, 0xac, 0x9e, 0x54, 0x10, 0x07,
+	0x0b, 0x65, 0xb2, 0xf8, 0x33, 0x96, 0x42, 0xb4, 0xbf, 0xcb, 0xc0, 0xc5, 0x68, 0x85, 0xa2, 0x6d,
+	0x19, 0xfc, 0x98, 0x37, 0x7a, 0x29, 0x12, 0xc9, 0x7a, 0x3c, 0x96, 0x37, 0x78, 0xa0, 0x47, 0xb5,
+	0x50, 0x26, 0xe1, 0x96, 0xea, 0x8b, 0xb0, 0xcd, 0xaf, 0x47, 0x1b, 0x71, 0xd8, 0xc9, 0x27, 0x5c,
+	0x9a, 0x5c, 0x54, 0x48, 0xd1, 0xa6, 0xa2, 0x3a, 0x4c, 0x37, 0x74, 0x97, 0x96, 0x1d, 0x7b, 0x9b,
+	0x67, 0x89, 0xe4, 0x00, 0x7d, 0xa0, 0xbf, 0x79, 0x66, 0x35, 0x02, 0xf7, 0xe3, 0x56, 0x18, 0x08,
+	0x47, 0x71, 0x51, 0x1b, 0x10, 0x2b, 0x08, 0x0e, 0xbc, 0x73, 0x69, 0x63, 0x03, 0x4b, 0x9b, 0x97,
+	0xd2, 0xd0, 0xad, 0x2e, 0x34, 0x9c, 0x20, 0x81, 0xd9, 0x09, 0x0e, 0xd1, 0x5d, 0xdb, 0x92, 0xf1,
+	0x49, 0x35, 0x67, 0x98, 0x97, 0x62, 0x49, 0x45, 0x57, 0x61, 0xa2, 0x49, 0x5c, 0x57, 0x97, 0xe1,
+	0x8a, 0xc9, 0x20, 0xbf, 0xb5, 0x2e, 0x8a, 0xb1, 0x4f, 0xd7, 0x7e, 0x9a, 0x86, 0x0b, 0xd1, 0x79,
+	0x2a, 0x59, 0x2e, 0xd5, 0xad, 0xda, 0xbb, 0xb1, 0x62, 0x9a, 0x91, 0x15, 0x73, 0xf3, 0x84, 0x2f,
+	0xb2, 0xdf, 0xf0, 0x9e, 0x2b, 0xc7, 0x8b, 0xad, 0x9c, 0xf5, 0x51, 0x09, 0x3c, 0x7a, 0x05, 0xfd,
+	0x3c, 0x03, 0xf9, 0xe4, 0x8a, 0xc1, 0x4a, 0xba, 0x11, 0x59, 0x49, 0x4f, 0xc5, 0x56, 0xd2, 0xe5,
+	0x63, 0xaa, 0xff, 0x7a, 0x45, 0xbd, 0x8f, 0x56, 0xd4, 0xef, 0x64, 0xe0, 0xe1, 0xe4, 0xf9, 0x5a,
+	0x33, 0x1b, 0xa4, 0xb2, 0xef, 0x52, 0xd2, 0x44, 0xd7, 0x20, 0x67, 0x98, 0xee, 0xde, 0xed, 0x20,
+	0x78, 0xa1, 0xc2, 0x12, 0x2b, 0xb2, 0x1c, 0x2b, 0x0e, 0x9e, 0xfb, 0xb3, 0x3d, 0x8b, 0x96, 0x6d,
+	0xd3, 0xf2, 0xd3, 0x28, 0x41, 0xee, 0x4f, 0x51, 0x70, 0x88, 0x0b, 0xbd, 0x08, 0xa7, 0x77, 0x94,
+	0x3c, 0xf6, 0x82, 0xc8, 0xc0, 0x81, 0x3a, 0x32, 0xbb, 0x16, 0xa1, 0xe2, 0x18, 0x37, 0x7a, 0x86,
+	0x5f, 0xd6, 0x36, 0x0a, 0xfb, 0x94, 0xb8, 0x32, 0x08, 0x3b, 0xe7, 0x9f, 0xcd, 0xdf, 0xf4, 0x09,
+	0xfe, 0x0d, 0xcb, 0x80, 0x15, 0x7d, 0x18, 0x80, 0xda, 0x54, 0x6f, 0x88, 0x8a, 0x22, 0xdc, 0x7a,
+	0xbf, 0x8a, 0x89, 0x28, 0x8a, 0x5f, 0x33, 0xc4, 0x8c, 0xee, 0xca, 0x4b, 0x18, 0xe3, 0xdc, 0x8d,
+	0xdf, 0x1c, 0xd1, 0xea, 0x0c, 0xfa, 0xc9, 0xef, 0x3f, 0x28, 0xc5, 0x10, 0x5c, 0xd1, 0xd0, 0xf6,
+	0xe1, 0x91, 0x7e, 0xea, 0x86, 0x4e, 0x7f, 0xa4, 0x8e, 0x3c, 0xfd, 0x71, 0x15, 0x26, 0xb6, 0x3d,
+	0xb7, 0x1a, 0xa4, 0xd4, 0xd5, 0xdb, 0x52, 0x10, 0xc5, 0xd8, 0xa7, 0x6b, 0xff, 0x3f, 0x75, 0xbc,
+	0x6c, 0x7e, 0xaa, 0xa1, 0x1d, 0xbd, 0xc3, 0x77, 0x67, 0xe4, 0xa3, 0x93, 0x7c, 0xbf, 0x4f, 0xfb,
+	0xb7, 0x3e, 0x1a, 0x78, 0xcb, 0x74, 0x29, 0xfa, 0x74, 0xd7, 0x76, 0xd1, 0xe7, 0xb9, 0x0f, 0x56,
+	0x9b, 0x6f, 0x16, 0x6a, 0x09, 0xf8, 0x25, 0xa1, 0xad, 0xa2, 0x0d, 0x59, 0x93, 0x92, 0xe6, 0xf0,
+	0x31, 0x9e, 0xfe, 0xbb, 0x5f, 0x62, 0x72, 0xb0, 0x10, 0xa7, 0x7d, 0x63, 0xbc, 0x57, 0xf7, 0x83,
+	0xc3, 0x27, 0x7c, 0x7e, 0x6e, 0xc0, 0x6c, 0x5d, 0x95, 0x6c, 0x31, 0x47, 0xc4, 0xb6, 0xe4, 0x6b,
+	0xa2, 0x12, 0x59, 0x37, 0xe2, 0x0c, 0xb8, 0xbb, 0x0e, 0xfa, 0x46, 0x0a, 0x66, 0x5d, 0xaf, 0xd5,
+	0xb2, 0x1d, 0x4a, 0x0c, 0x79, 0xae, 0xc5, 0xef, 0xf6, 0xda, 0xc0, 0xdd, 0x4e, 0x3c, 0x22, 0x13,
+	0xb4, 0xa8, 0x12, 0x17, 0x84, 0xbb, 0x65, 0x33, 0x65, 0xb5, 0x6b, 0xbb, 0x34, 0x74, 0xe6, 0x43,
+	0xcd, 0xd4, 0xcb, 0xb2, 0x1c, 0x2b, 0x0e, 0x64, 0x41, 0xda, 0x76, 0xa5, 0xea, 0xc6, 0x23, 0x9a,
+	0x26, 0x11, 0xd4, 0xaa, 0xf0, 0xb6, 0x83, 0x94, 0x9d, 0xde, 0xa8, 0xe0, 0xb4, 0xcd, 0x5b, 0xa7,
+	0x6e, 0x98, 0x67, 0xa3, 0xad, 0xeb, 0xbe, 0x4e, 0x8e, 0xbe, 0x9c, 0x12, 0x77, 0xa8, 0xd9, 0x2b,
+	0x26, 0x15, 0xcd, 0x88, 0x1b, 0xb9, 0xe9, 0x12, 0x27, 0x7a, 0x2f, 0x9b, 0xc9, 0xc2, 0x4a, 0x2a,
+	0x7a, 0x13, 0xc6, 0x77, 0x5c, 0xd6, 0x15, 0x79, 0x28, 0x7c, 0xf4, 0x8a, 0x8e, 0x8f, 0x93, 0x52,
+	0x4e, 0x6b, 0x7c, 0xdc, 0xb0, 0x14, 0xca, 0x37, 0x06, 0x57, 0x9c, 0xe0, 0x12, 0xbb, 0x3d, 0x3f,
+	0x33, 0x1e, 0xde, 0x18, 0x2a, 0x61, 0x2a, 0x8e, 0x71, 0x6b, 0xdf, 0xce, 0xc0, 0xa5, 0x63, 0x67,
+	0xa9, 0x8f, 0xc8, 0xfc, 0xf3, 0x30, 0x2d, 0xf2, 0xf6, 0x98, 0x34, 0x88, 0xee, 0xfa, 0xaa, 0x52,
+	0xd9, 0x0b, 0x37, 0xc3, 0x44, 0x1c, 0xe5, 0x65, 0x1a, 0xb6, 0x2d, 0xd7, 0x58, 0x26, 0xaa, 0x61,
+	0xfd, 0x95, 0xe5, 0xd3, 0xd9, 0xe6, 0xd9, 0x72, 0x08, 0xa5, 0xfb, 0x7c, 0xb3, 0x8d, 0x9d, 0x08,
+	0x28, 0x2b, 0x0a, 0x0e, 0x71, 0xa1, 0x25, 0x98, 0x94, 0xd5, 0x4b, 0x86, 0x7c, 0xa9, 0xd4, 0xc5,
+	0x34, 0x29, 0xa0, 0xb4, 0x82, 0x03, 0x9e, 0xa0, 0x33, 0xfe, 0xca, 0x1f, 0x4f, 0xea, 0x8c, 0xdf,
+	0xb6, 0x28, 0x2f, 0x37, 0x2e, 0xe4, 0x3d, 0xb1, 0x89, 0x98, 0x71, 0x11, 0xbf, 0xf1, 0x35, 0x0f,
+	0x69, 0xd3, 0x90, 0x13, 0xa6, 0x16, 0x42, 0x69, 0x05, 0xa7, 0x4d, 0x43, 0xfb, 0x5e, 0xea, 0x98,
+	0x89, 0x61, 0xef, 0xa2, 0xff, 0x0d, 0x81, 0x24, 0xcb, 0x63, 0x53, 0x96, 0x63, 0xc5, 0xc1, 0x76,
+	0x3c, 0x83, 0x5f, 0xfb, 0x8b, 0x9f, 0x77, 0x14, 0x97, 0x01, 0xb1, 0xa4, 0xb2, 0x01, 0x6b, 0xd8,
+	0x75, 0xd3, 0x52, 0x46, 0x62, 0x2a, 0x18, 0xb0, 0x5b, 0x3e, 0x01, 0x07, 0x3c, 0xda, 0x2f, 0x53,
+	0xf0, 0xe8, 0xb1, 0x8d, 0x7d, 0x17, 0xf6, 0x95, 0xbb, 0xd1, 0x7d, 0xe5, 0x5e, 0xe8, 0x82, 0xe4,
+	0x8d, 0xe5, 0x67, 0x29, 0x98, 0x4f, 0xae, 0xfb, 0x2e, 0xf4, 0xba, 0x11, 0xed, 0xf5, 0x8d, 0x11,
+	0xf5, 0xba, 0x47, 0x57, 0xff, 0x35, 0xdd, 0xcb, 0x01, 0x0a, 0x4e, 0x00, 0xdc, 0x7b, 0x67, 0xb3,
+	0x1d, 0x71, 0x36, 0xab, 0x23, 0xea, 0xb2, 0xea, 0x41, 0x4f, 0xaf, 0xf3, 0xbf, 0xc6, 0xbc, 0xce,
+	0xad, 0x91, 0x4b, 0x3e, 0xda, 0xfd, 0xfc, 0x65, 0x06, 0xae, 0x1c, 0x83, 0x10, 0xf8, 0xa1, 0xe5,
+	0x88, 0x1f, 0xfa, 0xd1, 0x98, 0x1f, 0x7a, 0xad, 0x5f, 0x9c, 0x5f, 0x3b, 0xa4, 0xef, 0x23, 0x87,
+	0xf4, 0x30, 0x05, 0x97, 0x8f, 0x99, 0xb8, 0x77, 0x41, 0xe5, 0x78, 0x51, 0x95, 0x53, 0x1e, 0xf5,
+	0x2a, 0xe8, 0xa1, 0x7b, 0xbe, 0x95, 0x86, 0x67, 0x8f, 0xa9, 0x59, 0xde, 0xd5, 0x5d, 0x12, 0x9d,
+	0x06, 0x97, 0xea, 0xcd, 0x16, 0xba, 0x09, 0xd9, 0x16, 0xa3, 0xc9, 0xd5, 0xf0, 0xb4, 0x3a, 0x97,
+	0xcb, 0x0a, 0x0f, 0x3b, 0xf9, 0x47, 0xfa, 0x01, 0xc6, 0x02, 0x03, 0x7d, 0x2d, 0x05, 0x73, 0xad,
+	0x1e, 0x92, 0xa4, 0x4e, 0x1a, 0xe4, 0xbd, 0x7a, 0x58, 0x36, 0x66, 0xae, 0x57, 0xeb, 0x71, 0x4f,
+	0x69, 0xda, 0x5f, 0xa6, 0x8f, 0x7d, 0x21, 0xf8, 0x2d, 0x7f, 0x66, 0x64, 0x35, 0xcd, 0x90, 0xa5,
+	0x10, 0x18, 0x59, 0xeb, 0x25, 0x6e, 0x28, 0xf8, 0x74, 0xf4, 0xfb, 0x47, 0x9c, 0x0f, 0xdc, 0xbb,
+	0x17, 0xaa, 0xf6, 0xfd, 0x74, 0x68, 0xf0, 0xeb, 0xd3, 0xf0, 0x48, 0x1f, 0x3a, 0x9a, 0xa0, 0x1d,
+	0x38, 0xcd, 0x73, 0xd6, 0xc1, 0xc4, 0xa7, 0x06, 0x9e, 0x78, 0xc4, 0x4c, 0xf4, 0x4a, 0x04, 0x05,
+	0xc7, 0x50, 0xd1, 0xe7, 0xe0, 0x14, 0xb1, 0x8c, 0x93, 0xbc, 0x5e, 0xfc, 0x06, 0xe8, 0x6a, 0x08,
+	0x03, 0x47, 0x10, 0xd1, 0xb7, 0x53, 0xb0, 0x40, 0xf9, 0x27, 0x27, 0xd8, 0xd0, 0x49, 0x63, 0x90,
+	0xe8, 0xc6, 0x7e, 0x20, 0x74, 0x70, 0xcd, 0xac, 0x1d, 0x74, 0xf2, 0x0b, 0xd5, 0x23, 0x51, 0xf1,
+	0x31, 0x52, 0xd1, 0xa7, 0x61, 0x2e, 0xce, 0xb1, 0x42, 0x28, 0xa9, 0x51, 0x62, 0xc8, 0x4f, 0xf9,
+	0xa8, 0x95, 0x53, 0xed, 0xc1, 0x87, 0x7b, 0x22, 0x30, 0x27, 0x3f, 0xa0, 0x45, 0xcf, 0xe2, 0xab,
+	0x17, 0xaf, 0x1a, 0x67, 0xc0, 0xdd, 0x75, 0xd0, 0x3f, 0xa9, 0xf1, 0x13, 0x49, 0x58, 0xf5, 0xa2,
+	0x30, 0x26, 0x7e, 0xee, 0x5f, 0x3a, 0xa7, 0xfb, 0xf7, 0xc2, 0x5a, 0x20, 0x8b, 0xd5, 0x23, 0x65,
+	0x8b, 0xa5, 0xf4, 0x98, 0xec, 0xd1, 0xc2, 0xd1, 0xcc, 0xf8, 0x98, 0x8e, 0x30, 0x07, 0x2c, 0x18,
+	0x00, 0xe9, 0xe1, 0x28, 0x53, 0x2d, 0x18, 0x2d, 0x1c, 0xe2, 0x62, 0xfe, 0x84, 0x78, 0x2a, 0xdb,
+	0xbe, 0xbb, 0xa3, 0xfc, 0x89, 0xaa, 0x4f, 0xc0, 0x01, 0x0f, 0x13, 0x22, 0x4f, 0xd6, 0x30, 0x21,
+	0x93, 0x51, 0x21, 0x15, 0x45, 0xc1, 0x21, 0x2e, 0x26, 0x44, 0x3c, 0x31, 0x21, 0x10, 0x15, 0x52,
+	0xf1, 0x09, 0x38, 0xe0, 0x61, 0x15, 0xe4, 0x51, 0x53, 0x62, 0xc8, 0x6f, 0xfa, 0xa8, 0x0a, 0x45,
+	0x9f, 0x80, 0x03, 0x1e, 0xb6, 0x9b, 0xef, 0xe8, 0x66, 0x83, 0x18, 0xfc, 0x46, 0x6f, 0xe8, 0x60,
+	0xc7, 0x1a, 0x2f, 0xc5, 0x92, 0xca, 0x7c, 0x72, 0x7d, 0xdb, 0x76, 0xa8, 0x3c, 0xab, 0x43, 0x0c,
+	0x7e, 0x43, 0x37, 0xf4, 0x7d, 0x83, 0xe5, 0x08, 0x15, 0xc7, 0xb8, 0xd1, 0x3a, 0x4c, 0xf1, 0x12,
+	0xe9, 0xd0, 0x9f, 0x8e, 0xe4, 0xe3, 0xa6, 0x96, 0x03, 0xd2, 0x61, 0x27, 0x7f, 0x4e, 0x4d, 0x51,
+	0xa8, 0x1c, 0x87, 0xeb, 0x33, 0x6f, 0x96, 0x35, 0xcc, 0x73, 0x88, 0xb0, 0x3a, 0xe6, 0x66, 0xa2,
+	0xde, 0xec, 0x5a, 0x98, 0x88, 0xa3, 0xbc, 0xe8, 0x35, 0x38, 0xd5, 0xf4, 0x25, 0x6c, 0x9a, 0xc6,
+	0xdc, 0x19, 0x5e, 0xf7, 0xc3, 0xfe, 0x19, 0x87, 0xf5, 0x10, 0xad, 0xbf, 0x9b, 0x77, 0x11, 0x38,
+	0xf4, 0x04, 0x8c, 0x35, 0xd9, 0x14, 0xcf, 0x72, 0xd8, 0x87, 0x7c, 0x0b, 0x75, 0xdd, 0x36, 0xd8,
+	0x96, 0x3c, 0xad, 0xe0, 0x59, 0x01, 0xe6, 0xac, 0xe8, 0x3b, 0x29, 0xb8, 0xd0, 0x4c, 0x3c, 0xd4,
+	0x3d, 0x87, 0x86, 0xbc, 0x38, 0x94, 0x7c, 0x46, 0x5c, 0x7c, 0x7c, 0x2c, 0x99, 0x86, 0x7b, 0x34,
+	0x61, 0xfe, 0x0e, 0x5c, 0xee, 0x63, 0x35, 0x1e, 0xb7, 0x21, 0x65, 0xc3, 0x1b, 0xd2, 0x3f, 0x8e,
+	0xf5, 0x72, 0xae, 0x63, 0x4e, 0xc3, 0x68, 0x4d, 0x9c, 0xff, 0x93, 0x02, 0xa8, 0xf9, 0x86, 0xbb,
+	0x6f, 0xe8, 0xbd, 0x32, 0x6a, 0x05, 0xa6, 0x5c, 0x83, 0x60, 0x7d, 0xab, 0x22, 0x17, 0x87, 0x1a,
+	0x80, 0x7e, 0x98, 0x82, 0xfb, 0x7b, 0x19, 0x41, 0xcc, 0x1b, 0x63, 0xcd, 0xdb, 0x1d, 0x75, 0xf3,
+	0x7a, 0xd9, 0x63, 0x85, 0x4b, 0xb2, 0xb5, 0xf7, 0xf7, 0xe2, 0x70, 0x71, 0xef, 0xd6, 0xa2, 0x6f,
+	0xa5, 0xe0, 0x74, 0x33, 0xa2, 0xc3, 0xa5, 0x33, 0xb2, 0x79, 0x4f, 0x36, 0x08, 0x61, 0x66, 0x44,
+	0xcb, 0x70, 0xac, 0x01, 0xda, 0x2f, 0xd2, 0xf0, 0x58, 0x32, 0x58, 0xfc, 0x23, 0x67, 0xe8, 0x0a,
+	0x4c, 0x9a, 0x2d, 0x7f, 0xc3, 0x4c, 0xc5, 0xc2, 0x57, 0x65, 0x1c, 0x10, 0xd1, 0x43, 0x90, 0x69,
+	0xea, 0x35, 0xe9, 0x2c, 0x4e, 0xf9, 0xd7, 0x16, 0xd7, 0x97, 0x8b, 0x98, 0x95, 0x1f, 0x7f, 0xf7,
+	0x10, 0x5d, 0x85, 0x29, 0x85, 0x46, 0xc4, 0x55, 0xbc, 0x49, 0xff, 0x5b, 0x05, 0x2e, 0x0e, 0xd3,
+	0x98, 0x9e, 0x53, 0x37, 0xf9, 0xb8, 0x99, 0x9b, 0x8d, 0xea, 0xb9, 0x52, 0x98, 0x88, 0xa3, 0xbc,
+	0x68, 0x05, 0xce, 0xb4, 0x42, 0x1f, 0x11, 0xe4, 0xf5, 0x85, 0x2b, 0xe6, 0xe7, 0xc9, 0xce, 0x94,
+	0x63, 0x74, 0xdc, 0x55, 0x43, 0xdc, 0x57, 0xda, 0xb1, 0xe5, 0x39, 0xef, 0x89, 0xf8, 0x7d, 0x25,
+	0x9f, 0x82, 0x43, 0x5c, 0xda, 0xbf, 0xa7, 0xa0, 0xc7, 0x24, 0xf6, 0x74, 0x65, 0x0a, 0xd1, 0x75,
+	0x7e, 0x2d, 0xbe, 0xce, 0x1f, 0x38, 0x02, 0xef, 0x7d, 0xe8, 0xc1, 0xfc, 0x32, 0xdd, 0x2b, 0xc7,
+	0x8a, 0x49, 0xab, 0x61, 0xd6, 0xf4, 0x0a, 0xa1, 0xef, 0x42, 0x48, 0xe9, 0x6e, 0x24, 0xa4, 0x34,
+	0xaa, 0x95, 0x18, 0x74, 0xa1, 0x67, 0x4c, 0xe9, 0x4b, 0xb1, 0x98, 0xd2, 0x27, 0x46, 0x2f, 0xfa,
+	0xe8, 0xa0, 0xd2, 0x97, 0xc7, 0xe0, 0xea, 0x71, 0x10, 0x41, 0x54, 0xe9, 0x4e, 0x24, 0xaa, 0xf4,
+	0x42, 0x2c, 0xaa, 0xf4, 0xc1, 0xbe, 0x81, 0x7e, 0x1d, 0x56, 0x7a, 0x1f, 0x85, 0x95, 0x7a, 0x27,
+	0x86, 0x83, 0x99, 0xfb, 0xcf, 0x9b, 0x18, 0x0e, 0xfa, 0xd0, 0x23, 0xb0, 0xf4, 0x37, 0xe9, 0xe3,
+	0xbb, 0xcf, 0xa3, 0x28, 0xfc, 0xd3, 0xee, 0xbc, 0x44, 0xec, 0x7c, 0x59, 0xff, 0xd3, 0xee, 0xa2,
+	0x0c, 0x2b, 0x2a, 0x7a, 0x0d, 0x72, 0x6e, 0x10, 0x3a, 0x61, 0x03, 0xf5, 0x54, 0x9f, 0x03, 0xa5,
+	0x6f, 0x93, 0x86, 0x1f, 0xbf, 0x10, 0xf0, 0x2a, 0xea, 0xa1, 0x20, 0xd1, 0x9b, 0x90, 0xa3, 0xa4,
+	0xd9, 0x6a, 0x30, 0xdb, 0x41, 0xbc, 0xdf, 0x95, 0x11, 0x0d, 0x56, 0x55, 0xc2, 0x0a, 0x7d, 0xc5,
+	0x33, 0xaf, 0xb2, 0x04, 0x2b, 0x91, 0xa1, 0x43, 0xee, 0x63, 0x47, 0x1d, 0x72, 0xd7, 0xde, 0xe9,
+	0x69, 0x55, 0xc4, 0xb5, 0x93, 0xf8, 0x86, 0x65, 0x64, 0x68, 0x43, 0xdf, 0xb0, 0xec, 0x1a, 0xde,
+	0xe7, 0x61, 0xda, 0x21, 0xba, 0xb1, 0xef, 0x93, 0x84, 0xdd, 0x1c, 0x2c, 0x5c, 0x1c, 0x26, 0xe2,
+	0x28, 0x2f, 0xfa, 0x7a, 0xd4, 0xb6, 0x15, 0xc6, 0xe3, 0xab, 0x23, 0x7f, 0xd9, 0xfa, 0x37, 0x6e,
+	0x9f, 0x67, 0x2a, 0x2b, 0x34, 0xed, 0x32, 0xb3, 0x19, 0x52, 0x43, 0x21, 0x22, 0x8e, 0xf2, 0x6a,
+	0x7f, 0x30, 0xd9, 0x2b, 0xf9, 0xc4, 0x5f, 0xd9, 0x9a, 0xca, 0xfa, 0x0d, 0xfd, 0x3d, 0x54, 0xf5,
+	0xad, 0xd0, 0x9e, 0x29, 0xc3, 0xff, 0x9b, 0x82, 0x53, 0x56, 0x77, 0xb4, 0xf0, 0xb5, 0x11, 0x9e,
+	0x02, 0x5c, 0xec, 0x8e, 0x0f, 0xaa, 0xb3, 0xf6, 0x91, 0xd0, 0x60, 0xa4, 0x21, 0x68, 0x0d, 0x72,
+	0xfa, 0xce, 0x8e, 0x69, 0x99, 0xd4, 0xff, 0x2c, 0xe8, 0x83, 0x49, 0x37, 0xef, 0x96, 0x25, 0x8f,
+	0x78, 0xe3, 0xfd, 0x27, 0xac, 0xea, 0xb2, 0x29, 0x72, 0x6b, 0xbb, 0xc4, 0xf0, 0x1a, 0x32, 0xdf,
+	0x1a, 0x9b, 0xa2, 0x4a, 0x98, 0x88, 0xa3, 0xbc, 0x68, 0x13, 0xa6, 0xa8, 0xdd, 0x20, 0xf2, 0xa6,
+	0xae, 0xfc, 0x17, 0x0a, 0x0b, 0x49, 0xed, 0xa8, 0x2a, 0xb6, 0xe0, 0xe3, 0xe8, 0x41, 0x99, 0x8b,
+	0xc3, 0x38, 0xe8, 0x06, 0xcc, 0xb6, 0x1c, 0xd3, 0x76, 0x4c, 0xba, 0x5f, 0x6c, 0xe8, 0xae, 0x1b,
+	0x32, 0x5b, 0x55, 0x04, 0xab, 0x1c, 0x67, 0xc0, 0xdd, 0x75, 0x50, 0x15, 0xce, 0x90, 0xb6, 0x59,
+	0x13, 0x9b, 0xa9, 0xa3, 0x53, 0x52, 0xdf, 0x97, 0xe6, 0xeb, 0x15, 0x66, 0xfa, 0xae, 0xc6, 0x68,
+	0x87, 0x09, 0x65, 0xb8, 0x0b, 0x01, 0xbd, 0x0c, 0xd3, 0x3c, 0x96, 0xa9, 0x20, 0x45, 0xec, 0x47,
+	0xe3, 0xc3, 0x15, 0x26, 0x1c, 0xc6, 0x0b, 0x70, 0xb4, 0x22, 0xaa, 0xc3, 0x43, 0x94, 0x38, 0x4d,
+	0xd3, 0xe2, 0x1d, 0xef, 0xbe, 0xfc, 0xc3, 0x63, 0x44, 0x99, 0xc2, 0xa5, 0x83, 0x4e, 0xfe, 0xa1,
+	0xea, 0x51, 0x8c, 0xf8, 0x68, 0x1c, 0xb4, 0x0d, 0x13, 0x6d, 0x7e, 0x41, 0xd2, 0x9d, 0x03, 0x3e,
+	0x49, 0x83, 0x7f, 0x43, 0x56, 0x5c, 0xb0, 0x0c, 0x85, 0xd7, 0x05, 0x1e, 0xf6, 0x81, 0x23, 0x27,
+	0x70, 0xa6, 0x8e, 0x3d, 0x81, 0xb3, 0x04, 0x93, 0xae, 0xb7, 0x2d, 0x57, 0xf0, 0xa9, 0x58, 0x5c,
+	0xcb, 0x27, 0xe0, 0x80, 0x07, 0xed, 0x40, 0x4e, 0x5e, 0xe8, 0x75, 0xe7, 0xa6, 0x79, 0x1f, 0x9e,
+	0x1b, 0xf6, 0xde, 0x70, 0xd0, 0x30, 0x59, 0xe0, 0x62, 0x85, 0x3d, 0xff, 0x12, 0xcc, 0x9e, 0x2c,
+	0xd2, 0xfe, 0xf3, 0x29, 0x78, 0xf0, 0xa8, 0x33, 0xb8, 0x6c, 0xa0, 0xd8, 0x52, 0x4e, 0x3a, 0xdd,
+	0x70, 0x5b, 0x96, 0x63, 0xc5, 0x11, 0xb2, 0x8a, 0xd2, 0x47, 0x5a, 0x45, 0xff, 0x3d, 0x49, 0xf9,
+	0x8f, 0x2a, 0x83, 0xd5, 0xbf, 0xca, 0x57, 0x4e, 0xdc, 0xd8, 0xf0, 0x4e, 0xdc, 0x0f, 0x8e, 0x8c,
+	0x89, 0x08, 0x2d, 0xf3, 0xd9, 0x11, 0xf5, 0xec, 0x1e, 0x85, 0x42, 0xfe, 0x77, 0x2a, 0xf2, 0x2f,
+	0x07, 0x44, 0x9c, 0x7c, 0x54, 0x1e, 0x50, 0x3c, 0x72, 0x71, 0xec, 0xff, 0x23, 0xf8, 0x9f, 0x29,
+	0x98, 0xaa, 0x07, 0x07, 0x9f, 0xe4, 0x99, 0xae, 0x7b, 0x71, 0xf0, 0x4d, 0x29, 0xf7, 0x50, 0x21,
+	0x0e, 0xcb, 0x46, 0x1f, 0x87, 0xdc, 0xeb, 0xb6, 0xcb, 0x75, 0xb4, 0x54, 0x9c, 0x8b, 0xec, 0xcd,
+	0xbf, 0xb3, 0x51, 0xe1, 0x65, 0x87, 0x9d, 0xfc, 0x42, 0xd2, 0x67, 0x4b, 0x6c, 0xc3, 0xe7, 0xc0,
+	0xaa, 0x3e, 0xfa, 0xc3, 0x14, 0x80, 0x5e, 0xa3, 0x66, 0x9b, 0x94, 0x6d, 0xae, 0x2d, 0x47, 0xba,
+	0x39, 0xf3, 0xd5, 0xba, 0xb8, 0xac, 0xf0, 0xc5, 0xe6, 0xfc, 0xac, 0x3f, 0xd6, 0x01, 0xe1, 0x2b,
+	0x3f, 0xe9, 0x27, 0x44, 0x1c, 0x6a, 0x69, 0x52, 0xa4, 0x0c, 0xde, 0xe3, 0x48, 0x19, 0xfa, 0x3c,
+	0xcc, 0xa8, 0x12, 0xf9, 0xc9, 0x2a, 0xa1, 0xc6, 0x3f, 0xe6, 0x7f, 0x61, 0x66, 0x3d, 0x4a, 0x3e,
+	0xec, 0xe4, 0x8f, 0x8b, 0xe0, 0xca, 0x6f, 0x51, 0xc5, 0x81, 0xd1, 0xc7, 0x01, 0x91, 0xb6, 0x5e,
+	0xf3, 0x54, 0x10, 0x99, 0x2b, 0x43, 0xb1, 0x0d, 0x28, 0xb7, 0x71, 0xb5, 0x8b, 0x03, 0x27, 0xd4,
+	0x4a, 0x38, 0x2b, 0x38, 0x3d, 0xc8, 0x59, 0xc1, 0xf9, 0x17, 0x60, 0x26, 0x36, 0xc7, 0x03, 0xa9,
+	0xfb, 0x5f, 0xa4, 0x40, 0x3b, 0xde, 0xe3, 0xf8, 0x95, 0xbb, 0xa8, 0xa2, 0xbd, 0x9d, 0x02, 0x14,
+	0xad, 0xf2, 0x2e, 0x38, 0xd2, 0x46, 0xd4, 0x91, 0x7e, 0xe9, 0x84, 0x9d, 0xec, 0xe1, 0x36, 0xff,
+	0xaf, 0x74, 0xbc, 0x6b, 0x7c, 0x0a, 0x1f, 0xe5, 0x9f, 0x7c, 0xb6, 0x4c, 0xab, 0x1e, 0xbe, 0x05,
+	0x8a, 0x45, 0x11, 0xf6, 0x69, 0xe8, 0x36, 0x4c, 0x39, 0x5e, 0x60, 0x6f, 0x8a, 0x5d, 0xfb, 0x1a,
+	0xd3, 0x89, 0xd8, 0x0b, 0x9b, 0x9a, 0xf7, 0x47, 0x45, 0x84, 0x88, 0x38, 0x0c, 0xf0, 0x1e, 0xbb,
+	0xc4, 0xda, 0xdf, 0xa6, 0xe3, 0x6e, 0x18, 0x37, 0x69, 0x65, 0x7a, 0x0d, 0x99, 0x70, 0xa6, 0xa1,
+	0xbb, 0x54, 0xe4, 0x0a, 0xb7, 0xd6, 0x4b, 0x9b, 0xa5, 0x95, 0x58, 0x08, 0xed, 0xcc, 0xad, 0x18,
+	0xbd, 0xbf, 0x8c, 0x5a, 0x17, 0x2c, 0xf2, 0xe0, 0xac, 0x43, 0xa8, 0xb3, 0xbf, 0xbc, 0x43, 0x89,
+	0x73, 0x92, 0xa8, 0xee, 0xc5, 0x83, 0x4e, 0xfe, 0x2c, 0xee, 0x86, 0xc2, 0x49, 0xf8, 0xe8, 0x13,
+	0x70, 0xae, 0x66, 0x5b, 0x2e, 0xa9, 0x79, 0x4c, 0x49, 0xb0, 0x16, 0x15, 0x6d, 0xcf, 0x12, 0x97,
+	0x5f, 0x33, 0xea, 0x53, 0x1a, 0xe7, 0x8a, 0x09, 0x3c, 0xfe, 0x05, 0x92, 0x44, 0x00, 0xad, 0xd3,
+	0x15, 0x20, 0xe6, 0x8a, 0xb8, 0xc8, 0x26, 0x92, 0xc8, 0xbc, 0x29, 0x2a, 0xc0, 0xb8, 0xce, 0xdd,
+	0x0f, 0x39, 0xaa, 0x1f, 0xf0, 0xcd, 0xbf, 0x65, 0x5e, 0x7a, 0xd8, 0xc9, 0xcf, 0x75, 0xd7, 0x12,
+	0x34, 0x2c, 0x6b, 0xa2, 0x37, 0x61, 0x8c, 0xaf, 0x47, 0xb1, 0x68, 0x3e, 0x35, 0x82, 0xbb, 0x98,
+	0x51, 0x71, 0x8b, 0x2b, 0x3a, 0xd5, 0xc5, 0xee, 0x18, 0xdc, 0x5c, 0xd1, 0xa9, 0x8e, 0xb9, 0x58,
+	0xf4, 0x22, 0x64, 0x3c, 0xd3, 0x90, 0xd9, 0x90, 0x6b, 0xfc, 0x3f, 0xaf, 0xf5, 0xfb, 0x12, 0xb0,
+	0x8a, 0xf3, 0xcf, 0xc2, 0xa4, 0x12, 0x30, 0x90, 0x6a, 0x7e, 0x7b, 0x1c, 0xce, 0x25, 0xdd, 0x23,
+	0x45, 0x57, 0x61, 0xa2, 0xe6, 0x10, 0x9d, 0xaa, 0xfb, 0xdc, 0xca, 0xab, 0x29, 0x8a, 0x62, 0xec,
+	0xd3, 0xd1, 0x65, 0xc8, 0xf2, 0x20, 0x8b, 0xbc, 0xce, 0xad, 0x14, 0x86, 0x08, 0xc4, 0x08, 0x1a,
+	0xda, 0x86, 0x99, 0x96, 0x63, 0x5a, 0x54, 0xdf, 0x6e, 0xf8, 0x7b, 0x50, 0x26, 0xfa, 0x71, 0xb6,
+	0x72, 0x94, 0x7c, 0xd8, 0xc9, 0x3f, 0x14, 0x6d, 0x59, 0x8c, 0x01, 0xc7, 0x01, 0xd1, 0x17, 0x23,
+	0xe6, 0xbd, 0xf8, 0x78, 0xe3, 0xcb, 0x27, 0x9c, 0xca, 0xfe, 0xcd, 0xfa, 0xdf, 0x4c, 0xc1, 0x59,
+	0xb7, 0x6b, 0xe2, 0x7d, 0x63, 0xfc, 0xce, 0xc8, 0x5f, 0xa9, 0xc2, 0x03, 0xb2, 0x41, 0x67, 0xbb,
+	0x69, 0x2e, 0x4e, 0x6a, 0x0a, 0xfa, 0x6f, 0x29, 0x38, 0xe5, 0x86, 0x54, 0x93, 0xfc, 0x78, 0xef,
+	0xcd, 0x93, 0xb7, 0x4d, 0x41, 0x8a, 0x23, 0x47, 0xe1, 0x12, 0x1c, 0x11, 0xc9, 0xec, 0x1a, 0x7b,
+	0xdb, 0x25, 0x4e, 0x9b, 0x18, 0x37, 0xc4, 0x3f, 0x18, 0x65, 0x2b, 0x77, 0x82, 0x6b, 0x0a, 0x65,
+	0xd7, 0x6c, 0x74, 0x71, 0xe0, 0x84, 0x5a, 0xe8, 0x06, 0xcc, 0x1a, 0xc4, 0x35, 0x9d, 0x08, 0x54,
+	0x2e, 0x72, 0x57, 0x6d, 0x76, 0x25, 0xce, 0x80, 0xbb, 0xeb, 0x20, 0x1c, 0xdd, 0x90, 0xc4, 0xb9,
+	0x93, 0x0f, 0xf9, 0x86, 0xfa, 0x50, 0x9b, 0x92, 0xf6, 0xdd, 0x14, 0x8c, 0x8b, 0x08, 0x40, 0x1f,
+	0xb7, 0x28, 0xee, 0xc2, 0xa9, 0x76, 0xf8, 0x4b, 0x51, 0xc3, 0x7e, 0x1d, 0x22, 0xf2, 0xc5, 0x28,
+	0x15, 0x24, 0x8b, 0x7c, 0x1c, 0x2a, 0x22, 0x48, 0xfb, 0xfe, 0x18, 0x44, 0xc8, 0xe8, 0xbb, 0x29,
+	0x38, 0x9f, 0xf8, 0xf9, 0x28, 0x69, 0xab, 0x0c, 0xee, 0x12, 0x1d, 0xff, 0x69, 0x2b, 0xfe, 0xa5,
+	0xb9, 0x44, 0x36, 0x9c, 0xdc, 0x16, 0xe6, 0xae, 0x9d, 0xa9, 0xc5, 0xfe, 0xf9, 0xa3, 0x1c, 0xb4,
+	0x1b, 0xc3, 0xfc, 0x67, 0x9b, 0x84, 0xff, 0x22, 0x59, 0x38, 0xc7, 0x76, 0xe6, 0x38, 0x0d, 0x77,
+	0x89, 0x45, 0x6f, 0xc2, 0x74, 0x2d, 0xfc, 0x7f, 0x0a, 0xa5, 0x09, 0x32, 0xf8, 0x67, 0x3d, 0x13,
+	0xfe, 0xdb, 0xa1, 0xf8, 0xc0, 0x5c, 0x84, 0x80, 0xa3, 0xd2, 0x50, 0x13, 0x26, 0x89, 0xff, 0xef,
+	0x64, 0x64, 0x0a, 0x6a, 0xf0, 0x0f, 0xba, 0xc6, 0xfe, 0x21, 0x8d, 0xf8, 0x9a, 0xa8, 0x2a, 0xc4,
+	0x81, 0x84, 0xc2, 0xe6, 0x5b, 0xef, 0x2c, 0xdc, 0xf7, 0xa3, 0x77, 0x16, 0xee, 0x7b, 0xfb, 0x9d,
+	0x85, 0xfb, 0xbe, 0x7c, 0xb0, 0x90, 0x7a, 0xeb, 0x60, 0x21, 0xf5, 0xa3, 0x83, 0x85, 0xd4, 0xdb,
+	0x07, 0x0b, 0xa9, 0x9f, 0x1e, 0x2c, 0xa4, 0xbe, 0xf9, 0x0f, 0x0b, 0xf7, 0xbd, 0xba, 0x34, 0xe0,
+	0x7f, 0x71, 0xfe, 0x8f, 0x00, 0x00, 0x00, 0xff, 0xff, 0xaf, 0x52, 0x87, 0x5c, 0xf7, 0x79, 0x00,
+	0x00,
+}
+
+func (m *BIOS) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *BIOS) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *BIOS) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.UseSerial != nil {
+		i--
+		if *m.UseSerial {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Bootloader) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Bootloader) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Bootloader) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.EFI != nil {
+		{
+			size, err := m.EFI.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.BIOS != nil {
+		{
+			size, err := m.BIOS.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
 }
 
 func (m *CDRomTarget) Marshal() (dAtA []byte, err error) {
@@ -2377,6 +3470,20 @@ func (m *CPU) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.Features) > 0 {
+		for iNdEx := len(m.Features) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Features[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
 	i -= len(m.Model)
 	copy(dAtA[i:], m.Model)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Model)))
@@ -2391,6 +3498,154 @@ func (m *CPU) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	i = encodeVarintGenerated(dAtA, i, uint64(m.Cores))
 	i--
 	dAtA[i] = 0x8
+	return len(dAtA) - i, nil
+}
+
+func (m *CPUFeature) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *CPUFeature) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *CPUFeature) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.Policy)
+	copy(dAtA[i:], m.Policy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Policy)))
+	i--
+	dAtA[i] = 0x12
+	i -= len(m.Name)
+	copy(dAtA[i:], m.Name)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Name)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *Clock) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Clock) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Clock) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Timer != nil {
+		{
+			size, err := m.Timer.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	{
+		size, err := m.ClockOffset.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *ClockOffset) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ClockOffset) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ClockOffset) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Timezone != nil {
+		i -= len(*m.Timezone)
+		copy(dAtA[i:], *m.Timezone)
+		i = encodeVarintGenerated(dAtA, i, uint64(len(*m.Timezone)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.UTC != nil {
+		{
+			size, err := m.UTC.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ClockOffsetUTC) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ClockOffsetUTC) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ClockOffsetUTC) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.OffsetSeconds != nil {
+		i = encodeVarintGenerated(dAtA, i, uint64(*m.OffsetSeconds))
+		i--
+		dAtA[i] = 0x8
+	}
 	return len(dAtA) - i, nil
 }
 
@@ -2524,6 +3779,72 @@ func (m *Devices) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.TPM != nil {
+		{
+			size, err := m.TPM.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x62
+	}
+	if m.NetworkInterfaceMultiqueue != nil {
+		i--
+		if *m.NetworkInterfaceMultiqueue {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.BlockMultiQueue != nil {
+		i--
+		if *m.BlockMultiQueue {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.AutoattachInputDevice != nil {
+		i--
+		if *m.AutoattachInputDevice {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
+	if len(m.Inputs) > 0 {
+		for iNdEx := len(m.Inputs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Inputs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x42
+		}
+	}
+	if m.UseVirtioTransitional != nil {
+		i--
+		if *m.UseVirtioTransitional {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
 	if m.Rng != nil {
 		{
 			size, err := m.Rng.MarshalToSizedBuffer(dAtA[:i])
@@ -2748,6 +4069,18 @@ func (m *DomainSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Clock != nil {
+		{
+			size, err := m.Clock.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x42
+	}
 	{
 		size, err := m.Devices.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
@@ -2831,6 +4164,49 @@ func (m *DomainSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EFI) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EFI) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EFI) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Persistent != nil {
+		i--
+		if *m.Persistent {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.SecureBoot != nil {
+		i--
+		if *m.SecureBoot {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *EmptyDiskSource) Marshal() (dAtA []byte, err error) {
 	size := m.Size()
 	dAtA = make([]byte, size)
@@ -2853,6 +4229,307 @@ func (m *EmptyDiskSource) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = l
 	{
 		size, err := m.Capacity.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *FeatureAPIC) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FeatureAPIC) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *FeatureAPIC) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i--
+	if m.EndOfInterrupt {
+		dAtA[i] = 1
+	} else {
+		dAtA[i] = 0
+	}
+	i--
+	dAtA[i] = 0x10
+	{
+		size, err := m.FeatureState.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *FeatureHyperv) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FeatureHyperv) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *FeatureHyperv) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.EVMCS != nil {
+		{
+			size, err := m.EVMCS.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x72
+	}
+	if m.IPI != nil {
+		{
+			size, err := m.IPI.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x6a
+	}
+	if m.Tlbflush != nil {
+		{
+			size, err := m.Tlbflush.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x62
+	}
+	if m.Reenlightenment != nil {
+		{
+			size, err := m.Reenlightenment.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x5a
+	}
+	if m.Frequencies != nil {
+		{
+			size, err := m.Frequencies.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x52
+	}
+	if m.Vendorid != nil {
+		{
+			size, err := m.Vendorid.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x4a
+	}
+	if m.ResetFeature != nil {
+		{
+			size, err := m.ResetFeature.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x42
+	}
+	if m.Synictimer != nil {
+		{
+			size, err := m.Synictimer.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x3a
+	}
+	if m.Synic != nil {
+		{
+			size, err := m.Synic.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x32
+	}
+	if m.Runtime != nil {
+		{
+			size, err := m.Runtime.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.Vpindex != nil {
+		{
+			size, err := m.Vpindex.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.Spinlocks != nil {
+		{
+			size, err := m.Spinlocks.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.VAPIC != nil {
+		{
+			size, err := m.VAPIC.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Relaxed != nil {
+		{
+			size, err := m.Relaxed.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *FeatureKVM) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FeatureKVM) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *FeatureKVM) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i--
+	if m.Hidden {
+		dAtA[i] = 1
+	} else {
+		dAtA[i] = 0
+	}
+	i--
+	dAtA[i] = 0x8
+	return len(dAtA) - i, nil
+}
+
+func (m *FeatureSpinlocks) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FeatureSpinlocks) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *FeatureSpinlocks) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Spinlocks != nil {
+		i = encodeVarintGenerated(dAtA, i, uint64(*m.Spinlocks))
+		i--
+		dAtA[i] = 0x10
+	}
+	{
+		size, err := m.FeatureState.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
 			return 0, err
 		}
@@ -2897,6 +4574,44 @@ func (m *FeatureState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *FeatureVendorID) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FeatureVendorID) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *FeatureVendorID) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.Vendorid)
+	copy(dAtA[i:], m.Vendorid)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Vendorid)))
+	i--
+	dAtA[i] = 0x12
+	{
+		size, err := m.FeatureState.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
 func (m *Features) Marshal() (dAtA []byte, err error) {
 	size := m.Size()
 	dAtA = make([]byte, size)
@@ -2917,6 +4632,66 @@ func (m *Features) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Pvspinlock != nil {
+		{
+			size, err := m.Pvspinlock.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x32
+	}
+	if m.KVM != nil {
+		{
+			size, err := m.KVM.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.SMM != nil {
+		{
+			size, err := m.SMM.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.Hyperv != nil {
+		{
+			size, err := m.Hyperv.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.APIC != nil {
+		{
+			size, err := m.APIC.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
 	{
 		size, err := m.ACPI.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
@@ -2950,6 +4725,18 @@ func (m *Firmware) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Bootloader != nil {
+		{
+			size, err := m.Bootloader.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
 	if m.KernelBoot != nil {
 		{
 			size, err := m.KernelBoot.MarshalToSizedBuffer(dAtA[:i])
@@ -2970,6 +4757,186 @@ func (m *Firmware) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	i -= len(m.UUID)
 	copy(dAtA[i:], m.UUID)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.UUID)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *FreezeUnfreezeTimeout) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FreezeUnfreezeTimeout) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *FreezeUnfreezeTimeout) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.UnfreezeTimeout != nil {
+		{
+			size, err := m.UnfreezeTimeout.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *GuestAgentCommandInfo) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *GuestAgentCommandInfo) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *GuestAgentCommandInfo) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i--
+	if m.Enabled {
+		dAtA[i] = 1
+	} else {
+		dAtA[i] = 0
+	}
+	i--
+	dAtA[i] = 0x10
+	i -= len(m.Name)
+	copy(dAtA[i:], m.Name)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Name)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *HPETTimer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *HPETTimer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *HPETTimer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Present != nil {
+		i--
+		if *m.Present {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	i -= len(m.TickPolicy)
+	copy(dAtA[i:], m.TickPolicy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.TickPolicy)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *HypervTimer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *HypervTimer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *HypervTimer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Present != nil {
+		i--
+		if *m.Present {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Input) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Input) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Input) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.Name)
+	copy(dAtA[i:], m.Name)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Name)))
+	i--
+	dAtA[i] = 0x1a
+	i -= len(m.Type)
+	copy(dAtA[i:], m.Type)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Type)))
+	i--
+	dAtA[i] = 0x12
+	i -= len(m.Bus)
+	copy(dAtA[i:], m.Bus)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Bus)))
 	i--
 	dAtA[i] = 0xa
 	return len(dAtA) - i, nil
@@ -3132,6 +5099,39 @@ func (m *InterfaceMasquerade) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *KVMTimer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *KVMTimer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *KVMTimer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Present != nil {
+		i--
+		if *m.Present {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
 	return len(dAtA) - i, nil
 }
 
@@ -3490,6 +5490,44 @@ func (m *NetworkSource) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *PITTimer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *PITTimer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *PITTimer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Present != nil {
+		i--
+		if *m.Present {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	i -= len(m.TickPolicy)
+	copy(dAtA[i:], m.TickPolicy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.TickPolicy)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
 func (m *PauseOptions) Marshal() (dAtA []byte, err error) {
 	size := m.Size()
 	dAtA = make([]byte, size)
@@ -3622,6 +5660,49 @@ func (m *Port) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	i -= len(m.Name)
 	copy(dAtA[i:], m.Name)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Name)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *RTCTimer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *RTCTimer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *RTCTimer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.Track)
+	copy(dAtA[i:], m.Track)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Track)))
+	i--
+	dAtA[i] = 0x1a
+	if m.Present != nil {
+		i--
+		if *m.Present {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	i -= len(m.TickPolicy)
+	copy(dAtA[i:], m.TickPolicy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.TickPolicy)))
 	i--
 	dAtA[i] = 0xa
 	return len(dAtA) - i, nil
@@ -3881,6 +5962,234 @@ func (m *StopOptions) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 		i = encodeVarintGenerated(dAtA, i, uint64(*m.GracePeriod))
 		i--
 		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *SyNICTimer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *SyNICTimer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *SyNICTimer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Direct != nil {
+		{
+			size, err := m.Direct.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	{
+		size, err := m.FeatureState.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *TLBFlush) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *TLBFlush) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *TLBFlush) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Extended != nil {
+		{
+			size, err := m.Extended.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.Direct != nil {
+		{
+			size, err := m.Direct.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	{
+		size, err := m.FeatureState.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *TPMDevice) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *TPMDevice) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *TPMDevice) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Persistent != nil {
+		i--
+		if *m.Persistent {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Enabled != nil {
+		i--
+		if *m.Enabled {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Timer) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Timer) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Timer) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Hyperv != nil {
+		{
+			size, err := m.Hyperv.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.RTC != nil {
+		{
+			size, err := m.RTC.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.PIT != nil {
+		{
+			size, err := m.PIT.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.KVM != nil {
+		{
+			size, err := m.KVM.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.HPET != nil {
+		{
+			size, err := m.HPET.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
 	}
 	return len(dAtA) - i, nil
 }
@@ -4149,6 +6458,272 @@ func (m *VirtualMachineInstanceCondition) MarshalToSizedBuffer(dAtA []byte) (int
 	return len(dAtA) - i, nil
 }
 
+func (m *VirtualMachineInstanceFileSystem) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceFileSystem) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceFileSystem) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Disk) > 0 {
+		for iNdEx := len(m.Disk) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Disk[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	i = encodeVarintGenerated(dAtA, i, uint64(m.TotalBytes))
+	i--
+	dAtA[i] = 0x28
+	i = encodeVarintGenerated(dAtA, i, uint64(m.UsedBytes))
+	i--
+	dAtA[i] = 0x20
+	i -= len(m.FileSystemType)
+	copy(dAtA[i:], m.FileSystemType)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.FileSystemType)))
+	i--
+	dAtA[i] = 0x1a
+	i -= len(m.MountPoint)
+	copy(dAtA[i:], m.MountPoint)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.MountPoint)))
+	i--
+	dAtA[i] = 0x12
+	i -= len(m.DiskName)
+	copy(dAtA[i:], m.DiskName)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.DiskName)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *VirtualMachineInstanceFileSystemDisk) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceFileSystemDisk) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceFileSystemDisk) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.BusType)
+	copy(dAtA[i:], m.BusType)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.BusType)))
+	i--
+	dAtA[i] = 0x12
+	i -= len(m.Serial)
+	copy(dAtA[i:], m.Serial)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Serial)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *VirtualMachineInstanceFileSystemInfo) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceFileSystemInfo) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceFileSystemInfo) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Disks) > 0 {
+		for iNdEx := len(m.Disks) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Disks[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *VirtualMachineInstanceFileSystemList) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceFileSystemList) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceFileSystemList) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Items) > 0 {
+		for iNdEx := len(m.Items) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Items[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	{
+		size, err := m.ListMeta.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *VirtualMachineInstanceGuestAgentInfo) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceGuestAgentInfo) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceGuestAgentInfo) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.FSFreezeStatus)
+	copy(dAtA[i:], m.FSFreezeStatus)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.FSFreezeStatus)))
+	i--
+	dAtA[i] = 0x42
+	{
+		size, err := m.FSInfo.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	if len(m.UserList) > 0 {
+		for iNdEx := len(m.UserList) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.UserList[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	i -= len(m.Timezone)
+	copy(dAtA[i:], m.Timezone)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Timezone)))
+	i--
+	dAtA[i] = 0x2a
+	{
+		size, err := m.OS.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	i -= len(m.Hostname)
+	copy(dAtA[i:], m.Hostname)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Hostname)))
+	i--
+	dAtA[i] = 0x1a
+	if len(m.SupportedCommands) > 0 {
+		for iNdEx := len(m.SupportedCommands) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.SupportedCommands[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	i -= len(m.GuestAgentVersion)
+	copy(dAtA[i:], m.GuestAgentVersion)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.GuestAgentVersion)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
 func (m *VirtualMachineInstanceGuestOSInfo) Marshal() (dAtA []byte, err error) {
 	size := m.Size()
 	dAtA = make([]byte, size)
@@ -4207,6 +6782,90 @@ func (m *VirtualMachineInstanceGuestOSInfo) MarshalToSizedBuffer(dAtA []byte) (i
 	i -= len(m.Name)
 	copy(dAtA[i:], m.Name)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Name)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *VirtualMachineInstanceGuestOSUser) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceGuestOSUser) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceGuestOSUser) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= 8
+	encoding_binary.LittleEndian.PutUint64(dAtA[i:], uint64(math.Float64bits(float64(m.LoginTime))))
+	i--
+	dAtA[i] = 0x19
+	i -= len(m.Domain)
+	copy(dAtA[i:], m.Domain)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Domain)))
+	i--
+	dAtA[i] = 0x12
+	i -= len(m.UserName)
+	copy(dAtA[i:], m.UserName)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.UserName)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *VirtualMachineInstanceGuestOSUserList) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *VirtualMachineInstanceGuestOSUserList) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *VirtualMachineInstanceGuestOSUserList) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Items) > 0 {
+		for iNdEx := len(m.Items) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Items[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	{
+		size, err := m.ListMeta.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenerated(dAtA, i, uint64(size))
+	}
 	i--
 	dAtA[i] = 0xa
 	return len(dAtA) - i, nil
@@ -5297,6 +7956,11 @@ func (m *VirtualMachineInstanceStatus) MarshalToSizedBuffer(dAtA []byte) (int, e
 	_ = i
 	var l int
 	_ = l
+	i -= len(m.FSFreezeStatus)
+	copy(dAtA[i:], m.FSFreezeStatus)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.FSFreezeStatus)))
+	i--
+	dAtA[i] = 0x6a
 	i -= len(m.EvacuationNodeName)
 	copy(dAtA[i:], m.EvacuationNodeName)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.EvacuationNodeName)))
@@ -5879,6 +8543,35 @@ func encodeVarintGenerated(dAtA []byte, offset int, v uint64) int {
 	dAtA[offset] = uint8(v)
 	return base
 }
+func (m *BIOS) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.UseSerial != nil {
+		n += 2
+	}
+	return n
+}
+
+func (m *Bootloader) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.BIOS != nil {
+		l = m.BIOS.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.EFI != nil {
+		l = m.EFI.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
 func (m *CDRomTarget) Size() (n int) {
 	if m == nil {
 		return 0
@@ -5904,6 +8597,69 @@ func (m *CPU) Size() (n int) {
 	n += 1 + sovGenerated(uint64(m.Threads))
 	l = len(m.Model)
 	n += 1 + l + sovGenerated(uint64(l))
+	if len(m.Features) > 0 {
+		for _, e := range m.Features {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *CPUFeature) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Name)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.Policy)
+	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
+func (m *Clock) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.ClockOffset.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Timer != nil {
+		l = m.Timer.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *ClockOffset) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.UTC != nil {
+		l = m.UTC.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Timezone != nil {
+		l = len(*m.Timezone)
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *ClockOffsetUTC) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.OffsetSeconds != nil {
+		n += 1 + sovGenerated(uint64(*m.OffsetSeconds))
+	}
 	return n
 }
 
@@ -5978,6 +8734,28 @@ func (m *Devices) Size() (n int) {
 	}
 	if m.Rng != nil {
 		l = m.Rng.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.UseVirtioTransitional != nil {
+		n += 2
+	}
+	if len(m.Inputs) > 0 {
+		for _, e := range m.Inputs {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	if m.AutoattachInputDevice != nil {
+		n += 2
+	}
+	if m.BlockMultiQueue != nil {
+		n += 2
+	}
+	if m.NetworkInterfaceMultiqueue != nil {
+		n += 2
+	}
+	if m.TPM != nil {
+		l = m.TPM.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
 	return n
@@ -6060,6 +8838,25 @@ func (m *DomainSpec) Size() (n int) {
 	}
 	l = m.Devices.Size()
 	n += 1 + l + sovGenerated(uint64(l))
+	if m.Clock != nil {
+		l = m.Clock.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *EFI) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.SecureBoot != nil {
+		n += 2
+	}
+	if m.Persistent != nil {
+		n += 2
+	}
 	return n
 }
 
@@ -6071,6 +8868,107 @@ func (m *EmptyDiskSource) Size() (n int) {
 	_ = l
 	l = m.Capacity.Size()
 	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
+func (m *FeatureAPIC) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.FeatureState.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	n += 2
+	return n
+}
+
+func (m *FeatureHyperv) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Relaxed != nil {
+		l = m.Relaxed.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.VAPIC != nil {
+		l = m.VAPIC.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Spinlocks != nil {
+		l = m.Spinlocks.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Vpindex != nil {
+		l = m.Vpindex.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Runtime != nil {
+		l = m.Runtime.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Synic != nil {
+		l = m.Synic.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Synictimer != nil {
+		l = m.Synictimer.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.ResetFeature != nil {
+		l = m.ResetFeature.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Vendorid != nil {
+		l = m.Vendorid.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Frequencies != nil {
+		l = m.Frequencies.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Reenlightenment != nil {
+		l = m.Reenlightenment.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Tlbflush != nil {
+		l = m.Tlbflush.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.IPI != nil {
+		l = m.IPI.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.EVMCS != nil {
+		l = m.EVMCS.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *FeatureKVM) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	n += 2
+	return n
+}
+
+func (m *FeatureSpinlocks) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.FeatureState.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Spinlocks != nil {
+		n += 1 + sovGenerated(uint64(*m.Spinlocks))
+	}
 	return n
 }
 
@@ -6086,6 +8984,19 @@ func (m *FeatureState) Size() (n int) {
 	return n
 }
 
+func (m *FeatureVendorID) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.FeatureState.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.Vendorid)
+	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
 func (m *Features) Size() (n int) {
 	if m == nil {
 		return 0
@@ -6094,6 +9005,26 @@ func (m *Features) Size() (n int) {
 	_ = l
 	l = m.ACPI.Size()
 	n += 1 + l + sovGenerated(uint64(l))
+	if m.APIC != nil {
+		l = m.APIC.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Hyperv != nil {
+		l = m.Hyperv.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.SMM != nil {
+		l = m.SMM.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.KVM != nil {
+		l = m.KVM.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Pvspinlock != nil {
+		l = m.Pvspinlock.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -6111,6 +9042,76 @@ func (m *Firmware) Size() (n int) {
 		l = m.KernelBoot.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if m.Bootloader != nil {
+		l = m.Bootloader.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *FreezeUnfreezeTimeout) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.UnfreezeTimeout != nil {
+		l = m.UnfreezeTimeout.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *GuestAgentCommandInfo) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Name)
+	n += 1 + l + sovGenerated(uint64(l))
+	n += 2
+	return n
+}
+
+func (m *HPETTimer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.TickPolicy)
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Present != nil {
+		n += 2
+	}
+	return n
+}
+
+func (m *HypervTimer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Present != nil {
+		n += 2
+	}
+	return n
+}
+
+func (m *Input) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Bus)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.Type)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.Name)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -6172,6 +9173,18 @@ func (m *InterfaceMasquerade) Size() (n int) {
 	}
 	var l int
 	_ = l
+	return n
+}
+
+func (m *KVMTimer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Present != nil {
+		n += 2
+	}
 	return n
 }
 
@@ -6313,6 +9326,20 @@ func (m *NetworkSource) Size() (n int) {
 	return n
 }
 
+func (m *PITTimer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.TickPolicy)
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Present != nil {
+		n += 2
+	}
+	return n
+}
+
 func (m *PauseOptions) Size() (n int) {
 	if m == nil {
 		return 0
@@ -6362,6 +9389,22 @@ func (m *Port) Size() (n int) {
 	l = len(m.Protocol)
 	n += 1 + l + sovGenerated(uint64(l))
 	n += 1 + sovGenerated(uint64(m.Port))
+	return n
+}
+
+func (m *RTCTimer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.TickPolicy)
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Present != nil {
+		n += 2
+	}
+	l = len(m.Track)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -6469,6 +9512,84 @@ func (m *StopOptions) Size() (n int) {
 	return n
 }
 
+func (m *SyNICTimer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.FeatureState.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Direct != nil {
+		l = m.Direct.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *TLBFlush) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.FeatureState.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	if m.Direct != nil {
+		l = m.Direct.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Extended != nil {
+		l = m.Extended.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
+func (m *TPMDevice) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Enabled != nil {
+		n += 2
+	}
+	if m.Persistent != nil {
+		n += 2
+	}
+	return n
+}
+
+func (m *Timer) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.HPET != nil {
+		l = m.HPET.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.KVM != nil {
+		l = m.KVM.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.PIT != nil {
+		l = m.PIT.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.RTC != nil {
+		l = m.RTC.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Hyperv != nil {
+		l = m.Hyperv.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
 func (m *UnpauseOptions) Size() (n int) {
 	if m == nil {
 		return 0
@@ -6556,6 +9677,107 @@ func (m *VirtualMachineInstanceCondition) Size() (n int) {
 	return n
 }
 
+func (m *VirtualMachineInstanceFileSystem) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.DiskName)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.MountPoint)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.FileSystemType)
+	n += 1 + l + sovGenerated(uint64(l))
+	n += 1 + sovGenerated(uint64(m.UsedBytes))
+	n += 1 + sovGenerated(uint64(m.TotalBytes))
+	if len(m.Disk) > 0 {
+		for _, e := range m.Disk {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *VirtualMachineInstanceFileSystemDisk) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Serial)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.BusType)
+	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
+func (m *VirtualMachineInstanceFileSystemInfo) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Disks) > 0 {
+		for _, e := range m.Disks {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *VirtualMachineInstanceFileSystemList) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.ListMeta.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	if len(m.Items) > 0 {
+		for _, e := range m.Items {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *VirtualMachineInstanceGuestAgentInfo) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GuestAgentVersion)
+	n += 1 + l + sovGenerated(uint64(l))
+	if len(m.SupportedCommands) > 0 {
+		for _, e := range m.SupportedCommands {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	l = len(m.Hostname)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = m.OS.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.Timezone)
+	n += 1 + l + sovGenerated(uint64(l))
+	if len(m.UserList) > 0 {
+		for _, e := range m.UserList {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	l = m.FSInfo.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.FSFreezeStatus)
+	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
 func (m *VirtualMachineInstanceGuestOSInfo) Size() (n int) {
 	if m == nil {
 		return 0
@@ -6578,6 +9800,37 @@ func (m *VirtualMachineInstanceGuestOSInfo) Size() (n int) {
 	n += 1 + l + sovGenerated(uint64(l))
 	l = len(m.ID)
 	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
+func (m *VirtualMachineInstanceGuestOSUser) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.UserName)
+	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.Domain)
+	n += 1 + l + sovGenerated(uint64(l))
+	n += 9
+	return n
+}
+
+func (m *VirtualMachineInstanceGuestOSUserList) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.ListMeta.Size()
+	n += 1 + l + sovGenerated(uint64(l))
+	if len(m.Items) > 0 {
+		for _, e := range m.Items {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
 	return n
 }
 
@@ -7010,6 +10263,8 @@ func (m *VirtualMachineInstanceStatus) Size() (n int) {
 	n += 1 + l + sovGenerated(uint64(l))
 	l = len(m.EvacuationNodeName)
 	n += 1 + l + sovGenerated(uint64(l))
+	l = len(m.FSFreezeStatus)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -7179,6 +10434,27 @@ func sovGenerated(x uint64) (n int) {
 func sozGenerated(x uint64) (n int) {
 	return sovGenerated(uint64((x << 1) ^ uint64((int64(x) >> 63))))
 }
+func (this *BIOS) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&BIOS{`,
+		`UseSerial:` + valueToStringGenerated(this.UseSerial) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *Bootloader) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&Bootloader{`,
+		`BIOS:` + strings.Replace(this.BIOS.String(), "BIOS", "BIOS", 1) + `,`,
+		`EFI:` + strings.Replace(this.EFI.String(), "EFI", "EFI", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *CDRomTarget) String() string {
 	if this == nil {
 		return "nil"
@@ -7194,11 +10470,60 @@ func (this *CPU) String() string {
 	if this == nil {
 		return "nil"
 	}
+	repeatedStringForFeatures := "[]CPUFeature{"
+	for _, f := range this.Features {
+		repeatedStringForFeatures += strings.Replace(strings.Replace(f.String(), "CPUFeature", "CPUFeature", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForFeatures += "}"
 	s := strings.Join([]string{`&CPU{`,
 		`Cores:` + fmt.Sprintf("%v", this.Cores) + `,`,
 		`Sockets:` + fmt.Sprintf("%v", this.Sockets) + `,`,
 		`Threads:` + fmt.Sprintf("%v", this.Threads) + `,`,
 		`Model:` + fmt.Sprintf("%v", this.Model) + `,`,
+		`Features:` + repeatedStringForFeatures + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *CPUFeature) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&CPUFeature{`,
+		`Name:` + fmt.Sprintf("%v", this.Name) + `,`,
+		`Policy:` + fmt.Sprintf("%v", this.Policy) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *Clock) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&Clock{`,
+		`ClockOffset:` + strings.Replace(strings.Replace(this.ClockOffset.String(), "ClockOffset", "ClockOffset", 1), `&`, ``, 1) + `,`,
+		`Timer:` + strings.Replace(this.Timer.String(), "Timer", "Timer", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *ClockOffset) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&ClockOffset{`,
+		`UTC:` + strings.Replace(this.UTC.String(), "ClockOffsetUTC", "ClockOffsetUTC", 1) + `,`,
+		`Timezone:` + valueToStringGenerated(this.Timezone) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *ClockOffsetUTC) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&ClockOffsetUTC{`,
+		`OffsetSeconds:` + valueToStringGenerated(this.OffsetSeconds) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7245,6 +10570,11 @@ func (this *Devices) String() string {
 		repeatedStringForInterfaces += strings.Replace(strings.Replace(f.String(), "Interface", "Interface", 1), `&`, ``, 1) + ","
 	}
 	repeatedStringForInterfaces += "}"
+	repeatedStringForInputs := "[]Input{"
+	for _, f := range this.Inputs {
+		repeatedStringForInputs += strings.Replace(strings.Replace(f.String(), "Input", "Input", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForInputs += "}"
 	s := strings.Join([]string{`&Devices{`,
 		`Disks:` + repeatedStringForDisks + `,`,
 		`Interfaces:` + repeatedStringForInterfaces + `,`,
@@ -7252,6 +10582,12 @@ func (this *Devices) String() string {
 		`AutoattachGraphicsDevice:` + valueToStringGenerated(this.AutoattachGraphicsDevice) + `,`,
 		`AutoattachSerialConsole:` + valueToStringGenerated(this.AutoattachSerialConsole) + `,`,
 		`Rng:` + strings.Replace(this.Rng.String(), "Rng", "Rng", 1) + `,`,
+		`UseVirtioTransitional:` + valueToStringGenerated(this.UseVirtioTransitional) + `,`,
+		`Inputs:` + repeatedStringForInputs + `,`,
+		`AutoattachInputDevice:` + valueToStringGenerated(this.AutoattachInputDevice) + `,`,
+		`BlockMultiQueue:` + valueToStringGenerated(this.BlockMultiQueue) + `,`,
+		`NetworkInterfaceMultiqueue:` + valueToStringGenerated(this.NetworkInterfaceMultiqueue) + `,`,
+		`TPM:` + strings.Replace(this.TPM.String(), "TPMDevice", "TPMDevice", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7303,6 +10639,18 @@ func (this *DomainSpec) String() string {
 		`Firmware:` + strings.Replace(this.Firmware.String(), "Firmware", "Firmware", 1) + `,`,
 		`Features:` + strings.Replace(this.Features.String(), "Features", "Features", 1) + `,`,
 		`Devices:` + strings.Replace(strings.Replace(this.Devices.String(), "Devices", "Devices", 1), `&`, ``, 1) + `,`,
+		`Clock:` + strings.Replace(this.Clock.String(), "Clock", "Clock", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *EFI) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&EFI{`,
+		`SecureBoot:` + valueToStringGenerated(this.SecureBoot) + `,`,
+		`Persistent:` + valueToStringGenerated(this.Persistent) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7317,6 +10665,61 @@ func (this *EmptyDiskSource) String() string {
 	}, "")
 	return s
 }
+func (this *FeatureAPIC) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&FeatureAPIC{`,
+		`FeatureState:` + strings.Replace(strings.Replace(this.FeatureState.String(), "FeatureState", "FeatureState", 1), `&`, ``, 1) + `,`,
+		`EndOfInterrupt:` + fmt.Sprintf("%v", this.EndOfInterrupt) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *FeatureHyperv) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&FeatureHyperv{`,
+		`Relaxed:` + strings.Replace(this.Relaxed.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`VAPIC:` + strings.Replace(this.VAPIC.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Spinlocks:` + strings.Replace(this.Spinlocks.String(), "FeatureSpinlocks", "FeatureSpinlocks", 1) + `,`,
+		`Vpindex:` + strings.Replace(this.Vpindex.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Runtime:` + strings.Replace(this.Runtime.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Synic:` + strings.Replace(this.Synic.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Synictimer:` + strings.Replace(this.Synictimer.String(), "SyNICTimer", "SyNICTimer", 1) + `,`,
+		`ResetFeature:` + strings.Replace(this.ResetFeature.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Vendorid:` + strings.Replace(this.Vendorid.String(), "FeatureVendorID", "FeatureVendorID", 1) + `,`,
+		`Frequencies:` + strings.Replace(this.Frequencies.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Reenlightenment:` + strings.Replace(this.Reenlightenment.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Tlbflush:` + strings.Replace(this.Tlbflush.String(), "TLBFlush", "TLBFlush", 1) + `,`,
+		`IPI:` + strings.Replace(this.IPI.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`EVMCS:` + strings.Replace(this.EVMCS.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *FeatureKVM) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&FeatureKVM{`,
+		`Hidden:` + fmt.Sprintf("%v", this.Hidden) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *FeatureSpinlocks) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&FeatureSpinlocks{`,
+		`FeatureState:` + strings.Replace(strings.Replace(this.FeatureState.String(), "FeatureState", "FeatureState", 1), `&`, ``, 1) + `,`,
+		`Spinlocks:` + valueToStringGenerated(this.Spinlocks) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *FeatureState) String() string {
 	if this == nil {
 		return "nil"
@@ -7327,12 +10730,28 @@ func (this *FeatureState) String() string {
 	}, "")
 	return s
 }
+func (this *FeatureVendorID) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&FeatureVendorID{`,
+		`FeatureState:` + strings.Replace(strings.Replace(this.FeatureState.String(), "FeatureState", "FeatureState", 1), `&`, ``, 1) + `,`,
+		`Vendorid:` + fmt.Sprintf("%v", this.Vendorid) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *Features) String() string {
 	if this == nil {
 		return "nil"
 	}
 	s := strings.Join([]string{`&Features{`,
 		`ACPI:` + strings.Replace(strings.Replace(this.ACPI.String(), "FeatureState", "FeatureState", 1), `&`, ``, 1) + `,`,
+		`APIC:` + strings.Replace(this.APIC.String(), "FeatureAPIC", "FeatureAPIC", 1) + `,`,
+		`Hyperv:` + strings.Replace(this.Hyperv.String(), "FeatureHyperv", "FeatureHyperv", 1) + `,`,
+		`SMM:` + strings.Replace(this.SMM.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`KVM:` + strings.Replace(this.KVM.String(), "FeatureKVM", "FeatureKVM", 1) + `,`,
+		`Pvspinlock:` + strings.Replace(this.Pvspinlock.String(), "FeatureState", "FeatureState", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7345,6 +10764,61 @@ func (this *Firmware) String() string {
 		`UUID:` + fmt.Sprintf("%v", this.UUID) + `,`,
 		`Serial:` + fmt.Sprintf("%v", this.Serial) + `,`,
 		`KernelBoot:` + strings.Replace(this.KernelBoot.String(), "KernelBoot", "KernelBoot", 1) + `,`,
+		`Bootloader:` + strings.Replace(this.Bootloader.String(), "Bootloader", "Bootloader", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *FreezeUnfreezeTimeout) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&FreezeUnfreezeTimeout{`,
+		`UnfreezeTimeout:` + strings.Replace(fmt.Sprintf("%v", this.UnfreezeTimeout), "Duration", "v11.Duration", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *GuestAgentCommandInfo) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&GuestAgentCommandInfo{`,
+		`Name:` + fmt.Sprintf("%v", this.Name) + `,`,
+		`Enabled:` + fmt.Sprintf("%v", this.Enabled) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *HPETTimer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&HPETTimer{`,
+		`TickPolicy:` + fmt.Sprintf("%v", this.TickPolicy) + `,`,
+		`Present:` + valueToStringGenerated(this.Present) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *HypervTimer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&HypervTimer{`,
+		`Present:` + valueToStringGenerated(this.Present) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *Input) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&Input{`,
+		`Bus:` + fmt.Sprintf("%v", this.Bus) + `,`,
+		`Type:` + fmt.Sprintf("%v", this.Type) + `,`,
+		`Name:` + fmt.Sprintf("%v", this.Name) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7394,6 +10868,16 @@ func (this *InterfaceMasquerade) String() string {
 		return "nil"
 	}
 	s := strings.Join([]string{`&InterfaceMasquerade{`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *KVMTimer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&KVMTimer{`,
+		`Present:` + valueToStringGenerated(this.Present) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7501,6 +10985,17 @@ func (this *NetworkSource) String() string {
 	}, "")
 	return s
 }
+func (this *PITTimer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&PITTimer{`,
+		`TickPolicy:` + fmt.Sprintf("%v", this.TickPolicy) + `,`,
+		`Present:` + valueToStringGenerated(this.Present) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *PauseOptions) String() string {
 	if this == nil {
 		return "nil"
@@ -7540,6 +11035,18 @@ func (this *Port) String() string {
 		`Name:` + fmt.Sprintf("%v", this.Name) + `,`,
 		`Protocol:` + fmt.Sprintf("%v", this.Protocol) + `,`,
 		`Port:` + fmt.Sprintf("%v", this.Port) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *RTCTimer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&RTCTimer{`,
+		`TickPolicy:` + fmt.Sprintf("%v", this.TickPolicy) + `,`,
+		`Present:` + valueToStringGenerated(this.Present) + `,`,
+		`Track:` + fmt.Sprintf("%v", this.Track) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7628,6 +11135,54 @@ func (this *StopOptions) String() string {
 	}, "")
 	return s
 }
+func (this *SyNICTimer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&SyNICTimer{`,
+		`FeatureState:` + strings.Replace(strings.Replace(this.FeatureState.String(), "FeatureState", "FeatureState", 1), `&`, ``, 1) + `,`,
+		`Direct:` + strings.Replace(this.Direct.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *TLBFlush) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&TLBFlush{`,
+		`FeatureState:` + strings.Replace(strings.Replace(this.FeatureState.String(), "FeatureState", "FeatureState", 1), `&`, ``, 1) + `,`,
+		`Direct:` + strings.Replace(this.Direct.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`Extended:` + strings.Replace(this.Extended.String(), "FeatureState", "FeatureState", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *TPMDevice) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&TPMDevice{`,
+		`Enabled:` + valueToStringGenerated(this.Enabled) + `,`,
+		`Persistent:` + valueToStringGenerated(this.Persistent) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *Timer) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&Timer{`,
+		`HPET:` + strings.Replace(this.HPET.String(), "HPETTimer", "HPETTimer", 1) + `,`,
+		`KVM:` + strings.Replace(this.KVM.String(), "KVMTimer", "KVMTimer", 1) + `,`,
+		`PIT:` + strings.Replace(this.PIT.String(), "PITTimer", "PITTimer", 1) + `,`,
+		`RTC:` + strings.Replace(this.RTC.String(), "RTCTimer", "RTCTimer", 1) + `,`,
+		`Hyperv:` + strings.Replace(this.Hyperv.String(), "HypervTimer", "HypervTimer", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *UnpauseOptions) String() string {
 	if this == nil {
 		return "nil"
@@ -7692,6 +11247,95 @@ func (this *VirtualMachineInstanceCondition) String() string {
 	}, "")
 	return s
 }
+func (this *VirtualMachineInstanceFileSystem) String() string {
+	if this == nil {
+		return "nil"
+	}
+	repeatedStringForDisk := "[]VirtualMachineInstanceFileSystemDisk{"
+	for _, f := range this.Disk {
+		repeatedStringForDisk += strings.Replace(strings.Replace(f.String(), "VirtualMachineInstanceFileSystemDisk", "VirtualMachineInstanceFileSystemDisk", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForDisk += "}"
+	s := strings.Join([]string{`&VirtualMachineInstanceFileSystem{`,
+		`DiskName:` + fmt.Sprintf("%v", this.DiskName) + `,`,
+		`MountPoint:` + fmt.Sprintf("%v", this.MountPoint) + `,`,
+		`FileSystemType:` + fmt.Sprintf("%v", this.FileSystemType) + `,`,
+		`UsedBytes:` + fmt.Sprintf("%v", this.UsedBytes) + `,`,
+		`TotalBytes:` + fmt.Sprintf("%v", this.TotalBytes) + `,`,
+		`Disk:` + repeatedStringForDisk + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *VirtualMachineInstanceFileSystemDisk) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&VirtualMachineInstanceFileSystemDisk{`,
+		`Serial:` + fmt.Sprintf("%v", this.Serial) + `,`,
+		`BusType:` + fmt.Sprintf("%v", this.BusType) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *VirtualMachineInstanceFileSystemInfo) String() string {
+	if this == nil {
+		return "nil"
+	}
+	repeatedStringForDisks := "[]VirtualMachineInstanceFileSystem{"
+	for _, f := range this.Disks {
+		repeatedStringForDisks += strings.Replace(strings.Replace(f.String(), "VirtualMachineInstanceFileSystem", "VirtualMachineInstanceFileSystem", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForDisks += "}"
+	s := strings.Join([]string{`&VirtualMachineInstanceFileSystemInfo{`,
+		`Disks:` + repeatedStringForDisks + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *VirtualMachineInstanceFileSystemList) String() string {
+	if this == nil {
+		return "nil"
+	}
+	repeatedStringForItems := "[]VirtualMachineInstanceFileSystem{"
+	for _, f := range this.Items {
+		repeatedStringForItems += strings.Replace(strings.Replace(f.String(), "VirtualMachineInstanceFileSystem", "VirtualMachineInstanceFileSystem", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForItems += "}"
+	s := strings.Join([]string{`&VirtualMachineInstanceFileSystemList{`,
+		`ListMeta:` + strings.Replace(strings.Replace(fmt.Sprintf("%v", this.ListMeta), "ListMeta", "v11.ListMeta", 1), `&`, ``, 1) + `,`,
+		`Items:` + repeatedStringForItems + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *VirtualMachineInstanceGuestAgentInfo) String() string {
+	if this == nil {
+		return "nil"
+	}
+	repeatedStringForSupportedCommands := "[]GuestAgentCommandInfo{"
+	for _, f := range this.SupportedCommands {
+		repeatedStringForSupportedCommands += strings.Replace(strings.Replace(f.String(), "GuestAgentCommandInfo", "GuestAgentCommandInfo", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForSupportedCommands += "}"
+	repeatedStringForUserList := "[]VirtualMachineInstanceGuestOSUser{"
+	for _, f := range this.UserList {
+		repeatedStringForUserList += strings.Replace(strings.Replace(f.String(), "VirtualMachineInstanceGuestOSUser", "VirtualMachineInstanceGuestOSUser", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForUserList += "}"
+	s := strings.Join([]string{`&VirtualMachineInstanceGuestAgentInfo{`,
+		`GuestAgentVersion:` + fmt.Sprintf("%v", this.GuestAgentVersion) + `,`,
+		`SupportedCommands:` + repeatedStringForSupportedCommands + `,`,
+		`Hostname:` + fmt.Sprintf("%v", this.Hostname) + `,`,
+		`OS:` + strings.Replace(strings.Replace(this.OS.String(), "VirtualMachineInstanceGuestOSInfo", "VirtualMachineInstanceGuestOSInfo", 1), `&`, ``, 1) + `,`,
+		`Timezone:` + fmt.Sprintf("%v", this.Timezone) + `,`,
+		`UserList:` + repeatedStringForUserList + `,`,
+		`FSInfo:` + strings.Replace(strings.Replace(this.FSInfo.String(), "VirtualMachineInstanceFileSystemInfo", "VirtualMachineInstanceFileSystemInfo", 1), `&`, ``, 1) + `,`,
+		`FSFreezeStatus:` + fmt.Sprintf("%v", this.FSFreezeStatus) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *VirtualMachineInstanceGuestOSInfo) String() string {
 	if this == nil {
 		return "nil"
@@ -7705,6 +11349,34 @@ func (this *VirtualMachineInstanceGuestOSInfo) String() string {
 		`KernelVersion:` + fmt.Sprintf("%v", this.KernelVersion) + `,`,
 		`Machine:` + fmt.Sprintf("%v", this.Machine) + `,`,
 		`ID:` + fmt.Sprintf("%v", this.ID) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *VirtualMachineInstanceGuestOSUser) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&VirtualMachineInstanceGuestOSUser{`,
+		`UserName:` + fmt.Sprintf("%v", this.UserName) + `,`,
+		`Domain:` + fmt.Sprintf("%v", this.Domain) + `,`,
+		`LoginTime:` + fmt.Sprintf("%v", this.LoginTime) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *VirtualMachineInstanceGuestOSUserList) String() string {
+	if this == nil {
+		return "nil"
+	}
+	repeatedStringForItems := "[]VirtualMachineInstanceGuestOSUser{"
+	for _, f := range this.Items {
+		repeatedStringForItems += strings.Replace(strings.Replace(f.String(), "VirtualMachineInstanceGuestOSUser", "VirtualMachineInstanceGuestOSUser", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForItems += "}"
+	s := strings.Join([]string{`&VirtualMachineInstanceGuestOSUserList{`,
+		`ListMeta:` + strings.Replace(strings.Replace(fmt.Sprintf("%v", this.ListMeta), "ListMeta", "v11.ListMeta", 1), `&`, ``, 1) + `,`,
+		`Items:` + repeatedStringForItems + `,`,
 		`}`,
 	}, "")
 	return s
@@ -8050,6 +11722,7 @@ func (this *VirtualMachineInstanceStatus) String() string {
 		`MigrationState:` + strings.Replace(this.MigrationState.String(), "VirtualMachineInstanceMigrationState", "VirtualMachineInstanceMigrationState", 1) + `,`,
 		`MigrationMethod:` + fmt.Sprintf("%v", this.MigrationMethod) + `,`,
 		`EvacuationNodeName:` + fmt.Sprintf("%v", this.EvacuationNodeName) + `,`,
+		`FSFreezeStatus:` + fmt.Sprintf("%v", this.FSFreezeStatus) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -8186,6 +11859,199 @@ func valueToStringGenerated(v interface{}) string {
 	}
 	pv := reflect.Indirect(rv).Interface()
 	return fmt.Sprintf("*%v", pv)
+}
+func (m *BIOS) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: BIOS: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: BIOS: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UseSerial", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.UseSerial = &b
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Bootloader) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Bootloader: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Bootloader: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BIOS", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.BIOS == nil {
+				m.BIOS = &BIOS{}
+			}
+			if err := m.BIOS.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EFI", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.EFI == nil {
+				m.EFI = &EFI{}
+			}
+			if err := m.EFI.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
 }
 func (m *CDRomTarget) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)
@@ -8408,6 +12274,462 @@ func (m *CPU) Unmarshal(dAtA []byte) error {
 			}
 			m.Model = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Features", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Features = append(m.Features, CPUFeature{})
+			if err := m.Features[len(m.Features)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *CPUFeature) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: CPUFeature: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: CPUFeature: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Name", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Name = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Policy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Policy = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Clock) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Clock: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Clock: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClockOffset", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ClockOffset.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Timer", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Timer == nil {
+				m.Timer = &Timer{}
+			}
+			if err := m.Timer.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ClockOffset) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ClockOffset: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ClockOffset: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UTC", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.UTC == nil {
+				m.UTC = &ClockOffsetUTC{}
+			}
+			if err := m.UTC.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Timezone", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			s := ClockOffsetTimezone(dAtA[iNdEx:postIndex])
+			m.Timezone = &s
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ClockOffsetUTC) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ClockOffsetUTC: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ClockOffsetUTC: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OffsetSeconds", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.OffsetSeconds = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])
@@ -9050,6 +13372,160 @@ func (m *Devices) Unmarshal(dAtA []byte) error {
 				m.Rng = &Rng{}
 			}
 			if err := m.Rng.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UseVirtioTransitional", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.UseVirtioTransitional = &b
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Inputs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Inputs = append(m.Inputs, Input{})
+			if err := m.Inputs[len(m.Inputs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AutoattachInputDevice", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.AutoattachInputDevice = &b
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BlockMultiQueue", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.BlockMultiQueue = &b
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NetworkInterfaceMultiqueue", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.NetworkInterfaceMultiqueue = &b
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TPM", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.TPM == nil {
+				m.TPM = &TPMDevice{}
+			}
+			if err := m.TPM.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -9740,6 +14216,134 @@ func (m *DomainSpec) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Clock", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Clock == nil {
+				m.Clock = &Clock{}
+			}
+			if err := m.Clock.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EFI) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EFI: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EFI: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SecureBoot", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.SecureBoot = &b
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Persistent", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Persistent = &b
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])
@@ -9844,6 +14448,836 @@ func (m *EmptyDiskSource) Unmarshal(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *FeatureAPIC) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FeatureAPIC: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FeatureAPIC: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FeatureState", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.FeatureState.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EndOfInterrupt", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.EndOfInterrupt = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FeatureHyperv) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FeatureHyperv: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FeatureHyperv: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Relaxed", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Relaxed == nil {
+				m.Relaxed = &FeatureState{}
+			}
+			if err := m.Relaxed.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field VAPIC", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.VAPIC == nil {
+				m.VAPIC = &FeatureState{}
+			}
+			if err := m.VAPIC.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spinlocks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Spinlocks == nil {
+				m.Spinlocks = &FeatureSpinlocks{}
+			}
+			if err := m.Spinlocks.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Vpindex", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Vpindex == nil {
+				m.Vpindex = &FeatureState{}
+			}
+			if err := m.Vpindex.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Runtime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Runtime == nil {
+				m.Runtime = &FeatureState{}
+			}
+			if err := m.Runtime.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Synic", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Synic == nil {
+				m.Synic = &FeatureState{}
+			}
+			if err := m.Synic.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Synictimer", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Synictimer == nil {
+				m.Synictimer = &SyNICTimer{}
+			}
+			if err := m.Synictimer.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ResetFeature", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.ResetFeature == nil {
+				m.ResetFeature = &FeatureState{}
+			}
+			if err := m.ResetFeature.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Vendorid", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Vendorid == nil {
+				m.Vendorid = &FeatureVendorID{}
+			}
+			if err := m.Vendorid.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Frequencies", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Frequencies == nil {
+				m.Frequencies = &FeatureState{}
+			}
+			if err := m.Frequencies.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reenlightenment", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Reenlightenment == nil {
+				m.Reenlightenment = &FeatureState{}
+			}
+			if err := m.Reenlightenment.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tlbflush", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Tlbflush == nil {
+				m.Tlbflush = &TLBFlush{}
+			}
+			if err := m.Tlbflush.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field IPI", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.IPI == nil {
+				m.IPI = &FeatureState{}
+			}
+			if err := m.IPI.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 14:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EVMCS", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.EVMCS == nil {
+				m.EVMCS = &FeatureState{}
+			}
+			if err := m.EVMCS.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FeatureKVM) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FeatureKVM: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FeatureKVM: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Hidden", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Hidden = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FeatureSpinlocks) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FeatureSpinlocks: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FeatureSpinlocks: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FeatureState", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.FeatureState.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spinlocks", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Spinlocks = &v
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *FeatureState) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -9894,6 +15328,121 @@ func (m *FeatureState) Unmarshal(dAtA []byte) error {
 			}
 			b := bool(v != 0)
 			m.Enabled = &b
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FeatureVendorID) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FeatureVendorID: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FeatureVendorID: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FeatureState", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.FeatureState.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Vendorid", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Vendorid = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])
@@ -9974,6 +15523,186 @@ func (m *Features) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.ACPI.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field APIC", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.APIC == nil {
+				m.APIC = &FeatureAPIC{}
+			}
+			if err := m.APIC.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Hyperv", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Hyperv == nil {
+				m.Hyperv = &FeatureHyperv{}
+			}
+			if err := m.Hyperv.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SMM", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.SMM == nil {
+				m.SMM = &FeatureState{}
+			}
+			if err := m.SMM.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KVM", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.KVM == nil {
+				m.KVM = &FeatureKVM{}
+			}
+			if err := m.KVM.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pvspinlock", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pvspinlock == nil {
+				m.Pvspinlock = &FeatureState{}
+			}
+			if err := m.Pvspinlock.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -10126,6 +15855,550 @@ func (m *Firmware) Unmarshal(dAtA []byte) error {
 			if err := m.KernelBoot.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bootloader", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Bootloader == nil {
+				m.Bootloader = &Bootloader{}
+			}
+			if err := m.Bootloader.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FreezeUnfreezeTimeout) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FreezeUnfreezeTimeout: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FreezeUnfreezeTimeout: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UnfreezeTimeout", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.UnfreezeTimeout == nil {
+				m.UnfreezeTimeout = &v11.Duration{}
+			}
+			if err := m.UnfreezeTimeout.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *GuestAgentCommandInfo) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: GuestAgentCommandInfo: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: GuestAgentCommandInfo: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Name", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Name = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Enabled", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Enabled = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *HPETTimer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: HPETTimer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: HPETTimer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TickPolicy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.TickPolicy = HPETTickPolicy(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Present", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Present = &b
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *HypervTimer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: HypervTimer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: HypervTimer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Present", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Present = &b
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Input) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Input: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Input: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bus", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Bus = InputBus(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Type", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Type = InputType(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Name", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Name = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
@@ -10582,6 +16855,77 @@ func (m *InterfaceMasquerade) Unmarshal(dAtA []byte) error {
 			return fmt.Errorf("proto: InterfaceMasquerade: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *KVMTimer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: KVMTimer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: KVMTimer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Present", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Present = &b
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])
@@ -11717,6 +18061,109 @@ func (m *NetworkSource) Unmarshal(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *PITTimer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: PITTimer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: PITTimer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TickPolicy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.TickPolicy = PITTickPolicy(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Present", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Present = &b
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *PauseOptions) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -12096,6 +18543,141 @@ func (m *Port) Unmarshal(dAtA []byte) error {
 					break
 				}
 			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *RTCTimer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: RTCTimer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: RTCTimer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TickPolicy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.TickPolicy = RTCTickPolicy(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Present", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Present = &b
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Track", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Track = RTCTimerTrack(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])
@@ -12861,6 +19443,602 @@ func (m *StopOptions) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.DryRun = append(m.DryRun, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *SyNICTimer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: SyNICTimer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: SyNICTimer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FeatureState", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.FeatureState.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Direct", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Direct == nil {
+				m.Direct = &FeatureState{}
+			}
+			if err := m.Direct.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *TLBFlush) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: TLBFlush: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: TLBFlush: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FeatureState", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.FeatureState.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Direct", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Direct == nil {
+				m.Direct = &FeatureState{}
+			}
+			if err := m.Direct.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Extended", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Extended == nil {
+				m.Extended = &FeatureState{}
+			}
+			if err := m.Extended.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *TPMDevice) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: TPMDevice: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: TPMDevice: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Enabled", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Enabled = &b
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Persistent", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			b := bool(v != 0)
+			m.Persistent = &b
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Timer) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Timer: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Timer: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HPET", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.HPET == nil {
+				m.HPET = &HPETTimer{}
+			}
+			if err := m.HPET.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KVM", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.KVM == nil {
+				m.KVM = &KVMTimer{}
+			}
+			if err := m.KVM.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PIT", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.PIT == nil {
+				m.PIT = &PITTimer{}
+			}
+			if err := m.PIT.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RTC", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.RTC == nil {
+				m.RTC = &RTCTimer{}
+			}
+			if err := m.RTC.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Hyperv", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Hyperv == nil {
+				m.Hyperv = &HypervTimer{}
+			}
+			if err := m.Hyperv.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
@@ -13751,6 +20929,851 @@ func (m *VirtualMachineInstanceCondition) Unmarshal(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *VirtualMachineInstanceFileSystem) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystem: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystem: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DiskName", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.DiskName = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MountPoint", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MountPoint = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FileSystemType", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FileSystemType = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UsedBytes", wireType)
+			}
+			m.UsedBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.UsedBytes |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TotalBytes", wireType)
+			}
+			m.TotalBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TotalBytes |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Disk", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Disk = append(m.Disk, VirtualMachineInstanceFileSystemDisk{})
+			if err := m.Disk[len(m.Disk)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *VirtualMachineInstanceFileSystemDisk) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystemDisk: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystemDisk: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Serial", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Serial = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BusType", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.BusType = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *VirtualMachineInstanceFileSystemInfo) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystemInfo: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystemInfo: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Disks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Disks = append(m.Disks, VirtualMachineInstanceFileSystem{})
+			if err := m.Disks[len(m.Disks)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *VirtualMachineInstanceFileSystemList) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystemList: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceFileSystemList: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ListMeta", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ListMeta.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Items", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Items = append(m.Items, VirtualMachineInstanceFileSystem{})
+			if err := m.Items[len(m.Items)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *VirtualMachineInstanceGuestAgentInfo) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceGuestAgentInfo: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceGuestAgentInfo: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GuestAgentVersion", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GuestAgentVersion = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SupportedCommands", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.SupportedCommands = append(m.SupportedCommands, GuestAgentCommandInfo{})
+			if err := m.SupportedCommands[len(m.SupportedCommands)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Hostname", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Hostname = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OS", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.OS.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Timezone", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Timezone = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UserList", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.UserList = append(m.UserList, VirtualMachineInstanceGuestOSUser{})
+			if err := m.UserList[len(m.UserList)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FSInfo", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.FSInfo.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FSFreezeStatus", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FSFreezeStatus = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *VirtualMachineInstanceGuestOSInfo) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -14035,6 +22058,248 @@ func (m *VirtualMachineInstanceGuestOSInfo) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.ID = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *VirtualMachineInstanceGuestOSUser) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceGuestOSUser: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceGuestOSUser: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UserName", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.UserName = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Domain", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Domain = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 1 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LoginTime", wireType)
+			}
+			var v uint64
+			if (iNdEx + 8) > l {
+				return io.ErrUnexpectedEOF
+			}
+			v = uint64(encoding_binary.LittleEndian.Uint64(dAtA[iNdEx:]))
+			iNdEx += 8
+			m.LoginTime = float64(math.Float64frombits(v))
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *VirtualMachineInstanceGuestOSUserList) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: VirtualMachineInstanceGuestOSUserList: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: VirtualMachineInstanceGuestOSUserList: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ListMeta", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ListMeta.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Items", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Items = append(m.Items, VirtualMachineInstanceGuestOSUser{})
+			if err := m.Items[len(m.Items)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
@@ -18165,6 +26430,38 @@ func (m *VirtualMachineInstanceStatus) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.EvacuationNodeName = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FSFreezeStatus", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FSFreezeStatus = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -141,10 +141,13 @@ type DomainSpec struct {
 	// Machine type of the guest.
 	// +optional
 	Machine *Machine `json:"machine,omitempty" protobuf:"bytes,4,opt,name=machine"`
-	// Firmware of the guest: UUID, serial number and direct kernel boot.
+	// Firmware of the guest: UUID, serial number, BIOS or EFI, direct kernel boot.
 	// +optional
 	Firmware *Firmware `json:"firmware,omitempty" protobuf:"bytes,5,opt,name=firmware"`
-	// Features of the guest, such as ACPI.
+	// Clock is the guest's real-time clock offset and timers.
+	// +optional
+	Clock *Clock `json:"clock,omitempty" protobuf:"bytes,8,opt,name=clock"`
+	// Features of the guest: ACPI, APIC, SMM, Hyper-V enlightenments.
 	// +optional
 	Features *Features `json:"features,omitempty" protobuf:"bytes,6,opt,name=features"`
 	// Devices of the guest: disks, interfaces, console, graphics, RNG.
@@ -179,6 +182,10 @@ type CPU struct {
 	// Model is the CPU model: host-model, host-passthrough or a named libvirt model.
 	// +optional
 	Model string `json:"model,omitempty" protobuf:"bytes,4,opt,name=model"`
+	// Features are CPU features to add to or remove from the model.
+	// +optional
+	// +listType=atomic
+	Features []CPUFeature `json:"features,omitempty" protobuf:"bytes,5,rep,name=features"`
 }
 
 // Memory is the memory of a guest.
@@ -203,6 +210,9 @@ type Firmware struct {
 	// Serial is the guest's SMBIOS serial number.
 	// +optional
 	Serial string `json:"serial,omitempty" protobuf:"bytes,2,opt,name=serial"`
+	// Bootloader is the firmware the guest boots with: BIOS (the default) or EFI.
+	// +optional
+	Bootloader *Bootloader `json:"bootloader,omitempty" protobuf:"bytes,4,opt,name=bootloader"`
 	// KernelBoot boots the guest directly from a kernel (and initrd) carried in an image.
 	// +optional
 	KernelBoot *KernelBoot `json:"kernelBoot,omitempty" protobuf:"bytes,3,opt,name=kernelBoot"`
@@ -241,6 +251,23 @@ type Features struct {
 	// ACPI lets the guest power off cleanly on request. Enabled by default.
 	// +optional
 	ACPI FeatureState `json:"acpi,omitempty" protobuf:"bytes,1,opt,name=acpi"`
+	// APIC is the guest's local APIC; the machine type's default when unset.
+	// +optional
+	APIC *FeatureAPIC `json:"apic,omitempty" protobuf:"bytes,2,opt,name=apic"`
+	// Hyperv are Hyper-V enlightenments for Windows guests. KVM only: dropped under software
+	// emulation.
+	// +optional
+	Hyperv *FeatureHyperv `json:"hyperv,omitempty" protobuf:"bytes,3,opt,name=hyperv"`
+	// SMM is System Management Mode; EFI Secure Boot needs it.
+	// +optional
+	SMM *FeatureState `json:"smm,omitempty" protobuf:"bytes,4,opt,name=smm"`
+	// KVM says how the guest sees KVM. KVM only: dropped under software emulation.
+	// +optional
+	KVM *FeatureKVM `json:"kvm,omitempty" protobuf:"bytes,5,opt,name=kvm"`
+	// Pvspinlock tells the guest the host supports paravirtual spinlocks. KVM only: dropped
+	// under software emulation.
+	// +optional
+	Pvspinlock *FeatureState `json:"pvspinlock,omitempty" protobuf:"bytes,6,opt,name=pvspinlock"`
 }
 
 // FeatureState turns a feature on or off.
@@ -278,6 +305,27 @@ type Devices struct {
 	// Rng adds a virtio random number generator fed from the host.
 	// +optional
 	Rng *Rng `json:"rng,omitempty" protobuf:"bytes,6,opt,name=rng"`
+	// UseVirtioTransitional gives virtio devices the transitional (virtio 0.9) model, for old
+	// guests such as CentOS 6.
+	// +optional
+	UseVirtioTransitional *bool `json:"useVirtioTransitional,omitempty" protobuf:"varint,7,opt,name=useVirtioTransitional"`
+	// Inputs are input devices, such as a USB tablet.
+	// +optional
+	// +listType=atomic
+	Inputs []Input `json:"inputs,omitempty" protobuf:"bytes,8,rep,name=inputs"`
+	// AutoattachInputDevice adds a USB tablet, named default-0, when no input device is given.
+	// Defaults to false.
+	// +optional
+	AutoattachInputDevice *bool `json:"autoattachInputDevice,omitempty" protobuf:"varint,9,opt,name=autoattachInputDevice"`
+	// BlockMultiQueue gives virtio disks one queue per vCPU.
+	// +optional
+	BlockMultiQueue *bool `json:"blockMultiQueue,omitempty" protobuf:"varint,10,opt,name=blockMultiQueue"`
+	// NetworkInterfaceMultiqueue gives virtio interfaces one queue per vCPU.
+	// +optional
+	NetworkInterfaceMultiqueue *bool `json:"networkInterfaceMultiqueue,omitempty" protobuf:"varint,11,opt,name=networkInterfaceMultiqueue"`
+	// TPM adds an emulated TPM 2.0 (swtpm).
+	// +optional
+	TPM *TPMDevice `json:"tpm,omitempty" protobuf:"bytes,12,opt,name=tpm"`
 }
 
 // Rng is a virtio random number generator.
@@ -527,6 +575,11 @@ const (
 	// VirtualMachineInstanceSynchronized is false, with a reason, while the controller cannot
 	// do what the instance asks (a claim it names is missing, say).
 	VirtualMachineInstanceSynchronized VirtualMachineInstanceConditionType = "Synchronized"
+	// VirtualMachineInstanceAgentConnected means the guest agent is connected.
+	VirtualMachineInstanceAgentConnected VirtualMachineInstanceConditionType = "AgentConnected"
+	// VirtualMachineInstanceFeaturesDropped is true when features the spec asks for only KVM
+	// offers, and the guest runs under software emulation without them.
+	VirtualMachineInstanceFeaturesDropped VirtualMachineInstanceConditionType = "FeaturesDropped"
 	// VirtualMachineInstanceIsMigratable says whether the instance can be live migrated; when
 	// False, its reason and message say why not.
 	VirtualMachineInstanceIsMigratable VirtualMachineInstanceConditionType = "LiveMigratable"
@@ -590,6 +643,9 @@ type VirtualMachineInstanceStatus struct {
 	// launcher pod is turned into a migration. Only Hangar's components set it.
 	// +optional
 	EvacuationNodeName string `json:"evacuationNodeName,omitempty" protobuf:"bytes,12,opt,name=evacuationNodeName"`
+	// FSFreezeStatus is "frozen" while a freeze of the guest's filesystems is in effect.
+	// +optional
+	FSFreezeStatus string `json:"fsFreezeStatus,omitempty" protobuf:"bytes,13,opt,name=fsFreezeStatus"`
 }
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.

@@ -40,6 +40,26 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*BIOS)(nil), (*kubevirt.BIOS)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_BIOS_To_kubevirt_BIOS(a.(*BIOS), b.(*kubevirt.BIOS), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.BIOS)(nil), (*BIOS)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_BIOS_To_v1_BIOS(a.(*kubevirt.BIOS), b.(*BIOS), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*Bootloader)(nil), (*kubevirt.Bootloader)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_Bootloader_To_kubevirt_Bootloader(a.(*Bootloader), b.(*kubevirt.Bootloader), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.Bootloader)(nil), (*Bootloader)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_Bootloader_To_v1_Bootloader(a.(*kubevirt.Bootloader), b.(*Bootloader), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*CDRomTarget)(nil), (*kubevirt.CDRomTarget)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1_CDRomTarget_To_kubevirt_CDRomTarget(a.(*CDRomTarget), b.(*kubevirt.CDRomTarget), scope)
 	}); err != nil {
@@ -57,6 +77,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*kubevirt.CPU)(nil), (*CPU)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_kubevirt_CPU_To_v1_CPU(a.(*kubevirt.CPU), b.(*CPU), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CPUFeature)(nil), (*kubevirt.CPUFeature)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_CPUFeature_To_kubevirt_CPUFeature(a.(*CPUFeature), b.(*kubevirt.CPUFeature), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.CPUFeature)(nil), (*CPUFeature)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_CPUFeature_To_v1_CPUFeature(a.(*kubevirt.CPUFeature), b.(*CPUFeature), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*Clock)(nil), (*kubevirt.Clock)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_Clock_To_kubevirt_Clock(a.(*Clock), b.(*kubevirt.Clock), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.Clock)(nil), (*Clock)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_Clock_To_v1_Clock(a.(*kubevirt.Clock), b.(*Clock), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ClockOffset)(nil), (*kubevirt.ClockOffset)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_ClockOffset_To_kubevirt_ClockOffset(a.(*ClockOffset), b.(*kubevirt.ClockOffset), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.ClockOffset)(nil), (*ClockOffset)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_ClockOffset_To_v1_ClockOffset(a.(*kubevirt.ClockOffset), b.(*ClockOffset), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ClockOffsetUTC)(nil), (*kubevirt.ClockOffsetUTC)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_ClockOffsetUTC_To_kubevirt_ClockOffsetUTC(a.(*ClockOffsetUTC), b.(*kubevirt.ClockOffsetUTC), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.ClockOffsetUTC)(nil), (*ClockOffsetUTC)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_ClockOffsetUTC_To_v1_ClockOffsetUTC(a.(*kubevirt.ClockOffsetUTC), b.(*ClockOffsetUTC), scope)
 	}); err != nil {
 		return err
 	}
@@ -130,6 +190,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*EFI)(nil), (*kubevirt.EFI)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_EFI_To_kubevirt_EFI(a.(*EFI), b.(*kubevirt.EFI), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.EFI)(nil), (*EFI)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_EFI_To_v1_EFI(a.(*kubevirt.EFI), b.(*EFI), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*EmptyDiskSource)(nil), (*kubevirt.EmptyDiskSource)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1_EmptyDiskSource_To_kubevirt_EmptyDiskSource(a.(*EmptyDiskSource), b.(*kubevirt.EmptyDiskSource), scope)
 	}); err != nil {
@@ -140,6 +210,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*FeatureAPIC)(nil), (*kubevirt.FeatureAPIC)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_FeatureAPIC_To_kubevirt_FeatureAPIC(a.(*FeatureAPIC), b.(*kubevirt.FeatureAPIC), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.FeatureAPIC)(nil), (*FeatureAPIC)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_FeatureAPIC_To_v1_FeatureAPIC(a.(*kubevirt.FeatureAPIC), b.(*FeatureAPIC), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FeatureHyperv)(nil), (*kubevirt.FeatureHyperv)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_FeatureHyperv_To_kubevirt_FeatureHyperv(a.(*FeatureHyperv), b.(*kubevirt.FeatureHyperv), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.FeatureHyperv)(nil), (*FeatureHyperv)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_FeatureHyperv_To_v1_FeatureHyperv(a.(*kubevirt.FeatureHyperv), b.(*FeatureHyperv), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FeatureKVM)(nil), (*kubevirt.FeatureKVM)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_FeatureKVM_To_kubevirt_FeatureKVM(a.(*FeatureKVM), b.(*kubevirt.FeatureKVM), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.FeatureKVM)(nil), (*FeatureKVM)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_FeatureKVM_To_v1_FeatureKVM(a.(*kubevirt.FeatureKVM), b.(*FeatureKVM), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FeatureSpinlocks)(nil), (*kubevirt.FeatureSpinlocks)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_FeatureSpinlocks_To_kubevirt_FeatureSpinlocks(a.(*FeatureSpinlocks), b.(*kubevirt.FeatureSpinlocks), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.FeatureSpinlocks)(nil), (*FeatureSpinlocks)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_FeatureSpinlocks_To_v1_FeatureSpinlocks(a.(*kubevirt.FeatureSpinlocks), b.(*FeatureSpinlocks), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*FeatureState)(nil), (*kubevirt.FeatureState)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1_FeatureState_To_kubevirt_FeatureState(a.(*FeatureState), b.(*kubevirt.FeatureState), scope)
 	}); err != nil {
@@ -147,6 +257,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*kubevirt.FeatureState)(nil), (*FeatureState)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_kubevirt_FeatureState_To_v1_FeatureState(a.(*kubevirt.FeatureState), b.(*FeatureState), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FeatureVendorID)(nil), (*kubevirt.FeatureVendorID)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_FeatureVendorID_To_kubevirt_FeatureVendorID(a.(*FeatureVendorID), b.(*kubevirt.FeatureVendorID), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.FeatureVendorID)(nil), (*FeatureVendorID)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_FeatureVendorID_To_v1_FeatureVendorID(a.(*kubevirt.FeatureVendorID), b.(*FeatureVendorID), scope)
 	}); err != nil {
 		return err
 	}
@@ -167,6 +287,36 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*kubevirt.Firmware)(nil), (*Firmware)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_kubevirt_Firmware_To_v1_Firmware(a.(*kubevirt.Firmware), b.(*Firmware), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*HPETTimer)(nil), (*kubevirt.HPETTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_HPETTimer_To_kubevirt_HPETTimer(a.(*HPETTimer), b.(*kubevirt.HPETTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.HPETTimer)(nil), (*HPETTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_HPETTimer_To_v1_HPETTimer(a.(*kubevirt.HPETTimer), b.(*HPETTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*HypervTimer)(nil), (*kubevirt.HypervTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_HypervTimer_To_kubevirt_HypervTimer(a.(*HypervTimer), b.(*kubevirt.HypervTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.HypervTimer)(nil), (*HypervTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_HypervTimer_To_v1_HypervTimer(a.(*kubevirt.HypervTimer), b.(*HypervTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*Input)(nil), (*kubevirt.Input)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_Input_To_kubevirt_Input(a.(*Input), b.(*kubevirt.Input), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.Input)(nil), (*Input)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_Input_To_v1_Input(a.(*kubevirt.Input), b.(*Input), scope)
 	}); err != nil {
 		return err
 	}
@@ -207,6 +357,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*kubevirt.InterfaceMasquerade)(nil), (*InterfaceMasquerade)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_kubevirt_InterfaceMasquerade_To_v1_InterfaceMasquerade(a.(*kubevirt.InterfaceMasquerade), b.(*InterfaceMasquerade), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*KVMTimer)(nil), (*kubevirt.KVMTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_KVMTimer_To_kubevirt_KVMTimer(a.(*KVMTimer), b.(*kubevirt.KVMTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.KVMTimer)(nil), (*KVMTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_KVMTimer_To_v1_KVMTimer(a.(*kubevirt.KVMTimer), b.(*KVMTimer), scope)
 	}); err != nil {
 		return err
 	}
@@ -280,6 +440,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*PITTimer)(nil), (*kubevirt.PITTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_PITTimer_To_kubevirt_PITTimer(a.(*PITTimer), b.(*kubevirt.PITTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.PITTimer)(nil), (*PITTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_PITTimer_To_v1_PITTimer(a.(*kubevirt.PITTimer), b.(*PITTimer), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*PersistentVolumeClaimVolumeSource)(nil), (*kubevirt.PersistentVolumeClaimVolumeSource)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1_PersistentVolumeClaimVolumeSource_To_kubevirt_PersistentVolumeClaimVolumeSource(a.(*PersistentVolumeClaimVolumeSource), b.(*kubevirt.PersistentVolumeClaimVolumeSource), scope)
 	}); err != nil {
@@ -310,6 +480,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*RTCTimer)(nil), (*kubevirt.RTCTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_RTCTimer_To_kubevirt_RTCTimer(a.(*RTCTimer), b.(*kubevirt.RTCTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.RTCTimer)(nil), (*RTCTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_RTCTimer_To_v1_RTCTimer(a.(*kubevirt.RTCTimer), b.(*RTCTimer), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ResourceRequirements)(nil), (*kubevirt.ResourceRequirements)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1_ResourceRequirements_To_kubevirt_ResourceRequirements(a.(*ResourceRequirements), b.(*kubevirt.ResourceRequirements), scope)
 	}); err != nil {
@@ -327,6 +507,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*kubevirt.Rng)(nil), (*Rng)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_kubevirt_Rng_To_v1_Rng(a.(*kubevirt.Rng), b.(*Rng), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyNICTimer)(nil), (*kubevirt.SyNICTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_SyNICTimer_To_kubevirt_SyNICTimer(a.(*SyNICTimer), b.(*kubevirt.SyNICTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.SyNICTimer)(nil), (*SyNICTimer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_SyNICTimer_To_v1_SyNICTimer(a.(*kubevirt.SyNICTimer), b.(*SyNICTimer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TLBFlush)(nil), (*kubevirt.TLBFlush)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_TLBFlush_To_kubevirt_TLBFlush(a.(*TLBFlush), b.(*kubevirt.TLBFlush), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.TLBFlush)(nil), (*TLBFlush)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_TLBFlush_To_v1_TLBFlush(a.(*kubevirt.TLBFlush), b.(*TLBFlush), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TPMDevice)(nil), (*kubevirt.TPMDevice)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_TPMDevice_To_kubevirt_TPMDevice(a.(*TPMDevice), b.(*kubevirt.TPMDevice), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.TPMDevice)(nil), (*TPMDevice)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_TPMDevice_To_v1_TPMDevice(a.(*kubevirt.TPMDevice), b.(*TPMDevice), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*Timer)(nil), (*kubevirt.Timer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1_Timer_To_kubevirt_Timer(a.(*Timer), b.(*kubevirt.Timer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*kubevirt.Timer)(nil), (*Timer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_kubevirt_Timer_To_v1_Timer(a.(*kubevirt.Timer), b.(*Timer), scope)
 	}); err != nil {
 		return err
 	}
@@ -633,6 +853,48 @@ func RegisterConversions(s *runtime.Scheme) error {
 	return nil
 }
 
+func autoConvert_v1_BIOS_To_kubevirt_BIOS(in *BIOS, out *kubevirt.BIOS, s conversion.Scope) error {
+	out.UseSerial = (*bool)(unsafe.Pointer(in.UseSerial))
+	return nil
+}
+
+// Convert_v1_BIOS_To_kubevirt_BIOS is an autogenerated conversion function.
+func Convert_v1_BIOS_To_kubevirt_BIOS(in *BIOS, out *kubevirt.BIOS, s conversion.Scope) error {
+	return autoConvert_v1_BIOS_To_kubevirt_BIOS(in, out, s)
+}
+
+func autoConvert_kubevirt_BIOS_To_v1_BIOS(in *kubevirt.BIOS, out *BIOS, s conversion.Scope) error {
+	out.UseSerial = (*bool)(unsafe.Pointer(in.UseSerial))
+	return nil
+}
+
+// Convert_kubevirt_BIOS_To_v1_BIOS is an autogenerated conversion function.
+func Convert_kubevirt_BIOS_To_v1_BIOS(in *kubevirt.BIOS, out *BIOS, s conversion.Scope) error {
+	return autoConvert_kubevirt_BIOS_To_v1_BIOS(in, out, s)
+}
+
+func autoConvert_v1_Bootloader_To_kubevirt_Bootloader(in *Bootloader, out *kubevirt.Bootloader, s conversion.Scope) error {
+	out.BIOS = (*kubevirt.BIOS)(unsafe.Pointer(in.BIOS))
+	out.EFI = (*kubevirt.EFI)(unsafe.Pointer(in.EFI))
+	return nil
+}
+
+// Convert_v1_Bootloader_To_kubevirt_Bootloader is an autogenerated conversion function.
+func Convert_v1_Bootloader_To_kubevirt_Bootloader(in *Bootloader, out *kubevirt.Bootloader, s conversion.Scope) error {
+	return autoConvert_v1_Bootloader_To_kubevirt_Bootloader(in, out, s)
+}
+
+func autoConvert_kubevirt_Bootloader_To_v1_Bootloader(in *kubevirt.Bootloader, out *Bootloader, s conversion.Scope) error {
+	out.BIOS = (*BIOS)(unsafe.Pointer(in.BIOS))
+	out.EFI = (*EFI)(unsafe.Pointer(in.EFI))
+	return nil
+}
+
+// Convert_kubevirt_Bootloader_To_v1_Bootloader is an autogenerated conversion function.
+func Convert_kubevirt_Bootloader_To_v1_Bootloader(in *kubevirt.Bootloader, out *Bootloader, s conversion.Scope) error {
+	return autoConvert_kubevirt_Bootloader_To_v1_Bootloader(in, out, s)
+}
+
 func autoConvert_v1_CDRomTarget_To_kubevirt_CDRomTarget(in *CDRomTarget, out *kubevirt.CDRomTarget, s conversion.Scope) error {
 	out.Bus = kubevirt.DiskBus(in.Bus)
 	out.ReadOnly = (*bool)(unsafe.Pointer(in.ReadOnly))
@@ -660,6 +922,7 @@ func autoConvert_v1_CPU_To_kubevirt_CPU(in *CPU, out *kubevirt.CPU, s conversion
 	out.Sockets = in.Sockets
 	out.Threads = in.Threads
 	out.Model = in.Model
+	out.Features = *(*[]kubevirt.CPUFeature)(unsafe.Pointer(&in.Features))
 	return nil
 }
 
@@ -673,12 +936,103 @@ func autoConvert_kubevirt_CPU_To_v1_CPU(in *kubevirt.CPU, out *CPU, s conversion
 	out.Sockets = in.Sockets
 	out.Threads = in.Threads
 	out.Model = in.Model
+	out.Features = *(*[]CPUFeature)(unsafe.Pointer(&in.Features))
 	return nil
 }
 
 // Convert_kubevirt_CPU_To_v1_CPU is an autogenerated conversion function.
 func Convert_kubevirt_CPU_To_v1_CPU(in *kubevirt.CPU, out *CPU, s conversion.Scope) error {
 	return autoConvert_kubevirt_CPU_To_v1_CPU(in, out, s)
+}
+
+func autoConvert_v1_CPUFeature_To_kubevirt_CPUFeature(in *CPUFeature, out *kubevirt.CPUFeature, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Policy = in.Policy
+	return nil
+}
+
+// Convert_v1_CPUFeature_To_kubevirt_CPUFeature is an autogenerated conversion function.
+func Convert_v1_CPUFeature_To_kubevirt_CPUFeature(in *CPUFeature, out *kubevirt.CPUFeature, s conversion.Scope) error {
+	return autoConvert_v1_CPUFeature_To_kubevirt_CPUFeature(in, out, s)
+}
+
+func autoConvert_kubevirt_CPUFeature_To_v1_CPUFeature(in *kubevirt.CPUFeature, out *CPUFeature, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Policy = in.Policy
+	return nil
+}
+
+// Convert_kubevirt_CPUFeature_To_v1_CPUFeature is an autogenerated conversion function.
+func Convert_kubevirt_CPUFeature_To_v1_CPUFeature(in *kubevirt.CPUFeature, out *CPUFeature, s conversion.Scope) error {
+	return autoConvert_kubevirt_CPUFeature_To_v1_CPUFeature(in, out, s)
+}
+
+func autoConvert_v1_Clock_To_kubevirt_Clock(in *Clock, out *kubevirt.Clock, s conversion.Scope) error {
+	if err := Convert_v1_ClockOffset_To_kubevirt_ClockOffset(&in.ClockOffset, &out.ClockOffset, s); err != nil {
+		return err
+	}
+	out.Timer = (*kubevirt.Timer)(unsafe.Pointer(in.Timer))
+	return nil
+}
+
+// Convert_v1_Clock_To_kubevirt_Clock is an autogenerated conversion function.
+func Convert_v1_Clock_To_kubevirt_Clock(in *Clock, out *kubevirt.Clock, s conversion.Scope) error {
+	return autoConvert_v1_Clock_To_kubevirt_Clock(in, out, s)
+}
+
+func autoConvert_kubevirt_Clock_To_v1_Clock(in *kubevirt.Clock, out *Clock, s conversion.Scope) error {
+	if err := Convert_kubevirt_ClockOffset_To_v1_ClockOffset(&in.ClockOffset, &out.ClockOffset, s); err != nil {
+		return err
+	}
+	out.Timer = (*Timer)(unsafe.Pointer(in.Timer))
+	return nil
+}
+
+// Convert_kubevirt_Clock_To_v1_Clock is an autogenerated conversion function.
+func Convert_kubevirt_Clock_To_v1_Clock(in *kubevirt.Clock, out *Clock, s conversion.Scope) error {
+	return autoConvert_kubevirt_Clock_To_v1_Clock(in, out, s)
+}
+
+func autoConvert_v1_ClockOffset_To_kubevirt_ClockOffset(in *ClockOffset, out *kubevirt.ClockOffset, s conversion.Scope) error {
+	out.UTC = (*kubevirt.ClockOffsetUTC)(unsafe.Pointer(in.UTC))
+	out.Timezone = (*kubevirt.ClockOffsetTimezone)(unsafe.Pointer(in.Timezone))
+	return nil
+}
+
+// Convert_v1_ClockOffset_To_kubevirt_ClockOffset is an autogenerated conversion function.
+func Convert_v1_ClockOffset_To_kubevirt_ClockOffset(in *ClockOffset, out *kubevirt.ClockOffset, s conversion.Scope) error {
+	return autoConvert_v1_ClockOffset_To_kubevirt_ClockOffset(in, out, s)
+}
+
+func autoConvert_kubevirt_ClockOffset_To_v1_ClockOffset(in *kubevirt.ClockOffset, out *ClockOffset, s conversion.Scope) error {
+	out.UTC = (*ClockOffsetUTC)(unsafe.Pointer(in.UTC))
+	out.Timezone = (*ClockOffsetTimezone)(unsafe.Pointer(in.Timezone))
+	return nil
+}
+
+// Convert_kubevirt_ClockOffset_To_v1_ClockOffset is an autogenerated conversion function.
+func Convert_kubevirt_ClockOffset_To_v1_ClockOffset(in *kubevirt.ClockOffset, out *ClockOffset, s conversion.Scope) error {
+	return autoConvert_kubevirt_ClockOffset_To_v1_ClockOffset(in, out, s)
+}
+
+func autoConvert_v1_ClockOffsetUTC_To_kubevirt_ClockOffsetUTC(in *ClockOffsetUTC, out *kubevirt.ClockOffsetUTC, s conversion.Scope) error {
+	out.OffsetSeconds = (*int)(unsafe.Pointer(in.OffsetSeconds))
+	return nil
+}
+
+// Convert_v1_ClockOffsetUTC_To_kubevirt_ClockOffsetUTC is an autogenerated conversion function.
+func Convert_v1_ClockOffsetUTC_To_kubevirt_ClockOffsetUTC(in *ClockOffsetUTC, out *kubevirt.ClockOffsetUTC, s conversion.Scope) error {
+	return autoConvert_v1_ClockOffsetUTC_To_kubevirt_ClockOffsetUTC(in, out, s)
+}
+
+func autoConvert_kubevirt_ClockOffsetUTC_To_v1_ClockOffsetUTC(in *kubevirt.ClockOffsetUTC, out *ClockOffsetUTC, s conversion.Scope) error {
+	out.OffsetSeconds = (*int)(unsafe.Pointer(in.OffsetSeconds))
+	return nil
+}
+
+// Convert_kubevirt_ClockOffsetUTC_To_v1_ClockOffsetUTC is an autogenerated conversion function.
+func Convert_kubevirt_ClockOffsetUTC_To_v1_ClockOffsetUTC(in *kubevirt.ClockOffsetUTC, out *ClockOffsetUTC, s conversion.Scope) error {
+	return autoConvert_kubevirt_ClockOffsetUTC_To_v1_ClockOffsetUTC(in, out, s)
 }
 
 func autoConvert_v1_CloudInitNoCloudSource_To_kubevirt_CloudInitNoCloudSource(in *CloudInitNoCloudSource, out *kubevirt.CloudInitNoCloudSource, s conversion.Scope) error {
@@ -744,6 +1098,12 @@ func autoConvert_v1_Devices_To_kubevirt_Devices(in *Devices, out *kubevirt.Devic
 	out.AutoattachGraphicsDevice = (*bool)(unsafe.Pointer(in.AutoattachGraphicsDevice))
 	out.AutoattachSerialConsole = (*bool)(unsafe.Pointer(in.AutoattachSerialConsole))
 	out.Rng = (*kubevirt.Rng)(unsafe.Pointer(in.Rng))
+	out.UseVirtioTransitional = (*bool)(unsafe.Pointer(in.UseVirtioTransitional))
+	out.Inputs = *(*[]kubevirt.Input)(unsafe.Pointer(&in.Inputs))
+	out.AutoattachInputDevice = (*bool)(unsafe.Pointer(in.AutoattachInputDevice))
+	out.BlockMultiQueue = (*bool)(unsafe.Pointer(in.BlockMultiQueue))
+	out.NetworkInterfaceMultiqueue = (*bool)(unsafe.Pointer(in.NetworkInterfaceMultiqueue))
+	out.TPM = (*kubevirt.TPMDevice)(unsafe.Pointer(in.TPM))
 	return nil
 }
 
@@ -759,6 +1119,12 @@ func autoConvert_kubevirt_Devices_To_v1_Devices(in *kubevirt.Devices, out *Devic
 	out.AutoattachGraphicsDevice = (*bool)(unsafe.Pointer(in.AutoattachGraphicsDevice))
 	out.AutoattachSerialConsole = (*bool)(unsafe.Pointer(in.AutoattachSerialConsole))
 	out.Rng = (*Rng)(unsafe.Pointer(in.Rng))
+	out.UseVirtioTransitional = (*bool)(unsafe.Pointer(in.UseVirtioTransitional))
+	out.Inputs = *(*[]Input)(unsafe.Pointer(&in.Inputs))
+	out.AutoattachInputDevice = (*bool)(unsafe.Pointer(in.AutoattachInputDevice))
+	out.BlockMultiQueue = (*bool)(unsafe.Pointer(in.BlockMultiQueue))
+	out.NetworkInterfaceMultiqueue = (*bool)(unsafe.Pointer(in.NetworkInterfaceMultiqueue))
+	out.TPM = (*TPMDevice)(unsafe.Pointer(in.TPM))
 	return nil
 }
 
@@ -849,6 +1215,7 @@ func autoConvert_v1_DomainSpec_To_kubevirt_DomainSpec(in *DomainSpec, out *kubev
 	out.Memory = (*kubevirt.Memory)(unsafe.Pointer(in.Memory))
 	out.Machine = (*kubevirt.Machine)(unsafe.Pointer(in.Machine))
 	out.Firmware = (*kubevirt.Firmware)(unsafe.Pointer(in.Firmware))
+	out.Clock = (*kubevirt.Clock)(unsafe.Pointer(in.Clock))
 	out.Features = (*kubevirt.Features)(unsafe.Pointer(in.Features))
 	if err := Convert_v1_Devices_To_kubevirt_Devices(&in.Devices, &out.Devices, s); err != nil {
 		return err
@@ -869,6 +1236,7 @@ func autoConvert_kubevirt_DomainSpec_To_v1_DomainSpec(in *kubevirt.DomainSpec, o
 	out.Memory = (*Memory)(unsafe.Pointer(in.Memory))
 	out.Machine = (*Machine)(unsafe.Pointer(in.Machine))
 	out.Firmware = (*Firmware)(unsafe.Pointer(in.Firmware))
+	out.Clock = (*Clock)(unsafe.Pointer(in.Clock))
 	out.Features = (*Features)(unsafe.Pointer(in.Features))
 	if err := Convert_kubevirt_Devices_To_v1_Devices(&in.Devices, &out.Devices, s); err != nil {
 		return err
@@ -879,6 +1247,28 @@ func autoConvert_kubevirt_DomainSpec_To_v1_DomainSpec(in *kubevirt.DomainSpec, o
 // Convert_kubevirt_DomainSpec_To_v1_DomainSpec is an autogenerated conversion function.
 func Convert_kubevirt_DomainSpec_To_v1_DomainSpec(in *kubevirt.DomainSpec, out *DomainSpec, s conversion.Scope) error {
 	return autoConvert_kubevirt_DomainSpec_To_v1_DomainSpec(in, out, s)
+}
+
+func autoConvert_v1_EFI_To_kubevirt_EFI(in *EFI, out *kubevirt.EFI, s conversion.Scope) error {
+	out.SecureBoot = (*bool)(unsafe.Pointer(in.SecureBoot))
+	out.Persistent = (*bool)(unsafe.Pointer(in.Persistent))
+	return nil
+}
+
+// Convert_v1_EFI_To_kubevirt_EFI is an autogenerated conversion function.
+func Convert_v1_EFI_To_kubevirt_EFI(in *EFI, out *kubevirt.EFI, s conversion.Scope) error {
+	return autoConvert_v1_EFI_To_kubevirt_EFI(in, out, s)
+}
+
+func autoConvert_kubevirt_EFI_To_v1_EFI(in *kubevirt.EFI, out *EFI, s conversion.Scope) error {
+	out.SecureBoot = (*bool)(unsafe.Pointer(in.SecureBoot))
+	out.Persistent = (*bool)(unsafe.Pointer(in.Persistent))
+	return nil
+}
+
+// Convert_kubevirt_EFI_To_v1_EFI is an autogenerated conversion function.
+func Convert_kubevirt_EFI_To_v1_EFI(in *kubevirt.EFI, out *EFI, s conversion.Scope) error {
+	return autoConvert_kubevirt_EFI_To_v1_EFI(in, out, s)
 }
 
 func autoConvert_v1_EmptyDiskSource_To_kubevirt_EmptyDiskSource(in *EmptyDiskSource, out *kubevirt.EmptyDiskSource, s conversion.Scope) error {
@@ -901,6 +1291,124 @@ func Convert_kubevirt_EmptyDiskSource_To_v1_EmptyDiskSource(in *kubevirt.EmptyDi
 	return autoConvert_kubevirt_EmptyDiskSource_To_v1_EmptyDiskSource(in, out, s)
 }
 
+func autoConvert_v1_FeatureAPIC_To_kubevirt_FeatureAPIC(in *FeatureAPIC, out *kubevirt.FeatureAPIC, s conversion.Scope) error {
+	if err := Convert_v1_FeatureState_To_kubevirt_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.EndOfInterrupt = in.EndOfInterrupt
+	return nil
+}
+
+// Convert_v1_FeatureAPIC_To_kubevirt_FeatureAPIC is an autogenerated conversion function.
+func Convert_v1_FeatureAPIC_To_kubevirt_FeatureAPIC(in *FeatureAPIC, out *kubevirt.FeatureAPIC, s conversion.Scope) error {
+	return autoConvert_v1_FeatureAPIC_To_kubevirt_FeatureAPIC(in, out, s)
+}
+
+func autoConvert_kubevirt_FeatureAPIC_To_v1_FeatureAPIC(in *kubevirt.FeatureAPIC, out *FeatureAPIC, s conversion.Scope) error {
+	if err := Convert_kubevirt_FeatureState_To_v1_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.EndOfInterrupt = in.EndOfInterrupt
+	return nil
+}
+
+// Convert_kubevirt_FeatureAPIC_To_v1_FeatureAPIC is an autogenerated conversion function.
+func Convert_kubevirt_FeatureAPIC_To_v1_FeatureAPIC(in *kubevirt.FeatureAPIC, out *FeatureAPIC, s conversion.Scope) error {
+	return autoConvert_kubevirt_FeatureAPIC_To_v1_FeatureAPIC(in, out, s)
+}
+
+func autoConvert_v1_FeatureHyperv_To_kubevirt_FeatureHyperv(in *FeatureHyperv, out *kubevirt.FeatureHyperv, s conversion.Scope) error {
+	out.Relaxed = (*kubevirt.FeatureState)(unsafe.Pointer(in.Relaxed))
+	out.VAPIC = (*kubevirt.FeatureState)(unsafe.Pointer(in.VAPIC))
+	out.Spinlocks = (*kubevirt.FeatureSpinlocks)(unsafe.Pointer(in.Spinlocks))
+	out.Vpindex = (*kubevirt.FeatureState)(unsafe.Pointer(in.Vpindex))
+	out.Runtime = (*kubevirt.FeatureState)(unsafe.Pointer(in.Runtime))
+	out.Synic = (*kubevirt.FeatureState)(unsafe.Pointer(in.Synic))
+	out.Synictimer = (*kubevirt.SyNICTimer)(unsafe.Pointer(in.Synictimer))
+	out.ResetFeature = (*kubevirt.FeatureState)(unsafe.Pointer(in.ResetFeature))
+	out.Vendorid = (*kubevirt.FeatureVendorID)(unsafe.Pointer(in.Vendorid))
+	out.Frequencies = (*kubevirt.FeatureState)(unsafe.Pointer(in.Frequencies))
+	out.Reenlightenment = (*kubevirt.FeatureState)(unsafe.Pointer(in.Reenlightenment))
+	out.Tlbflush = (*kubevirt.TLBFlush)(unsafe.Pointer(in.Tlbflush))
+	out.IPI = (*kubevirt.FeatureState)(unsafe.Pointer(in.IPI))
+	out.EVMCS = (*kubevirt.FeatureState)(unsafe.Pointer(in.EVMCS))
+	return nil
+}
+
+// Convert_v1_FeatureHyperv_To_kubevirt_FeatureHyperv is an autogenerated conversion function.
+func Convert_v1_FeatureHyperv_To_kubevirt_FeatureHyperv(in *FeatureHyperv, out *kubevirt.FeatureHyperv, s conversion.Scope) error {
+	return autoConvert_v1_FeatureHyperv_To_kubevirt_FeatureHyperv(in, out, s)
+}
+
+func autoConvert_kubevirt_FeatureHyperv_To_v1_FeatureHyperv(in *kubevirt.FeatureHyperv, out *FeatureHyperv, s conversion.Scope) error {
+	out.Relaxed = (*FeatureState)(unsafe.Pointer(in.Relaxed))
+	out.VAPIC = (*FeatureState)(unsafe.Pointer(in.VAPIC))
+	out.Spinlocks = (*FeatureSpinlocks)(unsafe.Pointer(in.Spinlocks))
+	out.Vpindex = (*FeatureState)(unsafe.Pointer(in.Vpindex))
+	out.Runtime = (*FeatureState)(unsafe.Pointer(in.Runtime))
+	out.Synic = (*FeatureState)(unsafe.Pointer(in.Synic))
+	out.Synictimer = (*SyNICTimer)(unsafe.Pointer(in.Synictimer))
+	out.ResetFeature = (*FeatureState)(unsafe.Pointer(in.ResetFeature))
+	out.Vendorid = (*FeatureVendorID)(unsafe.Pointer(in.Vendorid))
+	out.Frequencies = (*FeatureState)(unsafe.Pointer(in.Frequencies))
+	out.Reenlightenment = (*FeatureState)(unsafe.Pointer(in.Reenlightenment))
+	out.Tlbflush = (*TLBFlush)(unsafe.Pointer(in.Tlbflush))
+	out.IPI = (*FeatureState)(unsafe.Pointer(in.IPI))
+	out.EVMCS = (*FeatureState)(unsafe.Pointer(in.EVMCS))
+	return nil
+}
+
+// Convert_kubevirt_FeatureHyperv_To_v1_FeatureHyperv is an autogenerated conversion function.
+func Convert_kubevirt_FeatureHyperv_To_v1_FeatureHyperv(in *kubevirt.FeatureHyperv, out *FeatureHyperv, s conversion.Scope) error {
+	return autoConvert_kubevirt_FeatureHyperv_To_v1_FeatureHyperv(in, out, s)
+}
+
+func autoConvert_v1_FeatureKVM_To_kubevirt_FeatureKVM(in *FeatureKVM, out *kubevirt.FeatureKVM, s conversion.Scope) error {
+	out.Hidden = in.Hidden
+	return nil
+}
+
+// Convert_v1_FeatureKVM_To_kubevirt_FeatureKVM is an autogenerated conversion function.
+func Convert_v1_FeatureKVM_To_kubevirt_FeatureKVM(in *FeatureKVM, out *kubevirt.FeatureKVM, s conversion.Scope) error {
+	return autoConvert_v1_FeatureKVM_To_kubevirt_FeatureKVM(in, out, s)
+}
+
+func autoConvert_kubevirt_FeatureKVM_To_v1_FeatureKVM(in *kubevirt.FeatureKVM, out *FeatureKVM, s conversion.Scope) error {
+	out.Hidden = in.Hidden
+	return nil
+}
+
+// Convert_kubevirt_FeatureKVM_To_v1_FeatureKVM is an autogenerated conversion function.
+func Convert_kubevirt_FeatureKVM_To_v1_FeatureKVM(in *kubevirt.FeatureKVM, out *FeatureKVM, s conversion.Scope) error {
+	return autoConvert_kubevirt_FeatureKVM_To_v1_FeatureKVM(in, out, s)
+}
+
+func autoConvert_v1_FeatureSpinlocks_To_kubevirt_FeatureSpinlocks(in *FeatureSpinlocks, out *kubevirt.FeatureSpinlocks, s conversion.Scope) error {
+	if err := Convert_v1_FeatureState_To_kubevirt_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Spinlocks = (*uint32)(unsafe.Pointer(in.Spinlocks))
+	return nil
+}
+
+// Convert_v1_FeatureSpinlocks_To_kubevirt_FeatureSpinlocks is an autogenerated conversion function.
+func Convert_v1_FeatureSpinlocks_To_kubevirt_FeatureSpinlocks(in *FeatureSpinlocks, out *kubevirt.FeatureSpinlocks, s conversion.Scope) error {
+	return autoConvert_v1_FeatureSpinlocks_To_kubevirt_FeatureSpinlocks(in, out, s)
+}
+
+func autoConvert_kubevirt_FeatureSpinlocks_To_v1_FeatureSpinlocks(in *kubevirt.FeatureSpinlocks, out *FeatureSpinlocks, s conversion.Scope) error {
+	if err := Convert_kubevirt_FeatureState_To_v1_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Spinlocks = (*uint32)(unsafe.Pointer(in.Spinlocks))
+	return nil
+}
+
+// Convert_kubevirt_FeatureSpinlocks_To_v1_FeatureSpinlocks is an autogenerated conversion function.
+func Convert_kubevirt_FeatureSpinlocks_To_v1_FeatureSpinlocks(in *kubevirt.FeatureSpinlocks, out *FeatureSpinlocks, s conversion.Scope) error {
+	return autoConvert_kubevirt_FeatureSpinlocks_To_v1_FeatureSpinlocks(in, out, s)
+}
+
 func autoConvert_v1_FeatureState_To_kubevirt_FeatureState(in *FeatureState, out *kubevirt.FeatureState, s conversion.Scope) error {
 	out.Enabled = (*bool)(unsafe.Pointer(in.Enabled))
 	return nil
@@ -921,10 +1429,41 @@ func Convert_kubevirt_FeatureState_To_v1_FeatureState(in *kubevirt.FeatureState,
 	return autoConvert_kubevirt_FeatureState_To_v1_FeatureState(in, out, s)
 }
 
+func autoConvert_v1_FeatureVendorID_To_kubevirt_FeatureVendorID(in *FeatureVendorID, out *kubevirt.FeatureVendorID, s conversion.Scope) error {
+	if err := Convert_v1_FeatureState_To_kubevirt_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Vendorid = in.Vendorid
+	return nil
+}
+
+// Convert_v1_FeatureVendorID_To_kubevirt_FeatureVendorID is an autogenerated conversion function.
+func Convert_v1_FeatureVendorID_To_kubevirt_FeatureVendorID(in *FeatureVendorID, out *kubevirt.FeatureVendorID, s conversion.Scope) error {
+	return autoConvert_v1_FeatureVendorID_To_kubevirt_FeatureVendorID(in, out, s)
+}
+
+func autoConvert_kubevirt_FeatureVendorID_To_v1_FeatureVendorID(in *kubevirt.FeatureVendorID, out *FeatureVendorID, s conversion.Scope) error {
+	if err := Convert_kubevirt_FeatureState_To_v1_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Vendorid = in.Vendorid
+	return nil
+}
+
+// Convert_kubevirt_FeatureVendorID_To_v1_FeatureVendorID is an autogenerated conversion function.
+func Convert_kubevirt_FeatureVendorID_To_v1_FeatureVendorID(in *kubevirt.FeatureVendorID, out *FeatureVendorID, s conversion.Scope) error {
+	return autoConvert_kubevirt_FeatureVendorID_To_v1_FeatureVendorID(in, out, s)
+}
+
 func autoConvert_v1_Features_To_kubevirt_Features(in *Features, out *kubevirt.Features, s conversion.Scope) error {
 	if err := Convert_v1_FeatureState_To_kubevirt_FeatureState(&in.ACPI, &out.ACPI, s); err != nil {
 		return err
 	}
+	out.APIC = (*kubevirt.FeatureAPIC)(unsafe.Pointer(in.APIC))
+	out.Hyperv = (*kubevirt.FeatureHyperv)(unsafe.Pointer(in.Hyperv))
+	out.SMM = (*kubevirt.FeatureState)(unsafe.Pointer(in.SMM))
+	out.KVM = (*kubevirt.FeatureKVM)(unsafe.Pointer(in.KVM))
+	out.Pvspinlock = (*kubevirt.FeatureState)(unsafe.Pointer(in.Pvspinlock))
 	return nil
 }
 
@@ -937,6 +1476,11 @@ func autoConvert_kubevirt_Features_To_v1_Features(in *kubevirt.Features, out *Fe
 	if err := Convert_kubevirt_FeatureState_To_v1_FeatureState(&in.ACPI, &out.ACPI, s); err != nil {
 		return err
 	}
+	out.APIC = (*FeatureAPIC)(unsafe.Pointer(in.APIC))
+	out.Hyperv = (*FeatureHyperv)(unsafe.Pointer(in.Hyperv))
+	out.SMM = (*FeatureState)(unsafe.Pointer(in.SMM))
+	out.KVM = (*FeatureKVM)(unsafe.Pointer(in.KVM))
+	out.Pvspinlock = (*FeatureState)(unsafe.Pointer(in.Pvspinlock))
 	return nil
 }
 
@@ -948,6 +1492,7 @@ func Convert_kubevirt_Features_To_v1_Features(in *kubevirt.Features, out *Featur
 func autoConvert_v1_Firmware_To_kubevirt_Firmware(in *Firmware, out *kubevirt.Firmware, s conversion.Scope) error {
 	out.UUID = types.UID(in.UUID)
 	out.Serial = in.Serial
+	out.Bootloader = (*kubevirt.Bootloader)(unsafe.Pointer(in.Bootloader))
 	out.KernelBoot = (*kubevirt.KernelBoot)(unsafe.Pointer(in.KernelBoot))
 	return nil
 }
@@ -960,6 +1505,7 @@ func Convert_v1_Firmware_To_kubevirt_Firmware(in *Firmware, out *kubevirt.Firmwa
 func autoConvert_kubevirt_Firmware_To_v1_Firmware(in *kubevirt.Firmware, out *Firmware, s conversion.Scope) error {
 	out.UUID = types.UID(in.UUID)
 	out.Serial = in.Serial
+	out.Bootloader = (*Bootloader)(unsafe.Pointer(in.Bootloader))
 	out.KernelBoot = (*KernelBoot)(unsafe.Pointer(in.KernelBoot))
 	return nil
 }
@@ -967,6 +1513,72 @@ func autoConvert_kubevirt_Firmware_To_v1_Firmware(in *kubevirt.Firmware, out *Fi
 // Convert_kubevirt_Firmware_To_v1_Firmware is an autogenerated conversion function.
 func Convert_kubevirt_Firmware_To_v1_Firmware(in *kubevirt.Firmware, out *Firmware, s conversion.Scope) error {
 	return autoConvert_kubevirt_Firmware_To_v1_Firmware(in, out, s)
+}
+
+func autoConvert_v1_HPETTimer_To_kubevirt_HPETTimer(in *HPETTimer, out *kubevirt.HPETTimer, s conversion.Scope) error {
+	out.TickPolicy = kubevirt.HPETTickPolicy(in.TickPolicy)
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_v1_HPETTimer_To_kubevirt_HPETTimer is an autogenerated conversion function.
+func Convert_v1_HPETTimer_To_kubevirt_HPETTimer(in *HPETTimer, out *kubevirt.HPETTimer, s conversion.Scope) error {
+	return autoConvert_v1_HPETTimer_To_kubevirt_HPETTimer(in, out, s)
+}
+
+func autoConvert_kubevirt_HPETTimer_To_v1_HPETTimer(in *kubevirt.HPETTimer, out *HPETTimer, s conversion.Scope) error {
+	out.TickPolicy = HPETTickPolicy(in.TickPolicy)
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_kubevirt_HPETTimer_To_v1_HPETTimer is an autogenerated conversion function.
+func Convert_kubevirt_HPETTimer_To_v1_HPETTimer(in *kubevirt.HPETTimer, out *HPETTimer, s conversion.Scope) error {
+	return autoConvert_kubevirt_HPETTimer_To_v1_HPETTimer(in, out, s)
+}
+
+func autoConvert_v1_HypervTimer_To_kubevirt_HypervTimer(in *HypervTimer, out *kubevirt.HypervTimer, s conversion.Scope) error {
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_v1_HypervTimer_To_kubevirt_HypervTimer is an autogenerated conversion function.
+func Convert_v1_HypervTimer_To_kubevirt_HypervTimer(in *HypervTimer, out *kubevirt.HypervTimer, s conversion.Scope) error {
+	return autoConvert_v1_HypervTimer_To_kubevirt_HypervTimer(in, out, s)
+}
+
+func autoConvert_kubevirt_HypervTimer_To_v1_HypervTimer(in *kubevirt.HypervTimer, out *HypervTimer, s conversion.Scope) error {
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_kubevirt_HypervTimer_To_v1_HypervTimer is an autogenerated conversion function.
+func Convert_kubevirt_HypervTimer_To_v1_HypervTimer(in *kubevirt.HypervTimer, out *HypervTimer, s conversion.Scope) error {
+	return autoConvert_kubevirt_HypervTimer_To_v1_HypervTimer(in, out, s)
+}
+
+func autoConvert_v1_Input_To_kubevirt_Input(in *Input, out *kubevirt.Input, s conversion.Scope) error {
+	out.Bus = kubevirt.InputBus(in.Bus)
+	out.Type = kubevirt.InputType(in.Type)
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_v1_Input_To_kubevirt_Input is an autogenerated conversion function.
+func Convert_v1_Input_To_kubevirt_Input(in *Input, out *kubevirt.Input, s conversion.Scope) error {
+	return autoConvert_v1_Input_To_kubevirt_Input(in, out, s)
+}
+
+func autoConvert_kubevirt_Input_To_v1_Input(in *kubevirt.Input, out *Input, s conversion.Scope) error {
+	out.Bus = InputBus(in.Bus)
+	out.Type = InputType(in.Type)
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_kubevirt_Input_To_v1_Input is an autogenerated conversion function.
+func Convert_kubevirt_Input_To_v1_Input(in *kubevirt.Input, out *Input, s conversion.Scope) error {
+	return autoConvert_kubevirt_Input_To_v1_Input(in, out, s)
 }
 
 func autoConvert_v1_Interface_To_kubevirt_Interface(in *Interface, out *kubevirt.Interface, s conversion.Scope) error {
@@ -1059,6 +1671,26 @@ func autoConvert_kubevirt_InterfaceMasquerade_To_v1_InterfaceMasquerade(in *kube
 // Convert_kubevirt_InterfaceMasquerade_To_v1_InterfaceMasquerade is an autogenerated conversion function.
 func Convert_kubevirt_InterfaceMasquerade_To_v1_InterfaceMasquerade(in *kubevirt.InterfaceMasquerade, out *InterfaceMasquerade, s conversion.Scope) error {
 	return autoConvert_kubevirt_InterfaceMasquerade_To_v1_InterfaceMasquerade(in, out, s)
+}
+
+func autoConvert_v1_KVMTimer_To_kubevirt_KVMTimer(in *KVMTimer, out *kubevirt.KVMTimer, s conversion.Scope) error {
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_v1_KVMTimer_To_kubevirt_KVMTimer is an autogenerated conversion function.
+func Convert_v1_KVMTimer_To_kubevirt_KVMTimer(in *KVMTimer, out *kubevirt.KVMTimer, s conversion.Scope) error {
+	return autoConvert_v1_KVMTimer_To_kubevirt_KVMTimer(in, out, s)
+}
+
+func autoConvert_kubevirt_KVMTimer_To_v1_KVMTimer(in *kubevirt.KVMTimer, out *KVMTimer, s conversion.Scope) error {
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_kubevirt_KVMTimer_To_v1_KVMTimer is an autogenerated conversion function.
+func Convert_kubevirt_KVMTimer_To_v1_KVMTimer(in *kubevirt.KVMTimer, out *KVMTimer, s conversion.Scope) error {
+	return autoConvert_kubevirt_KVMTimer_To_v1_KVMTimer(in, out, s)
 }
 
 func autoConvert_v1_KernelBoot_To_kubevirt_KernelBoot(in *KernelBoot, out *kubevirt.KernelBoot, s conversion.Scope) error {
@@ -1229,6 +1861,28 @@ func Convert_kubevirt_NetworkSource_To_v1_NetworkSource(in *kubevirt.NetworkSour
 	return autoConvert_kubevirt_NetworkSource_To_v1_NetworkSource(in, out, s)
 }
 
+func autoConvert_v1_PITTimer_To_kubevirt_PITTimer(in *PITTimer, out *kubevirt.PITTimer, s conversion.Scope) error {
+	out.TickPolicy = kubevirt.PITTickPolicy(in.TickPolicy)
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_v1_PITTimer_To_kubevirt_PITTimer is an autogenerated conversion function.
+func Convert_v1_PITTimer_To_kubevirt_PITTimer(in *PITTimer, out *kubevirt.PITTimer, s conversion.Scope) error {
+	return autoConvert_v1_PITTimer_To_kubevirt_PITTimer(in, out, s)
+}
+
+func autoConvert_kubevirt_PITTimer_To_v1_PITTimer(in *kubevirt.PITTimer, out *PITTimer, s conversion.Scope) error {
+	out.TickPolicy = PITTickPolicy(in.TickPolicy)
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	return nil
+}
+
+// Convert_kubevirt_PITTimer_To_v1_PITTimer is an autogenerated conversion function.
+func Convert_kubevirt_PITTimer_To_v1_PITTimer(in *kubevirt.PITTimer, out *PITTimer, s conversion.Scope) error {
+	return autoConvert_kubevirt_PITTimer_To_v1_PITTimer(in, out, s)
+}
+
 func autoConvert_v1_PersistentVolumeClaimVolumeSource_To_kubevirt_PersistentVolumeClaimVolumeSource(in *PersistentVolumeClaimVolumeSource, out *kubevirt.PersistentVolumeClaimVolumeSource, s conversion.Scope) error {
 	out.PersistentVolumeClaimVolumeSource = in.PersistentVolumeClaimVolumeSource
 	out.Hotpluggable = in.Hotpluggable
@@ -1295,6 +1949,30 @@ func Convert_kubevirt_Port_To_v1_Port(in *kubevirt.Port, out *Port, s conversion
 	return autoConvert_kubevirt_Port_To_v1_Port(in, out, s)
 }
 
+func autoConvert_v1_RTCTimer_To_kubevirt_RTCTimer(in *RTCTimer, out *kubevirt.RTCTimer, s conversion.Scope) error {
+	out.TickPolicy = kubevirt.RTCTickPolicy(in.TickPolicy)
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	out.Track = kubevirt.RTCTimerTrack(in.Track)
+	return nil
+}
+
+// Convert_v1_RTCTimer_To_kubevirt_RTCTimer is an autogenerated conversion function.
+func Convert_v1_RTCTimer_To_kubevirt_RTCTimer(in *RTCTimer, out *kubevirt.RTCTimer, s conversion.Scope) error {
+	return autoConvert_v1_RTCTimer_To_kubevirt_RTCTimer(in, out, s)
+}
+
+func autoConvert_kubevirt_RTCTimer_To_v1_RTCTimer(in *kubevirt.RTCTimer, out *RTCTimer, s conversion.Scope) error {
+	out.TickPolicy = RTCTickPolicy(in.TickPolicy)
+	out.Present = (*bool)(unsafe.Pointer(in.Present))
+	out.Track = RTCTimerTrack(in.Track)
+	return nil
+}
+
+// Convert_kubevirt_RTCTimer_To_v1_RTCTimer is an autogenerated conversion function.
+func Convert_kubevirt_RTCTimer_To_v1_RTCTimer(in *kubevirt.RTCTimer, out *RTCTimer, s conversion.Scope) error {
+	return autoConvert_kubevirt_RTCTimer_To_v1_RTCTimer(in, out, s)
+}
+
 func autoConvert_v1_ResourceRequirements_To_kubevirt_ResourceRequirements(in *ResourceRequirements, out *kubevirt.ResourceRequirements, s conversion.Scope) error {
 	out.Requests = *(*corev1.ResourceList)(unsafe.Pointer(&in.Requests))
 	out.Limits = *(*corev1.ResourceList)(unsafe.Pointer(&in.Limits))
@@ -1335,6 +2013,110 @@ func autoConvert_kubevirt_Rng_To_v1_Rng(in *kubevirt.Rng, out *Rng, s conversion
 // Convert_kubevirt_Rng_To_v1_Rng is an autogenerated conversion function.
 func Convert_kubevirt_Rng_To_v1_Rng(in *kubevirt.Rng, out *Rng, s conversion.Scope) error {
 	return autoConvert_kubevirt_Rng_To_v1_Rng(in, out, s)
+}
+
+func autoConvert_v1_SyNICTimer_To_kubevirt_SyNICTimer(in *SyNICTimer, out *kubevirt.SyNICTimer, s conversion.Scope) error {
+	if err := Convert_v1_FeatureState_To_kubevirt_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Direct = (*kubevirt.FeatureState)(unsafe.Pointer(in.Direct))
+	return nil
+}
+
+// Convert_v1_SyNICTimer_To_kubevirt_SyNICTimer is an autogenerated conversion function.
+func Convert_v1_SyNICTimer_To_kubevirt_SyNICTimer(in *SyNICTimer, out *kubevirt.SyNICTimer, s conversion.Scope) error {
+	return autoConvert_v1_SyNICTimer_To_kubevirt_SyNICTimer(in, out, s)
+}
+
+func autoConvert_kubevirt_SyNICTimer_To_v1_SyNICTimer(in *kubevirt.SyNICTimer, out *SyNICTimer, s conversion.Scope) error {
+	if err := Convert_kubevirt_FeatureState_To_v1_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Direct = (*FeatureState)(unsafe.Pointer(in.Direct))
+	return nil
+}
+
+// Convert_kubevirt_SyNICTimer_To_v1_SyNICTimer is an autogenerated conversion function.
+func Convert_kubevirt_SyNICTimer_To_v1_SyNICTimer(in *kubevirt.SyNICTimer, out *SyNICTimer, s conversion.Scope) error {
+	return autoConvert_kubevirt_SyNICTimer_To_v1_SyNICTimer(in, out, s)
+}
+
+func autoConvert_v1_TLBFlush_To_kubevirt_TLBFlush(in *TLBFlush, out *kubevirt.TLBFlush, s conversion.Scope) error {
+	if err := Convert_v1_FeatureState_To_kubevirt_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Direct = (*kubevirt.FeatureState)(unsafe.Pointer(in.Direct))
+	out.Extended = (*kubevirt.FeatureState)(unsafe.Pointer(in.Extended))
+	return nil
+}
+
+// Convert_v1_TLBFlush_To_kubevirt_TLBFlush is an autogenerated conversion function.
+func Convert_v1_TLBFlush_To_kubevirt_TLBFlush(in *TLBFlush, out *kubevirt.TLBFlush, s conversion.Scope) error {
+	return autoConvert_v1_TLBFlush_To_kubevirt_TLBFlush(in, out, s)
+}
+
+func autoConvert_kubevirt_TLBFlush_To_v1_TLBFlush(in *kubevirt.TLBFlush, out *TLBFlush, s conversion.Scope) error {
+	if err := Convert_kubevirt_FeatureState_To_v1_FeatureState(&in.FeatureState, &out.FeatureState, s); err != nil {
+		return err
+	}
+	out.Direct = (*FeatureState)(unsafe.Pointer(in.Direct))
+	out.Extended = (*FeatureState)(unsafe.Pointer(in.Extended))
+	return nil
+}
+
+// Convert_kubevirt_TLBFlush_To_v1_TLBFlush is an autogenerated conversion function.
+func Convert_kubevirt_TLBFlush_To_v1_TLBFlush(in *kubevirt.TLBFlush, out *TLBFlush, s conversion.Scope) error {
+	return autoConvert_kubevirt_TLBFlush_To_v1_TLBFlush(in, out, s)
+}
+
+func autoConvert_v1_TPMDevice_To_kubevirt_TPMDevice(in *TPMDevice, out *kubevirt.TPMDevice, s conversion.Scope) error {
+	out.Enabled = (*bool)(unsafe.Pointer(in.Enabled))
+	out.Persistent = (*bool)(unsafe.Pointer(in.Persistent))
+	return nil
+}
+
+// Convert_v1_TPMDevice_To_kubevirt_TPMDevice is an autogenerated conversion function.
+func Convert_v1_TPMDevice_To_kubevirt_TPMDevice(in *TPMDevice, out *kubevirt.TPMDevice, s conversion.Scope) error {
+	return autoConvert_v1_TPMDevice_To_kubevirt_TPMDevice(in, out, s)
+}
+
+func autoConvert_kubevirt_TPMDevice_To_v1_TPMDevice(in *kubevirt.TPMDevice, out *TPMDevice, s conversion.Scope) error {
+	out.Enabled = (*bool)(unsafe.Pointer(in.Enabled))
+	out.Persistent = (*bool)(unsafe.Pointer(in.Persistent))
+	return nil
+}
+
+// Convert_kubevirt_TPMDevice_To_v1_TPMDevice is an autogenerated conversion function.
+func Convert_kubevirt_TPMDevice_To_v1_TPMDevice(in *kubevirt.TPMDevice, out *TPMDevice, s conversion.Scope) error {
+	return autoConvert_kubevirt_TPMDevice_To_v1_TPMDevice(in, out, s)
+}
+
+func autoConvert_v1_Timer_To_kubevirt_Timer(in *Timer, out *kubevirt.Timer, s conversion.Scope) error {
+	out.HPET = (*kubevirt.HPETTimer)(unsafe.Pointer(in.HPET))
+	out.KVM = (*kubevirt.KVMTimer)(unsafe.Pointer(in.KVM))
+	out.PIT = (*kubevirt.PITTimer)(unsafe.Pointer(in.PIT))
+	out.RTC = (*kubevirt.RTCTimer)(unsafe.Pointer(in.RTC))
+	out.Hyperv = (*kubevirt.HypervTimer)(unsafe.Pointer(in.Hyperv))
+	return nil
+}
+
+// Convert_v1_Timer_To_kubevirt_Timer is an autogenerated conversion function.
+func Convert_v1_Timer_To_kubevirt_Timer(in *Timer, out *kubevirt.Timer, s conversion.Scope) error {
+	return autoConvert_v1_Timer_To_kubevirt_Timer(in, out, s)
+}
+
+func autoConvert_kubevirt_Timer_To_v1_Timer(in *kubevirt.Timer, out *Timer, s conversion.Scope) error {
+	out.HPET = (*HPETTimer)(unsafe.Pointer(in.HPET))
+	out.KVM = (*KVMTimer)(unsafe.Pointer(in.KVM))
+	out.PIT = (*PITTimer)(unsafe.Pointer(in.PIT))
+	out.RTC = (*RTCTimer)(unsafe.Pointer(in.RTC))
+	out.Hyperv = (*HypervTimer)(unsafe.Pointer(in.Hyperv))
+	return nil
+}
+
+// Convert_kubevirt_Timer_To_v1_Timer is an autogenerated conversion function.
+func Convert_kubevirt_Timer_To_v1_Timer(in *kubevirt.Timer, out *Timer, s conversion.Scope) error {
+	return autoConvert_kubevirt_Timer_To_v1_Timer(in, out, s)
 }
 
 func autoConvert_v1_VirtualMachine_To_kubevirt_VirtualMachine(in *VirtualMachine, out *kubevirt.VirtualMachine, s conversion.Scope) error {
@@ -1497,7 +2279,17 @@ func Convert_kubevirt_VirtualMachineInstanceGuestOSInfo_To_v1_VirtualMachineInst
 
 func autoConvert_v1_VirtualMachineInstanceList_To_kubevirt_VirtualMachineInstanceList(in *VirtualMachineInstanceList, out *kubevirt.VirtualMachineInstanceList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]kubevirt.VirtualMachineInstance)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]kubevirt.VirtualMachineInstance, len(*in))
+		for i := range *in {
+			if err := Convert_v1_VirtualMachineInstance_To_kubevirt_VirtualMachineInstance(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -1508,7 +2300,17 @@ func Convert_v1_VirtualMachineInstanceList_To_kubevirt_VirtualMachineInstanceLis
 
 func autoConvert_kubevirt_VirtualMachineInstanceList_To_v1_VirtualMachineInstanceList(in *kubevirt.VirtualMachineInstanceList, out *VirtualMachineInstanceList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]VirtualMachineInstance)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]VirtualMachineInstance, len(*in))
+		for i := range *in {
+			if err := Convert_kubevirt_VirtualMachineInstance_To_v1_VirtualMachineInstance(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -1978,6 +2780,7 @@ func autoConvert_v1_VirtualMachineInstanceStatus_To_kubevirt_VirtualMachineInsta
 	out.MigrationState = (*kubevirt.VirtualMachineInstanceMigrationState)(unsafe.Pointer(in.MigrationState))
 	out.MigrationMethod = kubevirt.VirtualMachineInstanceMigrationMethod(in.MigrationMethod)
 	out.EvacuationNodeName = in.EvacuationNodeName
+	out.FSFreezeStatus = in.FSFreezeStatus
 	return nil
 }
 
@@ -1998,6 +2801,7 @@ func autoConvert_kubevirt_VirtualMachineInstanceStatus_To_v1_VirtualMachineInsta
 	}
 	out.QOSClass = (*corev1.PodQOSClass)(unsafe.Pointer(in.QOSClass))
 	out.ActivePods = *(*map[types.UID]string)(unsafe.Pointer(&in.ActivePods))
+	out.FSFreezeStatus = in.FSFreezeStatus
 	out.MigrationState = (*VirtualMachineInstanceMigrationState)(unsafe.Pointer(in.MigrationState))
 	out.MigrationMethod = VirtualMachineInstanceMigrationMethod(in.MigrationMethod)
 	out.EvacuationNodeName = in.EvacuationNodeName

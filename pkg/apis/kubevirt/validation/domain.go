@@ -24,14 +24,16 @@ var supportedMachineTypes = []string{"q35*", "pc-q35*"}
 // serialPattern is KubeVirt's rule for firmware and disk serial numbers.
 var serialPattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
 
-// validateDomain checks the virtual hardware: resources, memory, CPU, machine and firmware.
+// validateDomain checks the virtual hardware: resources, memory, CPU, machine, firmware and
+// the devices of hardware.go.
 func validateDomain(domain *kubevirt.DomainSpec, path *field.Path) field.ErrorList {
 	allErrs := validateResourcesAndMemory(domain, path)
 	allErrs = append(allErrs, validateCPU(domain.CPU, path.Child("cpu"))...)
 	if m := domain.Machine; m != nil && m.Type != "" && !matchesAny(supportedMachineTypes, m.Type) {
 		allErrs = append(allErrs, field.NotSupported(path.Child("machine", "type"), m.Type, supportedMachineTypes))
 	}
-	return append(allErrs, validateFirmware(domain.Firmware, path.Child("firmware"))...)
+	allErrs = append(allErrs, validateFirmware(domain.Firmware, path.Child("firmware"))...)
+	return append(allErrs, validateGuestHardware(domain, path)...)
 }
 
 func matchesAny(patterns []string, s string) bool {

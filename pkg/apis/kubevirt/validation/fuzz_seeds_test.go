@@ -37,6 +37,19 @@ var instanceSeeds = []string{
 	   "tolerations":[{"key":"dedicated","operator":"Equal","value":"vms","effect":"NoExecute","tolerationSeconds":30},{"operator":"Exists"}],
 	   "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]}]}]}},
 	     "podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":50,"podAffinityTerm":{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"kubernetes.io/hostname"}}]}}}}`,
+	// KubeVirt's Windows example: EFI Secure Boot with SMM, a TPM, Hyper-V, the Windows clock,
+	// a tablet, CPU features, multi-queue and transitional virtio.
+	`{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"win","namespace":"ns"},
+	 "spec":{"domain":{"clock":{"timer":{"hpet":{"present":false},"hyperv":{},"kvm":{},"pit":{"tickPolicy":"delay"},"rtc":{"tickPolicy":"catchup","track":"guest"}},"utc":{"offsetSeconds":60}},
+	   "cpu":{"cores":2,"features":[{"name":"pcid"},{"name":"svm","policy":"disable"}]},
+	   "devices":{"interfaces":[{"masquerade":{},"model":"e1000","name":"default"}],"tpm":{"persistent":true},"inputs":[{"name":"tablet","bus":"virtio"}],
+	     "useVirtioTransitional":true,"blockMultiQueue":true,"networkInterfaceMultiqueue":true,"autoattachInputDevice":true},
+	   "features":{"acpi":{},"apic":{"endOfInterrupt":true},"kvm":{"hidden":true},"pvspinlock":{},"hyperv":{"relaxed":{},"spinlocks":{"spinlocks":8191},"vapic":{},"synictimer":{"direct":{}},
+	     "tlbflush":{"direct":{},"extended":{}},"ipi":{},"reset":{},"runtime":{},"frequencies":{},"reenlightenment":{},"vendorid":{"vendorid":"hangar"},"evmcs":{}},"smm":{}},
+	   "firmware":{"bootloader":{"efi":{"secureBoot":true,"persistent":true}},"uuid":"5d307ca9-b3ef-428c-8861-06e72d69f223"},
+	   "memory":{"guest":"2Gi"},"resources":{}},
+	   "networks":[{"name":"default","pod":{}}],"terminationGracePeriodSeconds":0,
+	   "volumes":[{"name":"pvcdisk","persistentVolumeClaim":{"claimName":"disk-windows"}}]}}`,
 }
 
 var templateSeeds = []string{

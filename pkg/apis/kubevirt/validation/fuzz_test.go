@@ -109,6 +109,11 @@ func checkRunnable(t *testing.T, vmi *v1.VirtualMachineInstance) {
 		for _, c := range launcherpod.ClaimNames(vmi) {
 			modes[c] = mode
 		}
+		if vmi.Spec.NeedsStateClaim() {
+			// The state claim must hold files: a Block one is refused when the pod is built
+			// (the controller's event says so), whatever the spec.
+			modes[launcherpod.StateClaimName(vmi)] = corev1.PersistentVolumeFilesystem
+		}
 		pod, err := launcherpod.Build(vmi, modes, &cfg)
 		if err != nil {
 			t.Fatalf("accepted instance, launcher pod (%s claims) fails: %v\n%s", mode, err, dump(vmi))

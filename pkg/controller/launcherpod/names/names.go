@@ -46,6 +46,11 @@ const (
 	CopyHelperVolume    = "hangar-copy-helper"
 	KernelBootVolume    = "hangar-kernel-boot"
 	ContainerDiskVolume = "hangar-container-disks"
+	// VMStateVolume is the VM's state claim (persistent EFI variables and TPM state).
+	VMStateVolume = "hangar-vm-state"
+	// TmpVolume is /tmp of a guest with a TPM: swtpm_setup, which libvirt runs with an
+	// environment of its own, writes its pid file and temporary files there.
+	TmpVolume = "hangar-tmp"
 	// SecretVolumePrefix starts the pod volume of each cloud-init Secret: hangar-secret-<n>.
 	SecretVolumePrefix = "hangar-secret-"
 )
@@ -54,7 +59,7 @@ const (
 // become one.
 func IsReservedPodVolume(name string) bool {
 	switch name {
-	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume:
+	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume, VMStateVolume, TmpVolume:
 		return true
 	}
 	return strings.HasPrefix(name, SecretVolumePrefix)

@@ -21,10 +21,11 @@ package v1
 // CPUApplyConfiguration represents a declarative configuration of the CPU type for use
 // with apply.
 type CPUApplyConfiguration struct {
-	Cores   *uint32 `json:"cores,omitempty"`
-	Sockets *uint32 `json:"sockets,omitempty"`
-	Threads *uint32 `json:"threads,omitempty"`
-	Model   *string `json:"model,omitempty"`
+	Cores    *uint32                        `json:"cores,omitempty"`
+	Sockets  *uint32                        `json:"sockets,omitempty"`
+	Threads  *uint32                        `json:"threads,omitempty"`
+	Model    *string                        `json:"model,omitempty"`
+	Features []CPUFeatureApplyConfiguration `json:"features,omitempty"`
 }
 
 // CPUApplyConfiguration constructs a declarative configuration of the CPU type for use with
@@ -62,5 +63,18 @@ func (b *CPUApplyConfiguration) WithThreads(value uint32) *CPUApplyConfiguration
 // If called multiple times, the Model field is set to the value of the last call.
 func (b *CPUApplyConfiguration) WithModel(value string) *CPUApplyConfiguration {
 	b.Model = &value
+	return b
+}
+
+// WithFeatures adds the given value to the Features field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Features field.
+func (b *CPUApplyConfiguration) WithFeatures(values ...*CPUFeatureApplyConfiguration) *CPUApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithFeatures")
+		}
+		b.Features = append(b.Features, *values[i])
+	}
 	return b
 }

@@ -25,12 +25,18 @@ import (
 // DevicesApplyConfiguration represents a declarative configuration of the Devices type for use
 // with apply.
 type DevicesApplyConfiguration struct {
-	Disks                    []DiskApplyConfiguration      `json:"disks,omitempty"`
-	Interfaces               []InterfaceApplyConfiguration `json:"interfaces,omitempty"`
-	AutoattachPodInterface   *bool                         `json:"autoattachPodInterface,omitempty"`
-	AutoattachGraphicsDevice *bool                         `json:"autoattachGraphicsDevice,omitempty"`
-	AutoattachSerialConsole  *bool                         `json:"autoattachSerialConsole,omitempty"`
-	Rng                      *kubevirtv1.Rng               `json:"rng,omitempty"`
+	Disks                      []DiskApplyConfiguration      `json:"disks,omitempty"`
+	Interfaces                 []InterfaceApplyConfiguration `json:"interfaces,omitempty"`
+	AutoattachPodInterface     *bool                         `json:"autoattachPodInterface,omitempty"`
+	AutoattachGraphicsDevice   *bool                         `json:"autoattachGraphicsDevice,omitempty"`
+	AutoattachSerialConsole    *bool                         `json:"autoattachSerialConsole,omitempty"`
+	Rng                        *kubevirtv1.Rng               `json:"rng,omitempty"`
+	UseVirtioTransitional      *bool                         `json:"useVirtioTransitional,omitempty"`
+	Inputs                     []InputApplyConfiguration     `json:"inputs,omitempty"`
+	AutoattachInputDevice      *bool                         `json:"autoattachInputDevice,omitempty"`
+	BlockMultiQueue            *bool                         `json:"blockMultiQueue,omitempty"`
+	NetworkInterfaceMultiqueue *bool                         `json:"networkInterfaceMultiqueue,omitempty"`
+	TPM                        *TPMDeviceApplyConfiguration  `json:"tpm,omitempty"`
 }
 
 // DevicesApplyConfiguration constructs a declarative configuration of the Devices type for use with
@@ -94,5 +100,58 @@ func (b *DevicesApplyConfiguration) WithAutoattachSerialConsole(value bool) *Dev
 // If called multiple times, the Rng field is set to the value of the last call.
 func (b *DevicesApplyConfiguration) WithRng(value kubevirtv1.Rng) *DevicesApplyConfiguration {
 	b.Rng = &value
+	return b
+}
+
+// WithUseVirtioTransitional sets the UseVirtioTransitional field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UseVirtioTransitional field is set to the value of the last call.
+func (b *DevicesApplyConfiguration) WithUseVirtioTransitional(value bool) *DevicesApplyConfiguration {
+	b.UseVirtioTransitional = &value
+	return b
+}
+
+// WithInputs adds the given value to the Inputs field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Inputs field.
+func (b *DevicesApplyConfiguration) WithInputs(values ...*InputApplyConfiguration) *DevicesApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithInputs")
+		}
+		b.Inputs = append(b.Inputs, *values[i])
+	}
+	return b
+}
+
+// WithAutoattachInputDevice sets the AutoattachInputDevice field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AutoattachInputDevice field is set to the value of the last call.
+func (b *DevicesApplyConfiguration) WithAutoattachInputDevice(value bool) *DevicesApplyConfiguration {
+	b.AutoattachInputDevice = &value
+	return b
+}
+
+// WithBlockMultiQueue sets the BlockMultiQueue field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BlockMultiQueue field is set to the value of the last call.
+func (b *DevicesApplyConfiguration) WithBlockMultiQueue(value bool) *DevicesApplyConfiguration {
+	b.BlockMultiQueue = &value
+	return b
+}
+
+// WithNetworkInterfaceMultiqueue sets the NetworkInterfaceMultiqueue field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NetworkInterfaceMultiqueue field is set to the value of the last call.
+func (b *DevicesApplyConfiguration) WithNetworkInterfaceMultiqueue(value bool) *DevicesApplyConfiguration {
+	b.NetworkInterfaceMultiqueue = &value
+	return b
+}
+
+// WithTPM sets the TPM field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TPM field is set to the value of the last call.
+func (b *DevicesApplyConfiguration) WithTPM(value *TPMDeviceApplyConfiguration) *DevicesApplyConfiguration {
+	b.TPM = value
 	return b
 }

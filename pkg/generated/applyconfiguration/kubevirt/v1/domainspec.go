@@ -26,6 +26,7 @@ type DomainSpecApplyConfiguration struct {
 	Memory    *MemoryApplyConfiguration               `json:"memory,omitempty"`
 	Machine   *MachineApplyConfiguration              `json:"machine,omitempty"`
 	Firmware  *FirmwareApplyConfiguration             `json:"firmware,omitempty"`
+	Clock     *ClockApplyConfiguration                `json:"clock,omitempty"`
 	Features  *FeaturesApplyConfiguration             `json:"features,omitempty"`
 	Devices   *DevicesApplyConfiguration              `json:"devices,omitempty"`
 }
@@ -73,6 +74,14 @@ func (b *DomainSpecApplyConfiguration) WithMachine(value *MachineApplyConfigurat
 // If called multiple times, the Firmware field is set to the value of the last call.
 func (b *DomainSpecApplyConfiguration) WithFirmware(value *FirmwareApplyConfiguration) *DomainSpecApplyConfiguration {
 	b.Firmware = value
+	return b
+}
+
+// WithClock sets the Clock field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Clock field is set to the value of the last call.
+func (b *DomainSpecApplyConfiguration) WithClock(value *ClockApplyConfiguration) *DomainSpecApplyConfiguration {
+	b.Clock = value
 	return b
 }
 

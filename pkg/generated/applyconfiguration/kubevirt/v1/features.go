@@ -21,7 +21,12 @@ package v1
 // FeaturesApplyConfiguration represents a declarative configuration of the Features type for use
 // with apply.
 type FeaturesApplyConfiguration struct {
-	ACPI *FeatureStateApplyConfiguration `json:"acpi,omitempty"`
+	ACPI       *FeatureStateApplyConfiguration  `json:"acpi,omitempty"`
+	APIC       *FeatureAPICApplyConfiguration   `json:"apic,omitempty"`
+	Hyperv     *FeatureHypervApplyConfiguration `json:"hyperv,omitempty"`
+	SMM        *FeatureStateApplyConfiguration  `json:"smm,omitempty"`
+	KVM        *FeatureKVMApplyConfiguration    `json:"kvm,omitempty"`
+	Pvspinlock *FeatureStateApplyConfiguration  `json:"pvspinlock,omitempty"`
 }
 
 // FeaturesApplyConfiguration constructs a declarative configuration of the Features type for use with
@@ -35,5 +40,45 @@ func Features() *FeaturesApplyConfiguration {
 // If called multiple times, the ACPI field is set to the value of the last call.
 func (b *FeaturesApplyConfiguration) WithACPI(value *FeatureStateApplyConfiguration) *FeaturesApplyConfiguration {
 	b.ACPI = value
+	return b
+}
+
+// WithAPIC sets the APIC field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the APIC field is set to the value of the last call.
+func (b *FeaturesApplyConfiguration) WithAPIC(value *FeatureAPICApplyConfiguration) *FeaturesApplyConfiguration {
+	b.APIC = value
+	return b
+}
+
+// WithHyperv sets the Hyperv field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Hyperv field is set to the value of the last call.
+func (b *FeaturesApplyConfiguration) WithHyperv(value *FeatureHypervApplyConfiguration) *FeaturesApplyConfiguration {
+	b.Hyperv = value
+	return b
+}
+
+// WithSMM sets the SMM field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SMM field is set to the value of the last call.
+func (b *FeaturesApplyConfiguration) WithSMM(value *FeatureStateApplyConfiguration) *FeaturesApplyConfiguration {
+	b.SMM = value
+	return b
+}
+
+// WithKVM sets the KVM field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the KVM field is set to the value of the last call.
+func (b *FeaturesApplyConfiguration) WithKVM(value *FeatureKVMApplyConfiguration) *FeaturesApplyConfiguration {
+	b.KVM = value
+	return b
+}
+
+// WithPvspinlock sets the Pvspinlock field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pvspinlock field is set to the value of the last call.
+func (b *FeaturesApplyConfiguration) WithPvspinlock(value *FeatureStateApplyConfiguration) *FeaturesApplyConfiguration {
+	b.Pvspinlock = value
 	return b
 }

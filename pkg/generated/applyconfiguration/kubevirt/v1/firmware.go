@@ -27,6 +27,7 @@ import (
 type FirmwareApplyConfiguration struct {
 	UUID       *types.UID                    `json:"uuid,omitempty"`
 	Serial     *string                       `json:"serial,omitempty"`
+	Bootloader *BootloaderApplyConfiguration `json:"bootloader,omitempty"`
 	KernelBoot *KernelBootApplyConfiguration `json:"kernelBoot,omitempty"`
 }
 
@@ -49,6 +50,14 @@ func (b *FirmwareApplyConfiguration) WithUUID(value types.UID) *FirmwareApplyCon
 // If called multiple times, the Serial field is set to the value of the last call.
 func (b *FirmwareApplyConfiguration) WithSerial(value string) *FirmwareApplyConfiguration {
 	b.Serial = &value
+	return b
+}
+
+// WithBootloader sets the Bootloader field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Bootloader field is set to the value of the last call.
+func (b *FirmwareApplyConfiguration) WithBootloader(value *BootloaderApplyConfiguration) *FirmwareApplyConfiguration {
+	b.Bootloader = value
 	return b
 }
 

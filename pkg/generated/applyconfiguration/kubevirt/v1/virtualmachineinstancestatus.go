@@ -39,6 +39,7 @@ type VirtualMachineInstanceStatusApplyConfiguration struct {
 	MigrationState            *VirtualMachineInstanceMigrationStateApplyConfiguration            `json:"migrationState,omitempty"`
 	MigrationMethod           *kubevirtv1.VirtualMachineInstanceMigrationMethod                  `json:"migrationMethod,omitempty"`
 	EvacuationNodeName        *string                                                            `json:"evacuationNodeName,omitempty"`
+	FSFreezeStatus            *string                                                            `json:"fsFreezeStatus,omitempty"`
 }
 
 // VirtualMachineInstanceStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineInstanceStatus type for use with
@@ -161,5 +162,13 @@ func (b *VirtualMachineInstanceStatusApplyConfiguration) WithMigrationMethod(val
 // If called multiple times, the EvacuationNodeName field is set to the value of the last call.
 func (b *VirtualMachineInstanceStatusApplyConfiguration) WithEvacuationNodeName(value string) *VirtualMachineInstanceStatusApplyConfiguration {
 	b.EvacuationNodeName = &value
+	return b
+}
+
+// WithFSFreezeStatus sets the FSFreezeStatus field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FSFreezeStatus field is set to the value of the last call.
+func (b *VirtualMachineInstanceStatusApplyConfiguration) WithFSFreezeStatus(value string) *VirtualMachineInstanceStatusApplyConfiguration {
+	b.FSFreezeStatus = &value
 	return b
 }
