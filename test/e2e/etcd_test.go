@@ -88,8 +88,10 @@ func TestEtcdIsClosedToPods(t *testing.T) {
 	require.NoError(t, err, out)
 	sh := func(script string) string {
 		t.Helper()
-		out, err := kubectl(t, "-n", ns, "--as", etcdUser, "exec", pod, "--", "sh", "-c", script)
-		require.NoError(t, err, out)
+		// The script's output only: kubectl's own log lines on stderr (client-go's exec
+		// stream says "Unknown stream id" now and then) are not the pod's answer.
+		out, stderr, err := kubectlStdout(t, "-n", ns, "--as", etcdUser, "exec", pod, "--", "sh", "-c", script)
+		require.NoError(t, err, stderr)
 		return out
 	}
 
@@ -209,6 +211,16 @@ func kubectlIn(t *testing.T, stdin *os.File, args ...string) (string, error) {
 	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// kubectlStdout runs kubectl and returns its standard output and error apart.
+func kubectlStdout(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	out, err := cmd.Output()
+	return string(out), errBuf.String(), err
 }
 
 // etcdAsVirtAPI is an etcd client with virt-api's certificate (Secret
