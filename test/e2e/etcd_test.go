@@ -213,16 +213,6 @@ func kubectlIn(t *testing.T, stdin *os.File, args ...string) (string, error) {
 	return string(out), err
 }
 
-// kubectlStdout runs kubectl and returns its standard output and error apart.
-func kubectlStdout(t *testing.T, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
-	var errBuf strings.Builder
-	cmd.Stderr = &errBuf
-	out, err := cmd.Output()
-	return string(out), errBuf.String(), err
-}
-
 // etcdAsVirtAPI is an etcd client with virt-api's certificate (Secret
 // hangar/virt-api-etcd-client), at the Service's address, which etcd's certificate names.
 func etcdAsVirtAPI(t *testing.T, clusterIP string) *clientv3.Client {

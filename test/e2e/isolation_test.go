@@ -22,7 +22,11 @@ import (
 // role) can.
 func execCompute(t *testing.T, ns string, pod corev1.Pod, command string) (string, error) {
 	t.Helper()
-	return kubectl(t, "-n", ns, "exec", pod.Name, "-c", launcherpod.ComputeContainer, "--", "sh", "-c", command)
+	out, stderr, err := kubectlStdout(t, "-n", ns, "exec", pod.Name, "-c", launcherpod.ComputeContainer, "--", "sh", "-c", command)
+	if err != nil {
+		return out + stderr, err
+	}
+	return out, nil
 }
 
 // TestLauncherPodIsUnprivileged: in a namespace that enforces Pod Security "restricted", a

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -48,4 +49,16 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// kubectlStdout runs kubectl and returns its standard output and error apart: for an exec
+// whose output a test parses, as kubectl logs on stderr now and then (client-go's exec stream:
+// "Unknown stream id").
+func kubectlStdout(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	out, err := cmd.Output()
+	return string(out), errBuf.String(), err
 }

@@ -197,8 +197,8 @@ func TestHandlersServeTheirNodesOnly(t *testing.T) {
 	for _, h := range handlers.Items {
 		// The handler's own credentials: the ServiceAccount token the kubelet projected into its
 		// pod, bound to the pod and so to its node.
-		out, err := kubectl(t, "-n", "hangar", "exec", h.Name, "--", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token")
-		require.NoError(t, err, out)
+		out, stderr, err := kubectlStdout(t, "-n", "hangar", "exec", h.Name, "--", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token")
+		require.NoError(t, err, stderr)
 		cfg := rest.AnonymousClientConfig(config)
 		cfg.BearerToken = strings.TrimSpace(out)
 		as := versioned.NewForConfigOrDie(cfg)
