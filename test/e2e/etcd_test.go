@@ -207,7 +207,7 @@ func buildEtcdProbe(t *testing.T) *os.File {
 // kubectlIn is kubectl with stdin.
 func kubectlIn(t *testing.T, stdin *os.File, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
+	cmd := kubectlCmd(t, args...)
 	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -47,8 +47,13 @@ func TestMain(m *testing.M) {
 // kubectl runs kubectl against the cluster as the admin, or as another user with --as.
 func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...).CombinedOutput()
+	out, err := kubectlCmd(t, args...).CombinedOutput()
 	return string(out), err
+}
+
+// kubectlCmd is kubectl on the cluster's kubeconfig, with a cache of the test's own.
+func kubectlCmd(t *testing.T, args ...string) *exec.Cmd {
+	return exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
 }
 
 // kubectlStdout runs kubectl and returns its standard output and error apart: for an exec
@@ -56,7 +61,7 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 // "Unknown stream id").
 func kubectlStdout(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
+	cmd := kubectlCmd(t, args...)
 	var errBuf strings.Builder
 	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
