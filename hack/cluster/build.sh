@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries from the tools module (hack/tools) into
 # _output/bin: the Kubernetes v1.34.4 servers, kubectl, etcd, the pause
-# program, hangar-cluster (up/down) and its helpers, and the add-ons CoreDNS and
-# local-path-provisioner (pinned versions from the Go module proxy).
+# program, hangar-cluster (up/down) and its helpers, and, pinned versions from
+# the Go module proxy, containerd and the add-ons CoreDNS and local-path-provisioner.
 #
 # A binary is rebuilt only when it is missing or when the tools module (its
 # go.mod, go.sum or sources) or the Go version changed since it was built. A
@@ -21,6 +21,12 @@ TOOL_COMMANDS=(etcd pause imagebuild crireset cluster loop-provisioner)
 # Add-ons, built with `go install MODULE@VERSION` outside the tools module (their dependency
 # graphs stay out of Kubernetes'); the versions are those hangar-cluster deploys.
 ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisioner@v0.0.30)
+# The nodes' containerd, its runc shim and ctr: Debian's 1.6 has neither image volumes nor
+# the CRI container events the kubelet's evented PLEG needs. Without cgo and the snapshotters
+# that need it (the nodes use overlayfs); runc stays Debian's.
+CONTAINERD_VERSION=v2.2.9
+CONTAINERD_COMMANDS=(containerd containerd-shim-runc-v2 ctr)
+CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs"
 
 STAMP_DIR="${BIN_DIR}/.stamps"
 
@@ -83,20 +89,20 @@ build_one() {
 	echo "${fingerprint}" >"${STAMP_DIR}/${name}"
 }
 
-# build_addon MODULE@VERSION: a static binary (it runs in a scratch image) named after the
-# module's last element, rebuilt only when the version changes.
+# build_addon MODULE@VERSION [TAGS]: a static binary (it runs in a scratch image, or on the
+# host) named after the package's last element, rebuilt only when the version changes.
 build_addon() {
-	local spec="$1" name stamp
+	local spec="$1" tags="${2:-}" name stamp
 	name="${spec%@*}"
 	name="${name##*/}"
-	stamp="$(go version) ${spec}"
+	stamp="$(go version) ${spec}${tags:+ ${tags}}"
 	if [[ ${FORCE} != true && -x ${BIN_DIR}/${name} && -f ${STAMP_DIR}/${name} && "$(<"${STAMP_DIR}/${name}")" == "${stamp}" ]]; then
 		return 0
 	fi
 	local gobin
 	gobin="$(mktemp -d)"
 	# Outside any module: go install builds MODULE@VERSION with its own go.mod.
-	run_step build "${name} ${spec#*@}" env -C / GOBIN="${gobin}" GOFLAGS= CGO_ENABLED=0 go install -ldflags "-s -w" "${spec}"
+	run_step build "${name} ${spec#*@}" env -C / GOBIN="${gobin}" GOFLAGS= CGO_ENABLED=0 go install -tags "${tags}" -ldflags "-s -w" "${spec}"
 	mv -f "${gobin}/${name}" "${BIN_DIR}/${name}"
 	rm -rf "${gobin}"
 	echo "${stamp}" >"${STAMP_DIR}/${name}"
@@ -137,6 +143,9 @@ main() {
 	local addon
 	for addon in "${ADDONS[@]}"; do
 		build_addon "${addon}"
+	done
+	for name in "${CONTAINERD_COMMANDS[@]}"; do
+		build_addon "github.com/containerd/containerd/v2/cmd/${name}@${CONTAINERD_VERSION}" "${CONTAINERD_TAGS}"
 	done
 	log "[build] binaries up to date in ${BIN_DIR} ($((SECONDS - start))s)"
 }

@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # nftables for its nft CLI (down of clusters made by older tooling), util-linux for
 # unshare/nsenter, kmod for modprobe.
-DEBIAN_PACKAGES=(containerd runc containernetworking-plugins iptables nftables conntrack socat ipset
+DEBIAN_PACKAGES=(runc containernetworking-plugins iptables nftables conntrack socat ipset
 	busybox-static openssl curl iproute2 kmod util-linux)
 
 ensure_packages() {
@@ -23,8 +23,7 @@ ensure_packages() {
 	done
 	((${#missing[@]} == 0)) && return 0
 	log " installing ${missing[*]}"
-	# Without systemd the packages' services cannot start; hangar-cluster runs containerd
-	# with a configuration of its own per node instead.
+	# Without systemd no package's service starts; hangar-cluster runs its daemons itself.
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }

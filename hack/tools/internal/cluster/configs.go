@@ -8,8 +8,9 @@ import (
 // CNIBinDir holds the CNI plugins (Debian's containernetworking-plugins).
 const CNIBinDir = "/usr/lib/cni"
 
-// ContainerdBinary is Debian's containerd.
-const ContainerdBinary = "/usr/bin/containerd"
+// ContainerdBinary is containerd, built from the Go module proxy by build.sh: Debian's 1.6
+// has neither image volumes nor CRI container events (the kubelet's evented PLEG).
+func (s *Settings) ContainerdBinary() string { return s.Bin("containerd") }
 
 // WriteNodeConfigs writes the node's CNI, containerd, kubelet and kube-proxy configuration.
 func (s *Settings) WriteNodeConfigs(n *Node) error {
@@ -56,13 +57,15 @@ func (s *Settings) cniConfig(n *Node) string {
 func (s *Settings) containerdConfig(n *Node) string {
 	dir := n.ContainerdDir()
 	return fmt.Sprintf(`# Written by hangar-cluster: node %[1]s's containerd, in the node's namespaces.
-version = 2
+version = 3
 root = %[2]q
 state = %[3]q
-# Snapshotters we do not use, and the "opt" plugin, which would create /opt/containerd.
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+# Snapshotters we do not use, the "opt" plugin (it would create /opt/containerd) and NRI (its
+# socket has a fixed path, which every node's containerd would claim).
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.nri.v1.nri"]
 
 [grpc]
   address = %[4]q
@@ -73,34 +76,42 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 [metrics]
   address = ""
 
-[plugins."io.containerd.grpc.v1.cri"]
-  # Built locally; nothing can be pulled.
-  sandbox_image = %[5]q
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    # Built locally; nothing can be pulled.
+    sandbox = %[5]q
+
+[plugins.'io.containerd.cri.v1.runtime']
   # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails with
   # "can't get final child's PID from pipe: EOF".
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
   enable_selinux = false
+  enable_cdi = false
   # Devices a device plugin hands a container (/dev/kvm, /dev/net/tun, block volumes) are
   # owned by the container's runAsUser/runAsGroup: launcher pods run QEMU unprivileged, and
   # without systemd's udev rules these nodes are root's alone (mode 0600) on the host.
   device_ownership_from_security_context = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      # The shim built with this containerd, not one found on PATH (Debian's, if installed).
+      runtime_path = %[6]q
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = %[6]q
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = %[7]q
-    conf_dir = %[8]q
+        Root = %[7]q
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = [%[8]q]
+    conf_dir = %[9]q
     max_conf_num = 1
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 `, n.Name, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.ContainerdSocket(), s.PauseImage,
-		filepath.Join(dir, "state", "runc"), CNIBinDir, n.CNIConfDir())
+		s.Bin("containerd-shim-runc-v2"), filepath.Join(dir, "state", "runc"), CNIBinDir, n.CNIConfDir())
 }
 
 func (s *Settings) kubeletConfig(n *Node) string {
@@ -140,6 +151,13 @@ evictionHard:
   nodefs.available: 2%%
   imagefs.available: 2%%
 serializeImagePulls: false
+featureGates:
+  # Pod lifecycle from containerd's CRI events instead of a relist every second: a container
+  # that exits or starts is seen at once (alpha; the relist stays as a 300 s backstop).
+  EventedPLEG: true
+  # Image volumes: launcher pods mount containerDisk and kernelBoot images instead of copying
+  # them (beta, off by default in v1.34).
+  ImageVolume: true
 `, n.IP, s.KubeletPort, s.KubeletHealthzPort, p.CertFile(n.Name+"-kubelet-serving"), p.KeyFile(n.Name+"-kubelet-serving"),
 		p.CertFile("ca"), n.ContainerdSocket(), n.CgroupRoot(), s.DNSServiceIP, s.ClusterDomain)
 }

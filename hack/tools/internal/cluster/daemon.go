@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -70,6 +71,7 @@ func (s *Settings) Start(d Daemon) error {
 	if s.Pid(d.Name, d.Binary) != 0 {
 		return nil
 	}
+	inheritOnlyStdio.Do(closeInheritedOnExec)
 	argv := append([]string{d.Binary}, d.Args...)
 	if d.Node != nil {
 		// nsenter enters the namespaces and execs the daemon: the pid stays the daemon's.
@@ -107,6 +109,23 @@ func (s *Settings) Start(d Daemon) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
+}
+
+var inheritOnlyStdio sync.Once
+
+// closeInheritedOnExec marks every descriptor this process inherited beyond stdio
+// close-on-exec. Go opens its own so, but not what a parent left open: a lock held by the
+// caller (flock FILE hack/cluster/up.sh) would pass to every daemon and outlive the caller.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // Stop sends SIGTERM to a running daemon and SIGKILL after grace; it says whether one ran.

@@ -69,6 +69,9 @@ func (s *Settings) ControlPlane() []Daemon {
 			"--proxy-client-cert-file", p.CertFile("front-proxy-client"),
 			"--proxy-client-key-file", p.KeyFile("front-proxy-client"),
 			"--enable-aggregator-routing=true",
+			// Image volumes are beta and off by default in v1.34: without the gate the API
+			// server drops a pod's image volume sources.
+			"--feature-gates=ImageVolume=true",
 			"--profiling=false", "--v=1"),
 		s.hostDaemon("kube-controller-manager",
 			"--kubeconfig", cm, "--authentication-kubeconfig", cm, "--authorization-kubeconfig", cm,
@@ -94,7 +97,7 @@ func (s *Settings) ControlPlane() []Daemon {
 func (s *Settings) NodeDaemons(n *Node) []Daemon {
 	cfg := n.ConfigDir()
 	return []Daemon{
-		s.nodeDaemon(n, "containerd", ContainerdBinary, "--config", filepath.Join(cfg, "containerd.toml")),
+		s.nodeDaemon(n, "containerd", s.ContainerdBinary(), "--config", filepath.Join(cfg, "containerd.toml")),
 		s.nodeDaemon(n, "kubelet", s.Bin("kubelet"),
 			"--config", filepath.Join(cfg, "kubelet.yaml"),
 			"--kubeconfig", filepath.Join(cfg, "kubelet.kubeconfig"),
@@ -116,11 +119,11 @@ func (s *Settings) ready(d Daemon) error {
 		return httpOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", s.ControllerManagerPort), nil)
 	case d.Name == "kube-scheduler":
 		return httpOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", s.SchedulerPort), nil)
-	case d.Node != nil && d.Binary == ContainerdBinary:
+	case d.Node != nil && d.Binary == s.ContainerdBinary():
 		if _, err := os.Stat(d.Node.ContainerdSocket()); err != nil {
 			return err
 		}
-		_, err := output("ctr", "--address", d.Node.ContainerdSocket(), "version")
+		_, err := output(s.Bin("ctr"), "--address", d.Node.ContainerdSocket(), "version")
 		return err
 	case d.Node != nil:
 		// The kubelet's and kube-proxy's health ports are on the node's loopback.

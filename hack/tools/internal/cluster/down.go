@@ -47,7 +47,11 @@ func (s *Settings) Down(purge bool) error {
 		// The kubelet first, so it restarts nothing; containerd stays until CRI has removed
 		// every pod.
 		stopped("kubelet@"+n.Name, s.Bin("kubelet"), 10*time.Second)
-		if s.Pid("containerd@"+n.Name, ContainerdBinary) != 0 && exists(s.Bin("crireset")) {
+		containerd := s.ContainerdBinary()
+		if s.Pid("containerd@"+n.Name, legacyContainerd) != 0 {
+			containerd = legacyContainerd
+		}
+		if s.Pid("containerd@"+n.Name, containerd) != 0 && exists(s.Bin("crireset")) {
 			out, err := output(s.Bin("crireset"), "-endpoint", "unix://"+n.ContainerdSocket(), "-timeout", "90s")
 			if err != nil {
 				Logf("[down] warning: %s: some pods could not be removed through CRI (%v); cleaning up by force", n.Name, err)
@@ -56,7 +60,7 @@ func (s *Settings) Down(purge bool) error {
 			}
 		}
 		stopped("kube-proxy@"+n.Name, s.Bin("kube-proxy"), 5*time.Second)
-		stopped("containerd@"+n.Name, ContainerdBinary, 10*time.Second)
+		stopped("containerd@"+n.Name, containerd, 10*time.Second)
 		note(s.killShims(n))
 		note(s.RemoveCgroupRoot(n))
 		// Pods that CRI did not remove left their addresses allocated.
@@ -95,6 +99,10 @@ func (s *Settings) Down(purge bool) error {
 	}
 	return errors.Join(errs...)
 }
+
+// legacyContainerd is the containerd clusters of earlier tooling ran (Debian's): down stops
+// those too.
+const legacyContainerd = "/usr/bin/containerd"
 
 // killShims kills the containerd shims of the node's containerd (recognised by their
 // "-address <socket>" argument): they outlive containerd, and hold the node's mount

@@ -37,14 +37,14 @@ func (s *Settings) ImportImage(ref, tarball string) error {
 	}
 	for _, n := range s.runningNodes() {
 		stamp := fmt.Sprintf("%s.imported.%s", tarball, n.Name)
-		if b, err := os.ReadFile(stamp); err == nil && string(b) == sum && n.hasImage(ref) {
+		if b, err := os.ReadFile(stamp); err == nil && string(b) == sum && s.hasImage(n, ref) {
 			continue
 		}
-		if err := run("ctr", "--address", n.ContainerdSocket(), "--namespace", "k8s.io",
+		if err := run(s.Bin("ctr"), "--address", n.ContainerdSocket(), "--namespace", "k8s.io",
 			"images", "import", "--snapshotter", "overlayfs", tarball); err != nil {
 			return fmt.Errorf("import %s into %s: %w", ref, n.Name, err)
 		}
-		if !n.hasImage(ref) {
+		if !s.hasImage(n, ref) {
 			return fmt.Errorf("%s does not list %s after importing %s", n.Name, ref, tarball)
 		}
 		if err := os.WriteFile(stamp, []byte(sum), 0o644); err != nil {
@@ -54,8 +54,8 @@ func (s *Settings) ImportImage(ref, tarball string) error {
 	return nil
 }
 
-func (n *Node) hasImage(ref string) bool {
-	out, err := output("ctr", "--address", n.ContainerdSocket(), "--namespace", "k8s.io", "images", "ls", "-q", "name=="+ref)
+func (s *Settings) hasImage(n *Node, ref string) bool {
+	out, err := output(s.Bin("ctr"), "--address", n.ContainerdSocket(), "--namespace", "k8s.io", "images", "ls", "-q", "name=="+ref)
 	return err == nil && strings.TrimSpace(out) != ""
 }
 
@@ -63,7 +63,7 @@ func (n *Node) hasImage(ref string) bool {
 func (s *Settings) runningNodes() []*Node {
 	var out []*Node
 	for _, n := range s.existingNodes() {
-		if s.Pid("containerd@"+n.Name, ContainerdBinary) != 0 {
+		if s.Pid("containerd@"+n.Name, s.ContainerdBinary()) != 0 {
 			out = append(out, n)
 		}
 	}
