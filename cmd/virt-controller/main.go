@@ -66,7 +66,7 @@ func run() error {
 	fs.StringVar(&metricsOpts.KeyFile, "metrics-tls-private-key-file", "", "serving key of /metrics")
 	fs.BoolVar(&metricsOpts.Insecure, "metrics-insecure-loopback", false, "serve /metrics over plain HTTP without authentication (tests, development; a loopback --metrics-bind-address only)")
 	fs.StringVar(&o.ConfigNamespace, "config-namespace", o.ConfigNamespace, "namespace of the cluster configuration ConfigMap")
-	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, cpuAllocationRatio)")
+	fs.StringVar(&o.ConfigName, "config-name", o.ConfigName, "name of the cluster configuration ConfigMap (keys: useEmulation, launcherImage, memoryOverhead, cpuAllocationRatio, vmStateStorageClass, featureGates, ...)")
 	fs.StringVar(&o.Defaults.LauncherImage, "launcher-image", o.Defaults.LauncherImage, "virt-launcher image, unless the ConfigMap's launcherImage says otherwise")
 	fs.IntVar(&o.VMWorkers, "vm-workers", o.VMWorkers, "VirtualMachine workers")
 	fs.IntVar(&o.VMIWorkers, "vmi-workers", o.VMIWorkers, "VirtualMachineInstance workers")

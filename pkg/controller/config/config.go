@@ -38,7 +38,16 @@ const (
 	// for VMs that keep EFI variables or TPM state (KubeVirt's vmStateStorageClass); unset:
 	// the cluster's default class.
 	KeyVMStateStorageClass = "vmStateStorageClass"
+	// KeyFeatureGates is a comma-separated list of KubeVirt feature gate names
+	// (developerConfiguration.featureGates); Hangar acts on FeatureGateImageVolume and has
+	// the other features it implements on without a gate, so it accepts any name.
+	KeyFeatureGates = "featureGates"
 )
+
+// FeatureGateImageVolume makes launcher pods mount containerDisk and kernelBoot images as
+// image volumes (Kubernetes' ImageVolume, which the cluster's API server, kubelets and
+// runtime must have) instead of copying their files in init containers.
+const FeatureGateImageVolume = "ImageVolume"
 
 // DefaultMemoryOverhead is what a launcher pod needs beside the guest's memory: the launcher
 // process, libvirtd and QEMU itself (device emulation, TCG translation cache, I/O buffers).
@@ -65,6 +74,8 @@ type ClusterConfig struct {
 	Migrations v1.MigrationConfiguration
 	// VMStateStorageClass: see KeyVMStateStorageClass; empty when unset.
 	VMStateStorageClass string
+	// ImageVolumes: FeatureGateImageVolume is in KeyFeatureGates.
+	ImageVolumes bool
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -102,6 +113,14 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 			errs = append(errs, fmt.Errorf("%s: %q is no StorageClass name: %s", KeyVMStateStorageClass, v, strings.Join(msgs, "; ")))
 		} else {
 			c.VMStateStorageClass = v
+		}
+	}
+	if v, ok := data[KeyFeatureGates]; ok {
+		c.ImageVolumes = false
+		for _, gate := range strings.Split(v, ",") {
+			if strings.TrimSpace(gate) == FeatureGateImageVolume {
+				c.ImageVolumes = true
+			}
 		}
 	}
 	if v, ok := data[KeyMemoryOverhead]; ok {
@@ -168,5 +187,5 @@ func (s *Store) Apply(cm *corev1.ConfigMap) {
 	}
 	s.current.Store(&c)
 	klog.V(2).InfoS("Cluster configuration", "useEmulation", c.UseEmulation, "launcherImage", c.LauncherImage,
-		"memoryOverhead", c.MemoryOverhead.String())
+		"memoryOverhead", c.MemoryOverhead.String(), "imageVolumes", c.ImageVolumes)
 }

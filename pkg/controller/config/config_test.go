@@ -18,12 +18,14 @@ func TestParse(t *testing.T) {
 		{
 			name: "every key",
 			data: map[string]string{"useEmulation": "true", "launcherImage": "reg/launcher:v1", "memoryOverhead": "256Mi",
-				"cpuAllocationRatio": "4", "vmStateStorageClass": "fast-rwx"},
+				"cpuAllocationRatio": "4", "vmStateStorageClass": "fast-rwx", "featureGates": "Snapshot,ImageVolume"},
 			want: func(c *ClusterConfig) {
 				c.UseEmulation, c.LauncherImage, c.MemoryOverhead = true, "reg/launcher:v1", resource.MustParse("256Mi")
-				c.CPUAllocationRatio, c.VMStateStorageClass = 4, "fast-rwx"
+				c.CPUAllocationRatio, c.VMStateStorageClass, c.ImageVolumes = 4, "fast-rwx", true
 			},
 		},
+		{name: "gates without ImageVolume", data: map[string]string{"featureGates": "Snapshot, ImageVolumes"}, want: func(*ClusterConfig) {}},
+		{name: "a gate among spaces", data: map[string]string{"featureGates": " ImageVolume "}, want: func(c *ClusterConfig) { c.ImageVolumes = true }},
 		{
 			name:    "bad values keep the base and are reported",
 			data:    map[string]string{"useEmulation": "yes please", "memoryOverhead": "lots", "cpuAllocationRatio": "0"},
@@ -43,6 +45,8 @@ func TestParse(t *testing.T) {
 			assert.Equal(t, want.LauncherImage, got.LauncherImage)
 			assert.Equal(t, 0, want.MemoryOverhead.Cmp(got.MemoryOverhead), "overhead %s", got.MemoryOverhead.String())
 			assert.Equal(t, want.CPUAllocationRatio, got.CPUAllocationRatio)
+			assert.Equal(t, want.VMStateStorageClass, got.VMStateStorageClass)
+			assert.Equal(t, want.ImageVolumes, got.ImageVolumes)
 		})
 	}
 }

@@ -173,7 +173,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 		return nil, err
 	}
 
-	files, err := buildGuestFiles(vmi, modes, cfg.LauncherImage, isGuaranteed(res))
+	files, err := buildGuestFiles(vmi, modes, cfg.LauncherImage, isGuaranteed(res), cfg.ImageVolumes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package launcherpod
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,15 +67,18 @@ func TestLauncherPodsMeetPodSecurityRestricted(t *testing.T) {
 		}},
 	}
 	for _, emulation := range []bool{true, false} {
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				cfg := config.Defaults()
-				cfg.UseEmulation = emulation
-				pod, err := Build(testVMI(tt.mutate), tt.modes, &cfg)
-				require.NoError(t, err)
-				result := policy.AggregateCheckResults(evaluator.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec))
-				assert.True(t, result.Allowed, "restricted refuses the launcher pod: %s: %s", result.ForbiddenReason(), result.ForbiddenDetail())
-			})
+		for _, imageVolumes := range []bool{false, true} {
+			for _, tt := range tests {
+				t.Run(fmt.Sprintf("%s/emulation=%t/imageVolumes=%t", tt.name, emulation, imageVolumes), func(t *testing.T) {
+					cfg := config.Defaults()
+					cfg.UseEmulation = emulation
+					cfg.ImageVolumes = imageVolumes
+					pod, err := Build(testVMI(tt.mutate), tt.modes, &cfg)
+					require.NoError(t, err)
+					result := policy.AggregateCheckResults(evaluator.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec))
+					assert.True(t, result.Allowed, "restricted refuses the launcher pod: %s: %s", result.ForbiddenReason(), result.ForbiddenDetail())
+				})
+			}
 		}
 	}
 }

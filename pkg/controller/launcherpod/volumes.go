@@ -94,8 +94,11 @@ type guestFiles struct {
 // buildGuestFiles makes the init containers, volumes and compute mounts that bring the
 // kernelBoot image's files, the containerDisks, the persistentVolumeClaims and the cloud-init
 // Secrets (secrets.go) to the launcher;
-// modes must hold the volumeMode of every claim the instance names.
-func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcherImage string, guaranteed bool) (guestFiles, error) {
+// modes must hold the volumeMode of every claim the instance names. With imageVolumes the
+// kernelBoot and containerDisk images are mounted as image volumes (read-only, the image's
+// files at their paths in the image, as the copies lay them out) and nothing is copied: the
+// kubelet has them ready before the compute container starts, and no init container runs.
+func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcherImage string, guaranteed, imageVolumes bool) (guestFiles, error) {
 	var g guestFiles
 	var copies []corev1.Container
 	containerDisks := false
@@ -125,8 +128,12 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 		if len(files) == 0 {
 			return g, fmt.Errorf("instance %s/%s: kernelBoot container has neither kernelPath nor initrdPath", vmi.Namespace, vmi.Name)
 		}
-		copies = append(copies, copyContainer(KernelBootContainer, kb.Image, kb.ImagePullPolicy, KernelBootVolume, KernelBootMountPath, KernelBootMountPath, files, guaranteed))
-		g.volumes = append(g.volumes, emptyDir(KernelBootVolume))
+		if imageVolumes {
+			g.volumes = append(g.volumes, imageVolume(KernelBootVolume, kb.Image, kb.ImagePullPolicy))
+		} else {
+			copies = append(copies, copyContainer(KernelBootContainer, kb.Image, kb.ImagePullPolicy, KernelBootVolume, KernelBootMountPath, KernelBootMountPath, files, guaranteed))
+			g.volumes = append(g.volumes, emptyDir(KernelBootVolume))
+		}
 		g.mounts = append(g.mounts, corev1.VolumeMount{Name: KernelBootVolume, MountPath: KernelBootMountPath, ReadOnly: true})
 		addSecret(kb.ImagePullSecret)
 	}
@@ -148,10 +155,20 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 				return g, fmt.Errorf("instance %s/%s: containerDisk volume name %s is longer than %d characters: its init container name would not be a DNS label",
 					vmi.Namespace, vmi.Name, vol.Name, names.MaxContainerDiskVolumeName)
 			}
-			name := names.ContainerDiskContainer(vol.Name)
 			dest := path.Join(ContainerDiskMountPath, path.Clean("/"+vol.Name))
-			copies = append(copies, copyContainer(name, cd.Image, cd.ImagePullPolicy, ContainerDiskVolume, ContainerDiskMountPath, dest, []string{src}, guaranteed))
 			addSecret(cd.ImagePullSecret)
+			if imageVolumes {
+				// The pod volume takes the instance volume's name, unique among them, as a
+				// claim's does; validation keeps the launcher's own names free.
+				if names.IsReservedPodVolume(vol.Name) {
+					return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
+				}
+				g.volumes = append(g.volumes, imageVolume(vol.Name, cd.Image, cd.ImagePullPolicy))
+				g.mounts = append(g.mounts, corev1.VolumeMount{Name: vol.Name, MountPath: dest, ReadOnly: true})
+				continue
+			}
+			name := names.ContainerDiskContainer(vol.Name)
+			copies = append(copies, copyContainer(name, cd.Image, cd.ImagePullPolicy, ContainerDiskVolume, ContainerDiskMountPath, dest, []string{src}, guaranteed))
 			containerDisks = true
 		case vol.PersistentVolumeClaim != nil:
 			if names.IsReservedPodVolume(vol.Name) {
@@ -266,6 +283,14 @@ func isGuaranteed(r corev1.ResourceRequirements) bool {
 		}
 	}
 	return true
+}
+
+// imageVolume mounts image's root file system, read-only (Kubernetes' ImageVolume).
+func imageVolume(name, image string, pull corev1.PullPolicy) corev1.Volume {
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: pull}}}
 }
 
 func emptyDir(name string) corev1.Volume {

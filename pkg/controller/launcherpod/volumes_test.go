@@ -66,6 +66,7 @@ func TestBuildGuestFiles(t *testing.T) {
 		name        string
 		vmi         func(*v1.VirtualMachineInstance)
 		modes       VolumeModes
+		imageVols   bool // the ImageVolume feature gate
 		wantInit    []initContainer
 		wantVolumes map[string]corev1.VolumeSource // besides the socket directory
 		wantMounts  []corev1.VolumeMount           // of the compute container, besides the sockets
@@ -209,6 +210,46 @@ func TestBuildGuestFiles(t *testing.T) {
 			wantErr: "reserved",
 		},
 		{
+			name: "ImageVolume: the kernelBoot image is mounted where the copy would be, nothing is copied",
+			vmi: kernelBoot(&v1.KernelBootContainer{
+				Image: "reg/kernel:v1", KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initramfs.cpio.gz",
+				ImagePullPolicy: corev1.PullAlways, ImagePullSecret: "regcred",
+			}),
+			imageVols: true,
+			wantVolumes: map[string]corev1.VolumeSource{
+				KernelBootVolume: {Image: &corev1.ImageVolumeSource{Reference: "reg/kernel:v1", PullPolicy: corev1.PullAlways}},
+			},
+			wantMounts:  []corev1.VolumeMount{{Name: KernelBootVolume, MountPath: "/var/run/hangar/kernel-boot", ReadOnly: true}},
+			wantSecrets: []string{"regcred"},
+		},
+		{
+			name: "ImageVolume: each containerDisk is a read-only image volume of its name in its directory; claims beside them unchanged",
+			vmi: withVolumes(
+				containerDisk("rootdisk", v1.ContainerDiskSource{Image: "reg/debian:12", ImagePullSecret: "regcred"}),
+				containerDisk("data", v1.ContainerDiskSource{Image: "reg/data:1", Path: "/images/data.qcow2", ImagePullPolicy: corev1.PullNever}),
+				pvc("iso", "claim-b", true),
+			),
+			modes:     VolumeModes{"claim-b": corev1.PersistentVolumeFilesystem},
+			imageVols: true,
+			wantVolumes: map[string]corev1.VolumeSource{
+				"rootdisk": {Image: &corev1.ImageVolumeSource{Reference: "reg/debian:12", PullPolicy: corev1.PullIfNotPresent}},
+				"data":     {Image: &corev1.ImageVolumeSource{Reference: "reg/data:1", PullPolicy: corev1.PullNever}},
+				"iso":      {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-b", ReadOnly: true}},
+			},
+			wantMounts: []corev1.VolumeMount{
+				{Name: "rootdisk", MountPath: "/var/run/hangar/container-disks/rootdisk", ReadOnly: true},
+				{Name: "data", MountPath: "/var/run/hangar/container-disks/data", ReadOnly: true},
+				{Name: "iso", MountPath: "/var/run/kubevirt-private/vmi-disks/iso", ReadOnly: true},
+			},
+			wantSecrets: []string{"regcred"},
+		},
+		{
+			name:      "ImageVolume: a containerDisk may not take the name of a launcher volume",
+			vmi:       withVolumes(containerDisk(PrivateVolume, v1.ContainerDiskSource{Image: "reg/d:1"})),
+			imageVols: true,
+			wantErr:   "reserved",
+		},
+		{
 			name:    "kernelBoot needs an image",
 			vmi:     kernelBoot(&v1.KernelBootContainer{KernelPath: "/vmlinuz"}),
 			wantErr: "no image",
@@ -228,6 +269,7 @@ func TestBuildGuestFiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Defaults()
 			cfg.LauncherImage = "reg/launcher:v1"
+			cfg.ImageVolumes = tt.imageVols
 			pod, err := Build(testVMI(tt.vmi), tt.modes, &cfg)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)

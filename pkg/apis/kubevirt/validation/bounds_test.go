@@ -203,6 +203,9 @@ var boundCases = []specCase{
 		s.Volumes[0] = claim("hangar-sockets", "data")
 		s.Domain.Devices.Disks[0].Name = "hangar-sockets"
 	}, []wantErr{{field.ErrorTypeInvalid, "volumes[0].name"}}},
+	{"a containerDisk named as a launcher volume (an image volume takes its name)", func(s *kubevirt.VirtualMachineInstanceSpec) {
+		renameVolume(s, 0, "hangar-private")
+	}, []wantErr{{field.ErrorTypeInvalid, "volumes[0].name"}}},
 	{"a claim named as a container device", func(s *kubevirt.VirtualMachineInstanceSpec) {
 		s.Volumes[0] = claim("kvm", "data")
 		s.Domain.Devices.Disks[0].Name = "kvm"

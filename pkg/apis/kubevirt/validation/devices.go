@@ -81,6 +81,10 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 			if len(v.Name) > MaxContainerDiskVolumeName {
 				*allErrs = append(*allErrs, field.TooLongMaxLength(idx.Child("name"), v.Name, MaxContainerDiskVolumeName))
 			}
+			// Mounted as an image volume, the disk is a pod volume of the volume's name.
+			if names.IsReservedPodVolume(v.Name) {
+				*allErrs = append(*allErrs, field.Invalid(idx.Child("name"), v.Name, "is the name of one of the launcher pod's own volumes"))
+			}
 		}
 		if s := v.EmptyDisk; s != nil {
 			sources++

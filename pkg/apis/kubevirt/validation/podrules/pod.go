@@ -95,8 +95,15 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path) (map[string]*cor
 				allErrs = append(allErrs, field.Required(idx.Child("persistentVolumeClaim", "claimName"), ""))
 			}
 		}
+		if s := v.Image; s != nil {
+			sources++
+			if s.Reference == "" {
+				allErrs = append(allErrs, field.Required(idx.Child("image", "reference"), ""))
+			}
+			allErrs = append(allErrs, ValidatePullPolicy(s.PullPolicy, idx.Child("image", "pullPolicy"))...)
+		}
 		if sources != 1 {
-			allErrs = append(allErrs, field.Invalid(idx, v.Name, fmt.Sprintf("must have exactly one of hostPath, emptyDir, persistentVolumeClaim, has %d", sources)))
+			allErrs = append(allErrs, field.Invalid(idx, v.Name, fmt.Sprintf("must have exactly one of hostPath, emptyDir, persistentVolumeClaim, image, has %d", sources)))
 		}
 	}
 	return byName, allErrs
