@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # boot-bench.sh [RUNS]: the bare-QEMU baseline for Hangar's boot benchmarks.
+# With BURST=N it instead starts N guests at once and prints when the last one printed
+# the banner (the baseline of Hangar's burst of N VMIs):
+#
+#   bare-qemu kernelboot burst: 20 guests started at once, all bannered after 24.1s
 #
 # Boots a test guest (default: the kernelBoot one, build-kernelboot.sh) RUNS
 # times (default 10) with plain qemu-system-x86_64 under TCG and measures, with bootwait,
@@ -34,6 +38,7 @@
 #                         the containerDisk (the kernel needs >= 96)
 #   APPEND_EXTRA=         more kernel parameters (e.g. hostname=bench)
 #   TIMEOUT=120s          per-boot limit for the banner
+#   BURST=                N guests at once instead of RUNS one after another
 set -euo pipefail
 
 GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -52,6 +57,7 @@ MACHINE=${MACHINE:-pc}
 MEMORY=${MEMORY:-}
 APPEND_EXTRA=${APPEND_EXTRA:-}
 TIMEOUT=${TIMEOUT:-120s}
+BURST=${BURST:-}
 
 log() { echo "boot-bench: $*" >&2; }
 
@@ -84,9 +90,9 @@ build_seed() {
     "$dir/user-data" "$dir/meta-data"
 }
 
-# qemu_command SOCKET: the QEMU command line of one boot.
+# qemu_command SOCKET OVERLAY: the QEMU command line of one boot.
 qemu_command() {
-  local socket=$1
+  local socket=$1 overlay=$2
   local cmd=(qemu-system-x86_64 -machine "$MACHINE" -accel tcg -m "$MEMORY" -smp 1 -no-reboot)
   case "$GUEST" in
     kernelboot)
@@ -94,7 +100,7 @@ qemu_command() {
         -append "console=ttyS0 quiet no_timer_check $APPEND_EXTRA")
       ;;
     containerdisk*)
-      cmd+=(-drive "file=$BENCH_DIR/overlay.qcow2,if=virtio,format=qcow2"
+      cmd+=(-drive "file=$overlay,if=virtio,format=qcow2"
         -drive "file=$OUTPUT_DIR/boot-bench-seed.iso,media=cdrom,format=raw,readonly=on")
       [[ "$GUEST" == containerdisk-kernelboot ]] && cmd+=(
         -kernel "$KERNELBOOT_DIR/vmlinux" -initrd "$KERNELBOOT_DIR/initramfs.cpio.gz"
@@ -116,14 +122,14 @@ qemu_command() {
 
 # boot_once N: one measured boot; appends "banner roundtrip" to the results.
 boot_once() {
-  local run=$1 socket=$BENCH_DIR/serial.sock source
+  local run=$1 socket=$BENCH_DIR/serial-$1.sock overlay=$BENCH_DIR/overlay-$1.qcow2 source
   local -a qemu
   if [[ "$GUEST" == containerdisk* ]]; then
     # A fresh copy-on-write layer per boot, as a containerDisk gets.
-    rm -f "$BENCH_DIR/overlay.qcow2"
-    qemu-img create -q -f qcow2 -b "$CONTAINERDISK" -F qcow2 "$BENCH_DIR/overlay.qcow2"
+    rm -f "$overlay"
+    qemu-img create -q -f qcow2 -b "$CONTAINERDISK" -F qcow2 "$overlay"
   fi
-  mapfile -t qemu < <(qemu_command "$socket")
+  mapfile -t qemu < <(qemu_command "$socket" "$overlay")
   case "$CONSOLE" in
     stdio) source=(-stdio) ;;
     socket) source=(-listen "$socket") ;;
@@ -157,6 +163,23 @@ summarize() {
     }'
 }
 
+# burst N: N boots started at once; prints when the last banner came.
+burst() {
+  local n=$1 start i failed=0
+  local -a pids=()
+  start=$(date +%s.%N)
+  for i in $(seq 1 "$n"); do
+    boot_once "$i" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do
+    wait "$i" || failed=1
+  done
+  ((failed == 0)) || { log "a boot of the burst failed"; return 1; }
+  awk -v s="$start" -v e="$(date +%s.%N)" -v n="$n" -v g="$GUEST" \
+    'BEGIN { printf "bare-qemu %s burst: %d guests started at once, all bannered after %.1fs\n", g, n, e - s }'
+}
+
 main() {
   [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { log "RUNS must be a positive number"; exit 2; }
   # systemd wants more room than busybox; 128 MiB is the kernel guest's size.
@@ -166,8 +189,13 @@ main() {
   build_inputs
   rm -rf "$BENCH_DIR"
   mkdir -p "$BENCH_DIR"
-  log "qemu: $(qemu_command "$BENCH_DIR/serial.sock" | tr '\n' ' ')"
+  log "qemu: $(qemu_command "$BENCH_DIR/serial.sock" "$BENCH_DIR/overlay.qcow2" | tr '\n' ' ')"
   log "guest=$GUEST console=$CONSOLE nic=$NIC machine=$MACHINE memory=${MEMORY}MiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [[ -n "$BURST" ]]; then
+    [[ "$BURST" =~ ^[1-9][0-9]*$ ]] || { log "BURST must be a positive number"; exit 2; }
+    burst "$BURST"
+    return
+  fi
   local run
   for run in $(seq 1 "$RUNS"); do
     boot_once "$run"

@@ -46,6 +46,7 @@ func TestBootFigures(t *testing.T) {
 		require.NoError(t, err)
 		attach(t, ns, name, "console").waitFor(t, banner, 120*time.Second)
 		clock.mark(name, bootStages[len(bootStages)-1])
+		clock.readLauncherLog(t, ctx, ns, name)
 		times = append(times, time.Since(start))
 		if d, ok := clock.durations(name, start); ok {
 			stages = append(stages, d)

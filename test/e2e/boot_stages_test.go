@@ -5,12 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -20,15 +22,25 @@ import (
 )
 
 // bootStages are the steps from a VMI's creation to its banner, in order, each named by who
-// does it. Object timestamps have a resolution of one second, so the clock is this process's:
-// the moment a watch event first shows the step done (watch latency is a few milliseconds).
+// does it. Object timestamps have a resolution of one second, so the clock is this process's
+// (the moment a watch event first shows the step done; watch latency is a few milliseconds)
+// or, inside the launcher, the container runtime's timestamp of the launcher's log line.
 var bootStages = []string{
 	"launcher pod created (virt-controller)",
 	"pod bound to a node (scheduler)",
-	"init containers done (kubelet: sandbox, image copies)",
-	"launcher container running (kubelet)",
-	"instance Running (virt-handler: launcher found, network, define, start)",
+	"launcher serving (kubelet: volumes, sandbox, container; virt-launcher: libvirtd)",
+	"guest starting (virt-handler: launcher found, pod network, sync)",
+	"guest running (libvirt: QEMU capability probe, define, QEMU start)",
+	"instance Running seen (status: virt-handler, virt-api, watch)",
 	"banner on the console (guest boot, console attach)",
+}
+
+// launcherLogStages are the launcher's log lines that mark stages 2-4 (cmd/virt-launcher,
+// pkg/launcher): the first line containing each.
+var launcherLogStages = map[string]string{
+	`"serving"`:                      bootStages[2],
+	`"guest state" phase="Starting"`: bootStages[3],
+	`"guest state" phase="Running"`:  bootStages[4],
 }
 
 // bootClock records, per instance, when each stage was first seen done.
@@ -37,14 +49,46 @@ type bootClock struct {
 	seen map[string]map[string]time.Time
 }
 
-func (c *bootClock) mark(vmi, stage string) {
+func (c *bootClock) mark(vmi, stage string) { c.markAt(vmi, stage, time.Now()) }
+
+func (c *bootClock) markAt(vmi, stage string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen[vmi] == nil {
 		c.seen[vmi] = map[string]time.Time{}
 	}
 	if _, ok := c.seen[vmi][stage]; !ok {
-		c.seen[vmi][stage] = time.Now()
+		c.seen[vmi][stage] = at
+	}
+}
+
+// readLauncherLog marks the stages the launcher's log shows, from the runtime's timestamps
+// of its lines (kubectl logs --timestamps).
+func (c *bootClock) readLauncherLog(t *testing.T, ctx context.Context, ns, vmi string) {
+	t.Helper()
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, pod := range pods.Items {
+		if len(pod.OwnerReferences) == 0 || pod.OwnerReferences[0].Name != vmi {
+			continue
+		}
+		raw, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: launcherpod.ComputeContainer, Timestamps: true}).DoRaw(ctx)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(raw), "\n") {
+			stamp, text, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, stamp)
+			if err != nil {
+				continue
+			}
+			for marker, stage := range launcherLogStages {
+				if strings.Contains(text, marker) {
+					c.markAt(vmi, stage, at)
+				}
+			}
+		}
 	}
 }
 
@@ -82,20 +126,10 @@ func watchBoots(t *testing.T, ctx context.Context, ns string) *bootClock {
 		if pod.Spec.NodeName != "" {
 			c.mark(vmi, bootStages[1])
 		}
-		for _, cond := range pod.Status.Conditions {
-			if cond.Type == corev1.PodInitialized && cond.Status == corev1.ConditionTrue {
-				c.mark(vmi, bootStages[2])
-			}
-		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == launcherpod.ComputeContainer && cs.State.Running != nil {
-				c.mark(vmi, bootStages[3])
-			}
-		}
 	}
 	onVMI := func(obj any) {
 		if vmi, ok := obj.(*v1.VirtualMachineInstance); ok && vmi.Status.Phase == v1.Running {
-			c.mark(vmi.Name, bootStages[4])
+			c.mark(vmi.Name, bootStages[5])
 		}
 	}
 	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
