@@ -14,8 +14,11 @@ burst=${BENCH_BURST:-20}
 
 bare=$(CONSOLE=socket MACHINE=q35 hack/guest/boot-bench.sh "${runs}" 2>/dev/null | grep 'boot-to-banner' | tail -1)
 echo "${bare}"
-hangar=$(BENCH_BOOTS=${runs} BENCH_BURST=${burst} go test -count=1 -v -tags e2e,bench -timeout 60m -run TestBootFigures ./test/e2e/ 2>&1 |
-  grep -E '^(Hangar|  [a-z]|[0-9]+ VMIs|host memory)' )
+# The test's whole output stays in _output/bench/boot.log.
+mkdir -p _output/bench
+BENCH_BOOTS=${runs} BENCH_BURST=${burst} go test -count=1 -v -tags e2e,bench -timeout 60m -run TestBootFigures ./test/e2e/ \
+  >_output/bench/boot.log 2>&1 || { tail -40 _output/bench/boot.log >&2; exit 1; }
+hangar=$(grep -E '^(Hangar|  [a-z]|[0-9]+ VMIs|host memory)' _output/bench/boot.log)
 echo "${hangar}"
 bare_median=$(sed -E 's/.*median=([0-9.]+)s.*/\1/' <<<"${bare}")
 hangar_median=$(grep '^Hangar VMI' <<<"${hangar}" | sed -E 's/.*median=([0-9.]+)s.*/\1/')

@@ -162,6 +162,6 @@ func printStages(per [][]time.Duration) {
 			col[j] = per[j][i]
 		}
 		median, p95 := quantiles(col)
-		fmt.Printf("  %-75s %6.2fs %6.2fs\n", s, median.Seconds(), p95.Seconds())
+		fmt.Printf("  %-82s %6.2fs %6.2fs\n", s, median.Seconds(), p95.Seconds())
 	}
 }
