@@ -183,30 +183,7 @@ func TestDrainMovesLiveMigrateGuests(t *testing.T) {
 // slowMigrations makes migrations crawl (1 MiB/s) while the test runs, through the cluster
 // configuration, so that a test can interfere mid-flight.
 func slowMigrations(t *testing.T) {
-	ctx := context.Background()
-	cms := kube.CoreV1().ConfigMaps("hangar")
-	cm, err := cms.Get(ctx, "hangar-config", metav1.GetOptions{})
-	require.NoError(t, err)
-	old, had := cm.Data["migrations"]
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data["migrations"] = "bandwidthPerMigration: 1Mi\nprogressTimeout: 600\ncompletionTimeoutPerGiB: 6000"
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cm, err := cms.Get(ctx, "hangar-config", metav1.GetOptions{})
-		if err != nil {
-			return
-		}
-		if had {
-			cm.Data["migrations"] = old
-		} else {
-			delete(cm.Data, "migrations")
-		}
-		_, _ = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	})
-	time.Sleep(2 * time.Second) // the controller's configuration watch
+	setClusterConfig(t, "migrations", ptr.To("bandwidthPerMigration: 1Mi\nprogressTimeout: 600\ncompletionTimeoutPerGiB: 6000"))
 }
 
 // runningMigration starts a migration of vmiName and waits until memory moves.
