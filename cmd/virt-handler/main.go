@@ -109,6 +109,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	kube, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return err
+	}
 	if cfg.Pods, err = podsockets.OpenRoot(podsDir); err != nil {
 		return err
 	}
@@ -120,10 +124,6 @@ func run() error {
 	if migrationListen != "" {
 		if migrationCA == "" {
 			return errors.New("--migration-ca-file is required with --migration-listen-address")
-		}
-		kube, err := kubernetes.NewForConfig(kubeCfg)
-		if err != nil {
-			return err
 		}
 		certs, err := migrationIdentity(kube, cfg.NodeName)
 		if err != nil {
@@ -158,10 +158,6 @@ func run() error {
 	}
 
 	if metricsOpts.Enabled() {
-		kube, err := kubernetes.NewForConfig(kubeCfg)
-		if err != nil {
-			return err
-		}
 		collector := vmimetrics.New(cfg.NodeName, c.MetricsTargets)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collector, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/utils/ptr"
 	"libvirt.org/go/libvirt"
 )
 
@@ -341,7 +342,7 @@ func (c *Conn) Stats(name string) (DomainStats, error) {
 func convertStats(s libvirt.DomainStats) DomainStats {
 	var out DomainStats
 	if s.Cpu != nil && s.Cpu.TimeSet {
-		out.CPUTime = ptrTo(s.Cpu.Time)
+		out.CPUTime = ptr.To(s.Cpu.Time)
 	}
 	if b := s.Balloon; b != nil {
 		out.CurrentKiB = setOrNil(b.CurrentSet, b.Current)
@@ -397,7 +398,5 @@ func setOrNil(set bool, v uint64) *uint64 {
 	if !set {
 		return nil
 	}
-	return ptrTo(v)
+	return ptr.To(v)
 }
-
-func ptrTo(v uint64) *uint64 { return &v }
