@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
-	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/handler/vmimetrics"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
@@ -30,7 +30,7 @@ func (c *Controller) MetricsTargets() []vmimetrics.Target {
 	for _, vmi := range vmis {
 		t := vmimetrics.Target{
 			Name: vmi.Name, Namespace: vmi.Namespace, UID: vmi.UID, Phase: string(vmi.Status.Phase),
-			Interfaces: map[string]bool{}, Disks: map[string]bool{}, VCPUs: vcpuCount(vmi),
+			Interfaces: map[string]bool{}, Disks: map[string]bool{}, VCPUs: int(launcherpod.VCPUs(vmi)),
 		}
 		for _, i := range vmi.Spec.Domain.Devices.Interfaces {
 			t.Interfaces[i.Name] = true
@@ -40,7 +40,7 @@ func (c *Controller) MetricsTargets() []vmimetrics.Target {
 		}
 		if l := launchers[vmi.Namespace+"/"+vmi.Name]; l != nil && l.uid == vmi.UID {
 			state := l.State()
-			if guestRuns(state.Phase) {
+			if state.Phase.GuestRuns() {
 				client := l.client
 				t.Stats = func(ctx context.Context) (api.Stats, error) { return client.Stats(ctx) }
 			}
@@ -49,23 +49,4 @@ func (c *Controller) MetricsTargets() []vmimetrics.Target {
 		out = append(out, t)
 	}
 	return out
-}
-
-func guestRuns(p api.Phase) bool {
-	return p == api.PhaseRunning || p == api.PhasePaused || p == api.PhaseShuttingDown
-}
-
-// vcpuCount is the instance's vCPUs as the domain gets them: sockets × cores × threads.
-func vcpuCount(vmi *v1.VirtualMachineInstance) int {
-	cpu := vmi.Spec.Domain.CPU
-	if cpu == nil {
-		return 1
-	}
-	n := 1
-	for _, f := range []uint32{cpu.Sockets, cpu.Cores, cpu.Threads} {
-		if f > 0 {
-			n *= int(f)
-		}
-	}
-	return n
 }

@@ -52,9 +52,7 @@ type statsCall struct {
 func (l *Launcher) Stats(ctx context.Context) (api.Stats, error) {
 	l.mu.Lock()
 	name, phase, names := l.state.Domain, l.state.Phase, l.devices
-	switch phase {
-	case api.PhaseRunning, api.PhasePaused, api.PhaseShuttingDown:
-	default:
+	if !phase.GuestRuns() {
 		l.mu.Unlock()
 		return api.Stats{}, fmt.Errorf("%w: the guest is %q", errConflict, phase)
 	}

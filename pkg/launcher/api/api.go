@@ -111,6 +111,12 @@ const (
 // Final says whether a phase is an end: the launcher exits shortly after.
 func (p Phase) Final() bool { return p == PhaseSucceeded || p == PhaseFailed }
 
+// GuestRuns says whether a guest runs in the phase (paused or shutting down included): it
+// has statistics, and the instance is Running.
+func (p Phase) GuestRuns() bool {
+	return p == PhaseRunning || p == PhasePaused || p == PhaseShuttingDown
+}
+
 // State is the launcher's view of its guest.
 type State struct {
 	// UID of the instance.
