@@ -21,8 +21,8 @@ TOOL_COMMANDS=(etcd pause imagebuild crireset cluster loop-provisioner)
 # Add-ons, built with `go install MODULE@VERSION` outside the tools module (their dependency
 # graphs stay out of Kubernetes'); the versions are those hangar-cluster deploys.
 ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisioner@v0.0.30)
-# The nodes' containerd, its runc shim and ctr: Debian's 1.6 has neither image volumes nor
-# the CRI container events the kubelet's evented PLEG needs. Without cgo and the snapshotters
+# The nodes' containerd, its runc shim and ctr: Debian's 1.6 cannot mount image volumes.
+# Without cgo and the snapshotters
 # that need it (the nodes use overlayfs); runc stays Debian's.
 CONTAINERD_VERSION=v2.2.9
 CONTAINERD_COMMANDS=(containerd containerd-shim-runc-v2 ctr)

@@ -230,13 +230,10 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 // copyContainer is an init container that runs image with the copy helper and copies the
 // image's files to dest, below the emptyDir volume mounted at mountPath.
 func copyContainer(name, image string, pull corev1.PullPolicy, volume, mountPath, dest string, files []string, guaranteed bool) corev1.Container {
-	if pull == "" {
-		pull = corev1.PullIfNotPresent
-	}
 	return corev1.Container{
 		Name:            name,
 		Image:           image,
-		ImagePullPolicy: pull,
+		ImagePullPolicy: pullPolicy(pull),
 		Command:         append([]string{path.Join(CopyHelperDir, "hangar-copy"), dest}, files...),
 		Resources:       copyResources(guaranteed),
 		SecurityContext: copySecurityContext(),
@@ -287,10 +284,16 @@ func isGuaranteed(r corev1.ResourceRequirements) bool {
 
 // imageVolume mounts image's root file system, read-only (Kubernetes' ImageVolume).
 func imageVolume(name, image string, pull corev1.PullPolicy) corev1.Volume {
-	if pull == "" {
-		pull = corev1.PullIfNotPresent
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: pullPolicy(pull)}}}
+}
+
+// pullPolicy is the spec's pull policy of a kernelBoot or containerDisk image, IfNotPresent
+// when unset (KubeVirt's default for them, whatever the tag).
+func pullPolicy(p corev1.PullPolicy) corev1.PullPolicy {
+	if p == "" {
+		return corev1.PullIfNotPresent
 	}
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: pull}}}
+	return p
 }
 
 func emptyDir(name string) corev1.Volume {

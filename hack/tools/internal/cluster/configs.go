@@ -9,7 +9,7 @@ import (
 const CNIBinDir = "/usr/lib/cni"
 
 // ContainerdBinary is containerd, built from the Go module proxy by build.sh: Debian's 1.6
-// has neither image volumes nor CRI container events (the kubelet's evented PLEG).
+// cannot mount image volumes.
 func (s *Settings) ContainerdBinary() string { return s.Bin("containerd") }
 
 // WriteNodeConfigs writes the node's CNI, containerd, kubelet and kube-proxy configuration.
