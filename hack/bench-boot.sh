@@ -3,8 +3,8 @@
 # then VMIs on the local cluster from creation to the banner on their serial console (median,
 # p95 and the ratio to bare QEMU; each stage of the start path, from watch events and the
 # launcher's log), then BENCH_BURST VMIs created at once: the time until all printed the banner
-# and the host memory per guest, against as many bare QEMUs started at once. Needs the cluster and Hangar deployed
-# (hack/local-up.sh). A benchmark, not a test.
+# and the host memory per guest, against as many bare QEMUs started at once. Needs the cluster
+# and Hangar deployed (hack/local-up.sh). A benchmark, not a test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
