@@ -4,7 +4,9 @@
 # virt-api (APIService) with Hangar's typed clientset (protobuf) and with client-go's dynamic
 # client (JSON), and through kube-apiserver's CRD handler (JSON); then the creates that pay for
 # virt-api's launcher pod checks (VMs that run, instances). BENCH_RUNS (1) repeats it on a
-# fresh cluster each time and prints medians and ranges. Then virt-api's memory per stored VM
+# fresh cluster each time and prints medians and ranges. Each row also prints the CPU time per
+# create of kube-apiserver, virt-api and the test process (clients and both etcds): on a
+# saturated machine creates/s is the inverse of their sum. Then virt-api's memory per stored VM
 # at BENCH_MEMORY_VMS (10000) VMs.
 #
 # virt-api runs as a process of its own (built here), kube-apiserver too; each has an etcd

@@ -67,6 +67,8 @@ const (
 type result struct {
 	createsPerSecond                  float64
 	listP50, listP95, listAllInOneP50 time.Duration
+	// createCPU is each process's CPU time per create (cpuProcesses).
+	createCPU map[string]time.Duration
 }
 
 // TestAPIThroughput prints creates/s and list latencies of every row, BENCH_RUNS times on a
@@ -90,7 +92,7 @@ func TestAPIThroughput(t *testing.T) {
 			})
 			cl := newClients(t, c)
 			installCRD(t, c, cl.dynamic)
-			profile := startProfile(t, c)
+			profile, meter := startProfile(t, c), newCPUMeter(c)
 			for i, a := range apis {
 				ns := fmt.Sprintf("bench-%d", i)
 				_, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -99,7 +101,7 @@ func TestAPIThroughput(t *testing.T) {
 					namespacePolicies(t, c, ns)
 				}
 				profile.begin(i)
-				r := measure(t, a.new(cl, ns), count, workers, lists)
+				r := measure(t, a.new(cl, ns), meter, count, workers, lists)
 				profile.end()
 				results[i] = append(results[i], r)
 			}
@@ -115,9 +117,10 @@ func TestAPIThroughput(t *testing.T) {
 
 // measure creates count objects with workers clients, then lists them lists times as kubectl
 // does (pages of 500) and in one piece.
-func measure(t *testing.T, tg target, count, workers, lists int) result {
+func measure(t *testing.T, tg target, meter *cpuMeter, count, workers, lists int) result {
 	ctx := context.Background()
 	var r result
+	cpu := meter.read(t)
 	start := time.Now()
 	jobs := make(chan int)
 	errs := make(chan error, workers)
@@ -142,6 +145,7 @@ func measure(t *testing.T, tg target, count, workers, lists int) result {
 	close(errs)
 	require.NoError(t, <-errs)
 	r.createsPerSecond = float64(count) / time.Since(start).Seconds()
+	r.createCPU = perObject(cpu, meter.read(t), count)
 
 	var paged, whole []time.Duration
 	for l := 0; l < lists; l++ {
@@ -174,6 +178,21 @@ func printRun(title string, results [][]result, run int) {
 		r := results[i][run]
 		fmt.Printf("%-26s %10.0f %10s %10s %18s\n", a.name, r.createsPerSecond,
 			r.listP50.Round(time.Millisecond), r.listP95.Round(time.Millisecond), r.listAllInOneP50.Round(time.Millisecond))
+	}
+	fmt.Printf("\nCPU per create (µs)       ")
+	for _, p := range cpuProcesses {
+		fmt.Printf(" %15s", p)
+	}
+	fmt.Printf(" %10s\n", "total")
+	for i, a := range apis {
+		fmt.Printf("%-26s", a.name)
+		var total time.Duration
+		for _, p := range cpuProcesses {
+			d := results[i][run].createCPU[p]
+			total += d
+			fmt.Printf(" %15d", d.Microseconds())
+		}
+		fmt.Printf(" %10d\n", total.Microseconds())
 	}
 }
 

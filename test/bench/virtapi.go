@@ -118,6 +118,9 @@ const profileSeconds = 6
 func profileDir() string { return os.Getenv("BENCH_PROFILE_DIR") }
 
 func startProfile(t testing.TB, c *framework.Cluster) *profiler {
+	if dir := profileDir(); dir != "" {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+	}
 	return &profiler{t: t, dir: profileDir(), servers: map[string]rest.Interface{
 		"virt-api":       direct(t, c),
 		"kube-apiserver": c.Kube.Discovery().RESTClient(),

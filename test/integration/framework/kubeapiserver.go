@@ -100,6 +100,14 @@ func StartKubeAPIServer(dir string) (*KubeAPIServer, error) {
 	return s, nil
 }
 
+// Pid is the kube-apiserver process's id.
+func (s *KubeAPIServer) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // prepare writes the PKI and returns kube-apiserver's flags.
 func (s *KubeAPIServer) prepare() ([]string, error) {
 	var err error
