@@ -188,6 +188,24 @@ func setInputs(d *libvirtxml.Domain, spec *v1.DomainSpec) {
 	}
 }
 
+// setUSBController leaves the guest without a USB controller unless a device sits on USB, as
+// KubeVirt does: libvirt would otherwise add a qemu-xhci controller to every q35 guest, one more
+// PCI device for the firmware and the kernel to probe at every boot.
+func setUSBController(d *libvirtxml.Domain) {
+	for _, in := range d.Devices.Inputs {
+		if in.Bus == string(v1.InputBusUSB) {
+			return
+		}
+	}
+	for _, disk := range d.Devices.Disks {
+		if disk.Target != nil && disk.Target.Bus == string(v1.DiskBusUSB) {
+			return
+		}
+	}
+	index := uint(0)
+	d.Devices.Controllers = append(d.Devices.Controllers, libvirtxml.DomainController{Type: "usb", Index: &index, Model: "none"})
+}
+
 // setTPM adds an emulated TPM 2.0: libvirt starts swtpm for it, as the launcher's user, with
 // its state below the session's configuration directory (which the launcher points at the
 // state claim when the TPM is persistent). KubeVirt's models: TIS, CRB when persistent.

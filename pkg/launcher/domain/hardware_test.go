@@ -158,7 +158,21 @@ func TestConvertGuestHardware(t *testing.T) {
 			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
 				v.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "t1"}, {Name: "t2", Bus: v1.InputBusVirtio}}
 			}),
-			want: []string{`<input type="tablet" bus="usb"><alias name="ua-t1"></alias></input><input type="tablet" bus="virtio"><alias name="ua-t2"></alias></input>`},
+			want:    []string{`<input type="tablet" bus="usb"><alias name="ua-t1"></alias></input><input type="tablet" bus="virtio"><alias name="ua-t2"></alias></input>`},
+			notWant: []string{`<controller type="usb" index="0" model="none">`},
+		},
+		{
+			name: "no USB device: no USB controller, as KubeVirt's guests",
+			vmi: testVMI(func(v *v1.VirtualMachineInstance) {
+				v.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "t2", Bus: v1.InputBusVirtio}}
+			}),
+			want: []string{`<controller type="usb" index="0" model="none"></controller>`},
+		},
+		{
+			name: "a disk on USB keeps the USB controller",
+			vmi:     testVMI(withClaimDisk(v1.Disk{Name: "stick", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusUSB}}})),
+			want:    []string{`<target dev="sda" bus="usb"></target>`},
+			notWant: []string{`<controller type="usb" index="0" model="none">`},
 		},
 		{
 			name: "autoattachInputDevice",
