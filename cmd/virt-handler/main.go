@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"flag"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -36,6 +37,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/handler/vmimetrics"
+	"github.com/hangarvm/hangar/pkg/launcher/domain"
+	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
 	"github.com/hangarvm/hangar/pkg/metricsserver"
 	"github.com/hangarvm/hangar/pkg/migration/identity"
 )
@@ -62,6 +65,7 @@ func run() error {
 		migrationListen                = ":18187"
 		migrationCA                    string
 		metricsOpts                    = metricsserver.Options{Address: ":8443"}
+		qemuCapabilities               string
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&cfg.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name ($NODE_NAME; from the downward API in the DaemonSet)")
@@ -83,6 +87,9 @@ func run() error {
 	fs.StringVar(&metricsOpts.CertFile, "metrics-tls-cert-file", "", "serving certificate of /metrics; self-signed when empty")
 	fs.StringVar(&metricsOpts.KeyFile, "metrics-tls-private-key-file", "", "serving key of /metrics")
 	fs.BoolVar(&metricsOpts.Insecure, "metrics-insecure-loopback", false, "serve /metrics over plain HTTP without authentication (development; a loopback --metrics-bind-address only)")
+	fs.StringVar(&qemuCapabilities, "qemu-capabilities-file", "",
+		"libvirt's capabilities file of QEMU, written on this node by the pod's init container (virt-launcher --write-qemu-capabilities) "+
+			"from the launchers' root file system; launchers seed libvirt's cache with it instead of probing QEMU. None when empty or missing")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -112,6 +119,9 @@ func run() error {
 	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return err
+	}
+	if qemuCapabilities != "" {
+		cfg.QEMUCapabilities = readQEMUCapabilities(qemuCapabilities)
 	}
 	if cfg.Pods, err = podsockets.OpenRoot(podsDir); err != nil {
 		return err
@@ -258,4 +268,25 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return cfg, nil
+}
+
+// readQEMUCapabilities reads the capabilities file the init container wrote; without one
+// (the probe failed) the launchers probe QEMU themselves.
+func readQEMUCapabilities(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		klog.ErrorS(err, "no QEMU capabilities for the launchers; each probes QEMU itself")
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, libvirtd.MaxCapabilitiesSize+1))
+	if err == nil {
+		err = libvirtd.CheckCapabilities(data, domain.DefaultEmulator)
+	}
+	if err != nil {
+		klog.ErrorS(err, "QEMU capabilities not used; each launcher probes QEMU itself", "file", path)
+		return ""
+	}
+	klog.InfoS("QEMU capabilities for the launchers", "file", path, "bytes", len(data))
+	return string(data)
 }

@@ -50,8 +50,15 @@ func main() {
 	flag.StringVar(&cfg.SecretsDir, "secrets-dir", launcherpod.SecretsDir, "per Secret the cloud-init volumes name, <dir>/<secret> holds its keys (the pod's secret volumes)")
 	flag.StringVar(&cfg.VMStateDir, "vm-state-dir", "", "where the VM's state claim is mounted (persistent EFI variables and TPM state); none when empty")
 	flag.DurationVar(&cfg.FinalWait, "final-wait", 30*time.Second, "how long the final state waits for virt-handler before the launcher exits")
+	capabilitiesOut := flag.String("write-qemu-capabilities", "",
+		"instead of running a guest, write libvirt's capabilities of QEMU to this file and exit (virt-handler's init container)")
 	flag.Parse()
 
+	if *capabilitiesOut != "" {
+		writeQEMUCapabilities(stateDir, *capabilitiesOut)
+		klog.Flush()
+		return
+	}
 	cfg.LibvirtStateDir = stateDir
 	if cfg.Namespace == "" || cfg.Name == "" || cfg.UID == "" {
 		fmt.Fprintln(os.Stderr, "virt-launcher: namespace, name and uid are required")

@@ -45,6 +45,10 @@ type Config struct {
 	// Migration is this node's migration identity; nil: no live migration into or out of
 	// this node.
 	Migration *MigrationTLS
+	// QEMUCapabilities is libvirt's capabilities file of QEMU, probed once on this node by the
+	// handler pod's init container; each launcher seeds its libvirt's cache with it instead
+	// of probing QEMU again. Empty: the launchers probe.
+	QEMUCapabilities string
 }
 
 // Controller keeps instances on this node and their launchers in step.
@@ -370,7 +374,7 @@ func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineIns
 				return fmt.Errorf("pod network: %w", err)
 			}
 		}
-		if state, err = l.client.Sync(ctx, vmi); err == nil {
+		if state, err = l.client.Sync(ctx, api.SyncRequest{VMI: vmi, QEMUCapabilities: c.cfg.QEMUCapabilities}); err == nil {
 			err = checkState(state, vmi.UID)
 		}
 		if err != nil {

@@ -87,7 +87,7 @@ func TestStartFailuresSayWhatToFix(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(vmi)
 			}
-			s, err := l.Sync(context.Background(), vmi)
+			s, err := l.Sync(context.Background(), api.SyncRequest{VMI: vmi})
 			require.Error(t, err)
 			assert.Equal(t, api.PhaseFailed, s.Phase)
 			assert.Equal(t, tt.wantReason, s.Reason)

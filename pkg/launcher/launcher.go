@@ -235,7 +235,8 @@ var (
 
 // Sync defines and starts the guest on the first call; later calls only report the state
 // (an instance's spec never changes).
-func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (api.State, error) {
+func (l *Launcher) Sync(ctx context.Context, req api.SyncRequest) (api.State, error) {
+	vmi := req.VMI
 	if string(vmi.UID) != l.cfg.UID {
 		return l.State(), fmt.Errorf("%w: launcher of instance %s got instance %s", errConflict, l.cfg.UID, vmi.UID)
 	}
@@ -251,12 +252,14 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (ap
 	if started {
 		return l.State(), nil
 	}
+	seeded := l.seedQEMUCapabilities(req.QEMUCapabilities)
 	if err := l.start(ctx, vmi); err != nil {
 		l.logFailureDetails(err)
 		l.setState(api.PhaseFailed, failureReason(err), err.Error())
 		_ = l.hv.Destroy(l.DomainName())
 		return l.State(), err
 	}
+	seeded.report()
 	return l.State(), nil
 }
 

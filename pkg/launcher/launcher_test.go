@@ -178,7 +178,7 @@ func newTestLauncher(t *testing.T, hv virt.Hypervisor) *Launcher {
 func TestSyncStartsPausedAttachesConsoleThenResumes(t *testing.T) {
 	hv := newFake()
 	l := newTestLauncher(t, hv)
-	s, err := l.Sync(context.Background(), testVMI())
+	s, err := l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	assert.Equal(t, api.PhaseRunning, s.Phase)
 	assert.Equal(t, "ns_guest", s.Domain)
@@ -186,7 +186,7 @@ func TestSyncStartsPausedAttachesConsoleThenResumes(t *testing.T) {
 	assert.Contains(t, hv.defined, `<domain type="qemu">`)
 
 	// Idempotent.
-	_, err = l.Sync(context.Background(), testVMI())
+	_, err = l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	assert.Len(t, hv.Calls(), 3)
 
@@ -202,7 +202,7 @@ func TestSyncRefusesAnotherInstance(t *testing.T) {
 	l := newTestLauncher(t, newFake())
 	vmi := testVMI()
 	vmi.UID = "other"
-	_, err := l.Sync(context.Background(), vmi)
+	_, err := l.Sync(context.Background(), api.SyncRequest{VMI: vmi})
 	assert.ErrorIs(t, err, errConflict)
 }
 
@@ -210,7 +210,7 @@ func TestSyncFailureIsFinal(t *testing.T) {
 	hv := newFake()
 	hv.failOn = "StartPaused"
 	l := newTestLauncher(t, hv)
-	s, err := l.Sync(context.Background(), testVMI())
+	s, err := l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.Error(t, err)
 	assert.Equal(t, api.PhaseFailed, s.Phase)
 	assert.Equal(t, ReasonDomainStartFailed, s.Reason)
@@ -220,7 +220,7 @@ func TestSyncFailureIsFinal(t *testing.T) {
 func TestEventsFollowLibvirtAndRunExits(t *testing.T) {
 	hv := newFake()
 	l := newTestLauncher(t, hv)
-	_, err := l.Sync(context.Background(), testVMI())
+	_, err := l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	runDone := make(chan error, 1)
 	go func() { runDone <- l.Run(context.Background(), nil) }()
@@ -255,7 +255,7 @@ func TestEventsFollowLibvirtAndRunExits(t *testing.T) {
 func TestShutdownDestroysAfterGrace(t *testing.T) {
 	hv := newFake()
 	l := newTestLauncher(t, hv)
-	_, err := l.Sync(context.Background(), testVMI())
+	_, err := l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	grace := 50 * time.Millisecond
 	s, err := l.Shutdown(&grace)
@@ -338,7 +338,7 @@ func TestClientOverUnixSocket(t *testing.T) {
 	defer c.Close()
 	require.Eventually(t, func() bool { _, err := c.Healthz(ctx); return err == nil }, 5*time.Second, 10*time.Millisecond)
 
-	s, err := c.Sync(ctx, testVMI())
+	s, err := c.Sync(ctx, api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	assert.Equal(t, api.PhaseRunning, s.Phase)
 	_, err = c.Pause(ctx)
@@ -360,7 +360,7 @@ func TestSyncWithStartStrategyPausedStaysPaused(t *testing.T) {
 	l := newTestLauncher(t, hv)
 	vmi := testVMI()
 	vmi.Spec.StartStrategy = ptr.To(v1.StartStrategyPaused)
-	s, err := l.Sync(context.Background(), vmi)
+	s, err := l.Sync(context.Background(), api.SyncRequest{VMI: vmi})
 	require.NoError(t, err)
 	assert.Equal(t, api.PhasePaused, s.Phase)
 	assert.Equal(t, []string{"Define", "StartPaused"}, hv.Calls(), "no resume: the user unpauses")

@@ -78,7 +78,7 @@ func migratingFake(t *testing.T) (*fakeHypervisor, *Launcher) {
 	hv := newFake()
 	hv.mig = fakeMigration{started: make(chan struct{}), end: make(chan error, 1), stats: virt.JobStats{Active: true, DataTotal: 1 << 30, DataRemaining: 1 << 29}}
 	l := newTestLauncher(t, hv)
-	_, err := l.Sync(context.Background(), testVMI())
+	_, err := l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

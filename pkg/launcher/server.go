@@ -63,7 +63,7 @@ func (l *Launcher) Handler() http.Handler {
 		}
 		// The start must not be cut short by a handler that gives up waiting: a half-started
 		// domain is worse than a late answer.
-		state, err := l.Sync(context.WithoutCancel(r.Context()), req.VMI)
+		state, err := l.Sync(context.WithoutCancel(r.Context()), req)
 		reply(w, state, err)
 	})
 	mux.HandleFunc("POST "+api.PathPause, func(w http.ResponseWriter, r *http.Request) {

@@ -58,7 +58,7 @@ func TestStatsOverTheProtocol(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusConflict, resp.StatusCode, "no guest yet")
 
-	_, err = l.Sync(context.Background(), testVMI())
+	_, err = l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	resp, err = http.Get(srv.URL + api.PathStats)
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestStatsOverTheProtocol(t *testing.T) {
 func TestSlowLibvirtGetsOneQuestionAtATime(t *testing.T) {
 	hv := newFake()
 	l := newTestLauncher(t, hv)
-	_, err := l.Sync(context.Background(), testVMI())
+	_, err := l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
 	require.NoError(t, err)
 	hv.statsBlock = make(chan struct{})
 	for range 5 {

@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/test/browser"
 )
 
@@ -164,6 +165,13 @@ func TestVMIBoots(t *testing.T) {
 		return v.Status.Phase == v1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
 	})
 	console.typeUntil(t, "echo e2e-$((40+2))", "e2e-42")
+	// libvirt started the guest from the QEMU capabilities virt-handler's init container
+	// probed, instead of probing QEMU in this launcher again.
+	pods := launcherPods(t, ns, vmi.UID)
+	require.Len(t, pods, 1)
+	logs, err := kube.CoreV1().Pods(ns).GetLogs(pods[0].Name, &corev1.PodLogOptions{Container: launcherpod.ComputeContainer}).DoRaw(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, string(logs), `"QEMU capabilities from virt-handler" used=true`)
 
 	vnc := attach(t, ns, "guest", "vnc")
 	vnc.waitFor(t, "RFB 003.008", 10*time.Second)

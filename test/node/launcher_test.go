@@ -54,7 +54,7 @@ func kernelBootVMI(name string, mutate ...func(*v1.VirtualMachineInstance)) *v1.
 
 func (r *launcherRun) sync() api.State {
 	r.start = time.Now()
-	s, err := r.client.Sync(context.Background(), r.vmi)
+	s, err := r.client.Sync(context.Background(), api.SyncRequest{VMI: r.vmi})
 	require.NoError(r.t, err)
 	return s
 }

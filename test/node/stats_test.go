@@ -83,7 +83,7 @@ func TestLauncherNamesAContainerDiskWithoutDisk(t *testing.T) {
 		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "registry.example/no-disk:1"}}}}
 	})
 	r := startLauncher(t, vmi, "--container-disk-root", diskRoot)
-	_, err := r.client.Sync(context.Background(), vmi)
+	_, err := r.client.Sync(context.Background(), api.SyncRequest{VMI: vmi})
 	require.Error(t, err)
 	s := r.waitPhase(api.PhaseFailed, 10*time.Second)
 	assert.Equal(t, launcher.ReasonContainerDiskNotFound, s.Reason)

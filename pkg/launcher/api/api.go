@@ -68,10 +68,15 @@ type Health struct {
 	UID string `json:"uid"`
 }
 
-// SyncRequest is the body of PathSync: the instance, with cloudInitNoCloud secret references
-// already resolved into inline data (the launcher has no API access).
+// SyncRequest is the body of PathSync.
 type SyncRequest struct {
+	// VMI is the instance as the API has it (the launcher reads the Secrets its cloud-init
+	// names from its pod's volumes).
 	VMI *v1.VirtualMachineInstance `json:"vmi"`
+	// QEMUCapabilities is libvirt's capabilities file of QEMU as virt-handler's init container
+	// wrote it on this node; the launcher seeds libvirt's cache with it before the first start
+	// (pkg/launcher/libvirtd/capabilities.go). Empty: libvirt probes QEMU itself.
+	QEMUCapabilities string `json:"qemuCapabilities,omitempty"`
 }
 
 // ShutdownRequest is the body of PathShutdown.

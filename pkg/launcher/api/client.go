@@ -60,10 +60,10 @@ func (c *Client) Healthz(ctx context.Context) (Health, error) {
 }
 
 // Sync hands the launcher its instance; it defines and starts the guest once.
-func (c *Client) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) (State, error) {
+func (c *Client) Sync(ctx context.Context, req SyncRequest) (State, error) {
 	var s State
 	// Starting includes preparing disks (qemu-img) and libvirt's define+start.
-	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathSync, SyncRequest{VMI: vmi}, &s)
+	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathSync, req, &s)
 }
 
 // State is the guest's current state.

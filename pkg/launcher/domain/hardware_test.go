@@ -169,7 +169,7 @@ func TestConvertGuestHardware(t *testing.T) {
 			want: []string{`<controller type="usb" index="0" model="none"></controller>`},
 		},
 		{
-			name: "a disk on USB keeps the USB controller",
+			name:    "a disk on USB keeps the USB controller",
 			vmi:     testVMI(withClaimDisk(v1.Disk{Name: "stick", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusUSB}}})),
 			want:    []string{`<target dev="sda" bus="usb"></target>`},
 			notWant: []string{`<controller type="usb" index="0" model="none">`},

@@ -178,6 +178,13 @@ func (c *Conn) Close() error {
 	return err
 }
 
+// ProbeQEMU makes libvirtd probe emulator (if its cache does not hold it yet) by asking for
+// the domain capabilities of a q35 guest under TCG, which every host can run.
+func (c *Conn) ProbeQEMU(emulator string) error {
+	_, err := c.conn.GetDomainCapabilities(emulator, "x86_64", "q35", "qemu", 0)
+	return err
+}
+
 func (c *Conn) Define(xml string) error {
 	d, err := c.conn.DomainDefineXML(xml)
 	if err != nil {

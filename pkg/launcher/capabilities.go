@@ -1,0 +1,48 @@
+package launcher
+
+import (
+	"os"
+
+	"k8s.io/klog/v2"
+
+	"github.com/hangarvm/hangar/pkg/launcher/domain"
+	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
+)
+
+// seededCapabilities is the file the launcher seeded libvirt's QEMU capabilities cache with,
+// as it was before the start; the zero value when nothing was seeded.
+type seededCapabilities struct {
+	path string
+	info os.FileInfo
+}
+
+// seedQEMUCapabilities writes virt-handler's QEMU capabilities into libvirtd's cache before
+// the first define, so that libvirt need not probe QEMU (pkg/launcher/libvirtd/capabilities.go).
+// Anything wrong with them only costs the probe.
+func (l *Launcher) seedQEMUCapabilities(data string) seededCapabilities {
+	if data == "" || l.cfg.LibvirtStateDir == "" {
+		return seededCapabilities{}
+	}
+	path := libvirtd.CapabilitiesFile(l.cfg.LibvirtStateDir, domain.DefaultEmulator)
+	if err := libvirtd.SeedCapabilities(l.cfg.LibvirtStateDir, domain.DefaultEmulator, []byte(data)); err != nil {
+		klog.InfoS("QEMU capabilities from virt-handler not seeded; libvirt probes QEMU", "err", err)
+		return seededCapabilities{}
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return seededCapabilities{}
+	}
+	return seededCapabilities{path: path, info: info}
+}
+
+// report says whether libvirt kept the seeded file or, finding it stale (another image's
+// binaries, a host with KVM where the probe had none), probed QEMU and rewrote it.
+func (s seededCapabilities) report() (used bool) {
+	if s.info == nil {
+		return false
+	}
+	now, err := os.Stat(s.path)
+	used = err == nil && os.SameFile(s.info, now) && now.ModTime().Equal(s.info.ModTime()) && now.Size() == s.info.Size()
+	klog.InfoS("QEMU capabilities from virt-handler", "used", used)
+	return used
+}
