@@ -108,7 +108,7 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 				return 0, fmt.Errorf("target pod network: %w", err)
 			}
 		}
-		if _, err := l.client.PrepareMigrationTarget(ctx, vmi, uid); err != nil {
+		if _, err := l.client.PrepareMigrationTarget(ctx, api.MigrationTargetRequest{VMI: vmi, UID: uid, QEMUCapabilities: c.cfg.QEMUCapabilities}); err != nil {
 			return 0, fmt.Errorf("prepare migration target: %w", err)
 		}
 		klog.InfoS("migration target prepared", "vmi", key, "migration", uid)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	"libvirt.org/go/libvirtxml"
 
-	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 	"github.com/hangarvm/hangar/pkg/launcher/virt"
@@ -78,7 +77,8 @@ func (o *outgoing) aborting() string {
 // PrepareTarget makes this launcher the target of migration uid: the guest's volumes and
 // network as for a start, and no domain; libvirt defines it when the guest arrives, and
 // the launcher takes it over once it runs.
-func (l *Launcher) PrepareTarget(ctx context.Context, vmi *v1.VirtualMachineInstance, uid string) (api.State, error) {
+func (l *Launcher) PrepareTarget(ctx context.Context, req api.MigrationTargetRequest) (api.State, error) {
+	vmi, uid := req.VMI, req.UID
 	if string(vmi.UID) != l.cfg.UID {
 		return l.State(), fmt.Errorf("%w: launcher of instance %s got instance %s", errConflict, l.cfg.UID, vmi.UID)
 	}
@@ -98,6 +98,7 @@ func (l *Launcher) PrepareTarget(ctx context.Context, vmi *v1.VirtualMachineInst
 	l.vmi = vmi.DeepCopy()
 	l.setStateLocked(api.PhaseStarting, "", "")
 	l.mu.Unlock()
+	l.seedQEMUCapabilities(req.QEMUCapabilities)
 
 	opts, ifaces, err := l.prepare(ctx, vmi)
 	if err == nil {

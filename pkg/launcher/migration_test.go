@@ -260,9 +260,9 @@ func TestMigrationTarget(t *testing.T) {
 	defer cancel()
 	go func() { _ = l.Run(ctx, nil) }()
 
-	_, err := l.PrepareTarget(context.Background(), testVMI(), "")
+	_, err := l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: testVMI(), UID: ""})
 	assert.ErrorIs(t, err, errInvalid)
-	s, err := l.PrepareTarget(context.Background(), testVMI(), "m1")
+	s, err := l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: testVMI(), UID: "m1"})
 	require.NoError(t, err)
 	assert.Equal(t, api.PhaseIncoming, s.Phase)
 	assert.Equal(t, api.MigrationTarget, s.Migration.Role)
@@ -270,9 +270,9 @@ func TestMigrationTarget(t *testing.T) {
 	assert.Empty(t, hv.Calls(), "a target defines nothing: the domain comes with the guest")
 	assert.DirExists(t, l.Layout().MigrationDir)
 	// Asked again: the same answer; a start is refused.
-	_, err = l.PrepareTarget(context.Background(), testVMI(), "m1")
+	_, err = l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: testVMI(), UID: "m1"})
 	require.NoError(t, err)
-	_, err = l.PrepareTarget(context.Background(), testVMI(), "m2")
+	_, err = l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: testVMI(), UID: "m2"})
 	assert.ErrorIs(t, err, errConflict)
 
 	// libvirt defines the arriving domain (paused while memory arrives); QEMU's serial
@@ -312,7 +312,7 @@ func TestMigrationTargetFailsWhenTheDomainGoes(t *testing.T) {
 	go func() { _ = l.Run(ctx, nil) }()
 	vmi := testVMI()
 	vmi.Spec.Domain.Devices.AutoattachSerialConsole = new(bool)
-	_, err := l.PrepareTarget(context.Background(), vmi, "m1")
+	_, err := l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: vmi, UID: "m1"})
 	require.NoError(t, err)
 
 	// Nothing arrived yet: events of nothing change nothing.
@@ -336,7 +336,7 @@ func TestMigrationTargetFailsWhenTheDomainGoes(t *testing.T) {
 
 func TestShutdownOfAnIncomingTarget(t *testing.T) {
 	l := newTestLauncher(t, newFake())
-	_, err := l.PrepareTarget(context.Background(), testVMI(), "m1")
+	_, err := l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: testVMI(), UID: "m1"})
 	require.NoError(t, err)
 	s, err := l.Shutdown(nil)
 	require.NoError(t, err)
@@ -391,7 +391,7 @@ func TestTunnelIntoTarget(t *testing.T) {
 	require.ErrorAs(t, tunnel.ReadAnswer(c), &remote)
 	assert.Contains(t, remote.Message, "expects no migration")
 
-	_, err = l.PrepareTarget(context.Background(), testVMI(), "m1")
+	_, err = l.PrepareTarget(context.Background(), api.MigrationTargetRequest{VMI: testVMI(), UID: "m1"})
 	require.NoError(t, err)
 	c = handlerDial(t, l, tunnel.VerbTarget, "libvirt")
 	require.NoError(t, tunnel.ReadAnswer(c))

@@ -84,7 +84,7 @@ func (l *Launcher) Handler() http.Handler {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("a migration target needs an instance: %v", err))
 			return
 		}
-		state, err := l.PrepareTarget(context.WithoutCancel(r.Context()), req.VMI, req.UID)
+		state, err := l.PrepareTarget(context.WithoutCancel(r.Context()), req)
 		reply(w, state, err)
 	})
 	mux.HandleFunc("POST "+api.PathMigrate, func(w http.ResponseWriter, r *http.Request) {

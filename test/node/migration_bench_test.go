@@ -121,7 +121,7 @@ func TestBenchLiveMigration(t *testing.T) {
 
 			// Hangar: a to b through the migration sockets.
 			b := startLauncherWith(t, launcherOptions{sharedRunPath: true}, vmi)
-			_, err := b.client.PrepareMigrationTarget(context.Background(), vmi, "m-hangar")
+			_, err := b.client.PrepareMigrationTarget(context.Background(), api.MigrationTargetRequest{VMI: vmi, UID: "m-hangar"})
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -148,7 +148,7 @@ func TestBenchLiveMigration(t *testing.T) {
 
 			// Baseline: virsh migrate --live --p2p from b's libvirtd to c's.
 			c := startLauncherWith(t, launcherOptions{sharedRunPath: true}, vmi)
-			_, err = c.client.PrepareMigrationTarget(context.Background(), vmi, "m-virsh")
+			_, err = c.client.PrepareMigrationTarget(context.Background(), api.MigrationTargetRequest{VMI: vmi, UID: "m-virsh"})
 			require.NoError(t, err)
 			var virshWatch counterWatch
 			go virshWatch.followAcross(b.dir, c.dir)

@@ -72,7 +72,7 @@ func TestLauncherLiveMigration(t *testing.T) {
 	source.waitConsoleLog(banner, 60*time.Second)
 
 	target := startLauncherWith(t, launcherOptions{sharedRunPath: true}, vmi)
-	tst, err := target.client.PrepareMigrationTarget(context.Background(), vmi, "m-1")
+	tst, err := target.client.PrepareMigrationTarget(context.Background(), api.MigrationTargetRequest{VMI: vmi, UID: "m-1"})
 	require.NoError(t, err)
 	require.Equal(t, api.PhaseIncoming, tst.Phase)
 
@@ -134,7 +134,7 @@ func slowMigration(t *testing.T, name string) (source, target *launcherRun) {
 	require.Equal(t, api.PhaseRunning, source.sync().Phase)
 	source.waitConsoleLog(banner, 60*time.Second)
 	target = startLauncherWith(t, launcherOptions{sharedRunPath: true}, vmi)
-	_, err := target.client.PrepareMigrationTarget(context.Background(), vmi, "m-slow")
+	_, err := target.client.PrepareMigrationTarget(context.Background(), api.MigrationTargetRequest{VMI: vmi, UID: "m-slow"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -251,6 +251,8 @@ type MigrationTargetRequest struct {
 	VMI *v1.VirtualMachineInstance `json:"vmi"`
 	// UID is the migration's.
 	UID string `json:"uid"`
+	// QEMUCapabilities: as SyncRequest's; the incoming domain needs them as a start does.
+	QEMUCapabilities string `json:"qemuCapabilities,omitempty"`
 }
 
 // MigrateRequest is the body of PathMigrate.

@@ -122,9 +122,9 @@ func (c *Client) Unfreeze(ctx context.Context) (State, error) { return c.post(ct
 
 // PrepareMigrationTarget makes the launcher of a migration's target pod ready to receive
 // the guest.
-func (c *Client) PrepareMigrationTarget(ctx context.Context, vmi *v1.VirtualMachineInstance, migrationUID string) (State, error) {
+func (c *Client) PrepareMigrationTarget(ctx context.Context, req MigrationTargetRequest) (State, error) {
 	var s State
-	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathMigrationTarget, MigrationTargetRequest{VMI: vmi, UID: migrationUID}, &s)
+	return s, c.call(ctx, 2*DefaultTimeout, http.MethodPut, PathMigrationTarget, req, &s)
 }
 
 // Migrate starts the migration of the guest; it returns at once.
