@@ -30,7 +30,7 @@ var bootStages = []string{
 	"pod bound to a node (scheduler)",
 	"launcher serving (kubelet: volumes, sandbox, container; virt-launcher: libvirtd)",
 	"guest starting (virt-handler: launcher found, pod network, sync)",
-	"guest running (libvirt: QEMU capability probe, define, QEMU start)",
+	"guest running (libvirt: define, QEMU start, its queries of QEMU)",
 	"instance Running seen (status: virt-handler, virt-api, watch)",
 	"banner on the console (guest boot, console attach)",
 }
