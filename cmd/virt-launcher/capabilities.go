@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
-	"github.com/hangarvm/hangar/pkg/launcher/virt"
 )
 
 // writeQEMUCapabilities is the launcher's other job, run by virt-handler's init container
@@ -38,25 +36,11 @@ func probeQEMU(stateDir, out string) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return err
 	}
-	for k, v := range libvirtd.Env(stateDir) {
-		if err := os.MkdirAll(v, 0o700); err != nil {
-			return err
-		}
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	daemon, err := libvirtd.Start(ctx, libvirtd.Config{StateDir: stateDir, Output: os.Stderr})
+	daemon, conn, err := startLibvirtd(stateDir)
 	if err != nil {
 		return err
 	}
 	defer daemon.Stop(5 * time.Second)
-	conn, err := virt.Connect(daemon.URI())
-	if err != nil {
-		return err
-	}
 	defer conn.Close()
 	if err := conn.ProbeQEMU(domain.DefaultEmulator); err != nil {
 		return fmt.Errorf("probe %s: %w", domain.DefaultEmulator, err)

@@ -89,25 +89,12 @@ func run(cfg launcher.Config, stateDir string) error {
 			return err
 		}
 	}
-	// The launcher is libvirtd's client: both must see the same session directories. QEMU's
-	// and libvirt's temporary files go there too (the root file system is read-only).
-	for k, v := range libvirtd.Env(stateDir) {
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
-	}
-	startCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	t0 := time.Now()
-	daemon, err := libvirtd.Start(startCtx, libvirtd.Config{StateDir: stateDir, Output: os.Stderr})
+	daemon, conn, err := startLibvirtd(stateDir)
 	if err != nil {
 		return err
 	}
 	defer daemon.Stop(5 * time.Second)
-	conn, err := virt.Connect(daemon.URI())
-	if err != nil {
-		return err
-	}
 	defer conn.Close()
 	klog.InfoS("libvirtd ready", "uri", daemon.URI(), "after", time.Since(t0))
 
@@ -145,4 +132,27 @@ func run(cfg launcher.Config, stateDir string) error {
 	err = l.Run(runCtx, stop)
 	klog.InfoS("guest gone; exiting", "state", l.State())
 	return err
+}
+
+// startLibvirtd starts the private libvirtd of the session below stateDir and connects to it.
+func startLibvirtd(stateDir string) (*libvirtd.Daemon, *virt.Conn, error) {
+	// The launcher is libvirtd's client: both must see the same session directories. QEMU's
+	// and libvirt's temporary files go there too (the root file system is read-only).
+	for k, v := range libvirtd.Env(stateDir) {
+		if err := os.Setenv(k, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	daemon, err := libvirtd.Start(ctx, libvirtd.Config{StateDir: stateDir, Output: os.Stderr})
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := virt.Connect(daemon.URI())
+	if err != nil {
+		_ = daemon.Stop(5 * time.Second)
+		return nil, nil, err
+	}
+	return daemon, conn, nil
 }
