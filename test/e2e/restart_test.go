@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -57,7 +59,28 @@ func TestComponentRestarts(t *testing.T) {
 		require.NoError(t, kube.CoreV1().Pods("hangar").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: etcd}))
 		waitReady(t, etcd, 1)
 		assertAllThere(t, count)
+		// The tests after this one must find the API as they would anywhere: both virt-api
+		// replicas ready and writes (which need etcd, unlike lists from the watch cache)
+		// succeeding one after another, with kube-apiserver routing to the APIService.
+		waitReady(t, virtAPI, 2)
+		writesSettle(t, ns, vmName(0))
 	})
+}
+
+// writesSettle waits until ten writes in a row succeed.
+func writesSettle(t *testing.T, ns, name string) {
+	t.Helper()
+	streak := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.hangar.io/write":"%d"}}}`, time.Now().UnixNano())
+		if _, err := hangar.KubevirtV1().VirtualMachines(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			streak = 0
+			return false, nil
+		}
+		streak++
+		return streak == 10, nil
+	})
+	require.NoError(t, err, "writes did not settle after the restarts")
 }
 
 func vmName(i int) string { return "durable-" + string(rune('a'+i)) }
