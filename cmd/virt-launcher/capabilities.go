@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -53,21 +52,9 @@ func probeQEMU(stateDir, out string) error {
 		return err
 	}
 	// Whole or not at all: virt-handler may read it any time.
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".capabilities-*")
-	if err != nil {
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), out)
+	return os.Rename(tmp, out)
 }

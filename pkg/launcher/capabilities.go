@@ -23,8 +23,8 @@ func (l *Launcher) seedQEMUCapabilities(data string) seededCapabilities {
 	if data == "" || l.cfg.LibvirtStateDir == "" {
 		return seededCapabilities{}
 	}
-	path := libvirtd.CapabilitiesFile(l.cfg.LibvirtStateDir, domain.DefaultEmulator)
-	if err := libvirtd.SeedCapabilities(l.cfg.LibvirtStateDir, domain.DefaultEmulator, []byte(data)); err != nil {
+	path, err := libvirtd.SeedCapabilities(l.cfg.LibvirtStateDir, domain.DefaultEmulator, []byte(data))
+	if err != nil {
 		klog.InfoS("QEMU capabilities from virt-handler not seeded; libvirt probes QEMU", "err", err)
 		return seededCapabilities{}
 	}

@@ -64,23 +64,24 @@ func CheckCapabilities(data []byte, emulator string) error {
 }
 
 // SeedCapabilities writes data as the cached capabilities of emulator for the session below
-// stateDir, before libvirt looks for them. A file already there (libvirt's own) stays.
-func SeedCapabilities(stateDir, emulator string, data []byte) error {
+// stateDir, before libvirt looks for them, and returns the file's path. A file already there
+// (libvirt's own) stays.
+func SeedCapabilities(stateDir, emulator string, data []byte) (string, error) {
 	if err := CheckCapabilities(data, emulator); err != nil {
-		return err
+		return "", err
 	}
 	path := CapabilitiesFile(stateDir, emulator)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return "", err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return err
+		return "", err
 	}
-	return f.Close()
+	return path, f.Close()
 }

@@ -47,8 +47,9 @@ func TestCheckCapabilities(t *testing.T) {
 func TestSeedCapabilities(t *testing.T) {
 	dir := t.TempDir()
 	data := []byte("<qemuCaps><emulator>" + qemu + "</emulator></qemuCaps>")
-	require.NoError(t, SeedCapabilities(dir, qemu, data))
-	path := CapabilitiesFile(dir, qemu)
+	path, err := SeedCapabilities(dir, qemu, data)
+	require.NoError(t, err)
+	assert.Equal(t, CapabilitiesFile(dir, qemu), path)
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, data, got)
@@ -59,6 +60,8 @@ func TestSeedCapabilities(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), parent.Mode().Perm())
 
-	assert.ErrorIs(t, SeedCapabilities(dir, qemu, data), os.ErrExist)
-	assert.Error(t, SeedCapabilities(t.TempDir(), qemu, []byte("<qemuCaps/>")), "no emulator")
+	_, err = SeedCapabilities(dir, qemu, data)
+	assert.ErrorIs(t, err, os.ErrExist)
+	_, err = SeedCapabilities(t.TempDir(), qemu, []byte("<qemuCaps/>"))
+	assert.Error(t, err, "no emulator")
 }
