@@ -24,6 +24,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
+	"github.com/hangarvm/hangar/pkg/apiserver/frontproxy"
 	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
@@ -80,6 +81,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		serverConfig.RESTOptionsGetter = requireEncryptionConfig{RESTOptionsGetter: serverConfig.RESTOptionsGetter, path: path, named: named}
 	}
 	serverConfig.ShutdownDelayDuration = o.ShutdownDelay
+	if auth := &serverConfig.Authentication; auth.Authenticator != nil && auth.RequestHeaderConfig != nil {
+		// The aggregator's proxied requests, with its certificate's chain verified once.
+		auth.Authenticator = frontproxy.New(auth.RequestHeaderConfig, auth.Authenticator)
+	}
 	if o.Standalone {
 		klog.Warning("STANDALONE MODE: authentication and authorization are OFF; every client of " +
 			serving.BindAddress.String() + " is a cluster admin. For development only.")

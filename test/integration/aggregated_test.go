@@ -4,6 +4,9 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -118,6 +121,39 @@ func TestThroughKubeAPIServer(t *testing.T) {
 		assert.Equal(t, "yes", strings.TrimSpace(out))
 	})
 
+	// virt-api caches the verification of kube-apiserver's front-proxy certificate
+	// (pkg/apiserver/frontproxy); the subtest above has filled that cache.
+	t.Run("only kube-apiserver's front proxy may say who the user is", func(t *testing.T) {
+		rogueCA, err := framework.NewCA(t.TempDir(), "rogue")
+		require.NoError(t, err)
+		rogue, err := rogueCA.ClientCert("rogue", "front-proxy-client")
+		require.NoError(t, err)
+		intruder, err := c.FrontProxyCA.ClientCert("intruder", "intruder")
+		require.NoError(t, err)
+
+		for _, tc := range []struct {
+			name    string
+			cert    *framework.KeyPair
+			allowed bool
+		}{
+			{"kube-apiserver's front-proxy certificate", c.FrontProxyClient, true},
+			{"the front proxy's name from another CA", rogue, false},
+			{"the front-proxy CA's certificate for another name", intruder, false},
+			{"no certificate", nil, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				code, body := directAs(t, c, tc.cert, "alice", "/apis/kubevirt.io/v1/namespaces/audit/virtualmachines")
+				if tc.allowed {
+					assert.Equal(t, http.StatusOK, code, body)
+					return
+				}
+				// Refused as nobody (401), or as the anonymous user RBAC does not allow (403).
+				assert.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, code, body)
+				assert.NotContains(t, body, "alice")
+			})
+		}
+	})
+
 	t.Run("garbage collection cascades and orphans across the aggregated API", func(t *testing.T) {
 		ns := "gc"
 		createNamespace(t, c.Kube, ns)
@@ -228,4 +264,29 @@ func TestThroughKubeAPIServer(t *testing.T) {
 			assert.Equal(t, http.StatusConflict, code, "edit may %s: the refusal is only that the guest does not run", action)
 		}
 	})
+}
+
+// directAs sends a GET straight to virt-api, past kube-apiserver, presenting cert (none if nil)
+// with the front proxy's header naming user; it returns the status code and body.
+func directAs(t *testing.T, c *framework.Cluster, cert *framework.KeyPair, user, path string) (int, string) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(c.CA.PEM))
+	tlsConfig := &tls.Config{RootCAs: roots, ServerName: "localhost"}
+	if cert != nil {
+		pair, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+		require.NoError(t, err)
+		tlsConfig.Certificates = []tls.Certificate{pair}
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, c.VirtAPI.URL()+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Remote-User", user)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
 }

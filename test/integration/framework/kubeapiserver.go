@@ -30,6 +30,10 @@ type KubeAPIServer struct {
 	URL string
 	// CA signs the serving certificate and every client certificate the server accepts.
 	CA *CA
+	// FrontProxyCA signs FrontProxyClient, the certificate kube-apiserver presents to
+	// aggregated servers (--requestheader-client-ca-file, --proxy-client-cert-file).
+	FrontProxyCA     *CA
+	FrontProxyClient *KeyPair
 	// Admin is a cluster admin (system:masters).
 	Admin *rest.Config
 	// Kube is a clientset for Admin.
@@ -114,16 +118,14 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 	if s.CA, err = NewCA(s.Dir, "cluster"); err != nil {
 		return nil, err
 	}
-	frontProxyCA, err := NewCA(s.Dir, "front-proxy")
-	if err != nil {
+	if s.FrontProxyCA, err = NewCA(s.Dir, "front-proxy"); err != nil {
 		return nil, err
 	}
 	serving, err := s.CA.ServingCert("kube-apiserver", []string{"localhost", "kubernetes.default.svc"}, []net.IP{net.ParseIP("127.0.0.1")})
 	if err != nil {
 		return nil, err
 	}
-	proxyClient, err := frontProxyCA.ClientCert("front-proxy-client", "front-proxy-client")
-	if err != nil {
+	if s.FrontProxyClient, err = s.FrontProxyCA.ClientCert("front-proxy-client", "front-proxy-client"); err != nil {
 		return nil, err
 	}
 	saKey, saPub, err := writeServiceAccountKey(s.Dir)
@@ -157,13 +159,13 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 		// Endpoints reject loopback addresses; nothing here needs the kubernetes Service.
 		"--endpoint-reconciler-type=none",
 		// The aggregation layer, as ENVIRONMENT.md measured it.
-		"--requestheader-client-ca-file=" + frontProxyCA.CertFile,
+		"--requestheader-client-ca-file=" + s.FrontProxyCA.CertFile,
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + proxyClient.CertFile,
-		"--proxy-client-key-file=" + proxyClient.KeyFile,
+		"--proxy-client-cert-file=" + s.FrontProxyClient.CertFile,
+		"--proxy-client-key-file=" + s.FrontProxyClient.KeyFile,
 		// /debug/pprof only for a benchmark that profiles (KubeAPIServerProfiling).
 		"--profiling=" + strconv.FormatBool(KubeAPIServerProfiling),
 	}, nil
