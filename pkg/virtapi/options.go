@@ -50,6 +50,9 @@ type Options struct {
 	NodeAgents []string
 	// LauncherPods configures the checks of launcher pods at instance create and VM start.
 	LauncherPods LauncherPodOptions
+	// AuthorizeWebhookCallers authorizes calls of the eviction webhook as any other request
+	// instead of leaving its path open.
+	AuthorizeWebhookCallers bool
 }
 
 // LauncherPodOptions configure the HangarLauncherPod admission plugin (pkg/podadmission).
@@ -116,6 +119,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.KeyFile, "handler-client-key-file", h.KeyFile, "Key of --handler-client-cert-file.")
 	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
 		"For development: reach every node's virt-handler at this URL instead of finding the handler pod of the node.")
+	fs.BoolVar(&o.AuthorizeWebhookCallers, "authorize-webhook-callers", o.AuthorizeWebhookCallers,
+		"Authorize calls of the eviction webhook ("+evictionwebhook.Path+") as any non-resource request: the caller needs the verb post on that path "+
+			"(ClusterRole hangar:webhook-caller). Needs a kube-apiserver whose admission configuration gives it credentials for virt-api's Service. "+
+			"Off, the path is open, as kube-apiserver calls webhooks without credentials by default.")
 	lp := &o.LauncherPods
 	fs.StringVar(&lp.ConfigNamespace, "config-namespace", lp.ConfigNamespace,
 		"Namespace of virt-controller's cluster configuration ConfigMap, read to build the launcher pods that admission checks.")
@@ -152,7 +159,7 @@ func (o *Options) Complete() error {
 			// Every client is an admin: do not listen beyond this machine unless told to.
 			o.RecommendedOptions.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
 		}
-	} else {
+	} else if !o.AuthorizeWebhookCallers {
 		// kube-apiserver calls admission webhooks without credentials unless its admission
 		// configuration gives it some, so the eviction webhook is open as /readyz is. It
 		// acts only on what it reads back from the API (pkg/evictionwebhook).
@@ -170,6 +177,9 @@ func (o *Options) Validate() error {
 	}
 	if !o.Standalone && o.InsecureDisableDelegatedAuth {
 		errs = append(errs, errors.New("--insecure-disable-delegated-auth is only for --standalone"))
+	}
+	if o.AuthorizeWebhookCallers && o.Standalone {
+		errs = append(errs, errors.New("--authorize-webhook-callers needs delegated authorization; --standalone has none"))
 	}
 	if o.WriteKubeconfig != "" && !o.Standalone {
 		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))

@@ -270,6 +270,16 @@ func TestThroughKubeAPIServer(t *testing.T) {
 // with the front proxy's header naming user; it returns the status code and body.
 func directAs(t *testing.T, c *framework.Cluster, cert *framework.KeyPair, user, path string) (int, string) {
 	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.VirtAPI.URL()+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Remote-User", user)
+	return direct(t, c, cert, req)
+}
+
+// direct sends req straight to virt-api, presenting cert (none if nil); it returns the status
+// code and body.
+func direct(t *testing.T, c *framework.Cluster, cert *framework.KeyPair, req *http.Request) (int, string) {
+	t.Helper()
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(c.CA.PEM))
 	tlsConfig := &tls.Config{RootCAs: roots, ServerName: "localhost"}
@@ -280,9 +290,6 @@ func directAs(t *testing.T, c *framework.Cluster, cert *framework.KeyPair, user,
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequest(http.MethodGet, c.VirtAPI.URL()+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("X-Remote-User", user)
 	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

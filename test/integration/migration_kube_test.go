@@ -3,7 +3,9 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,10 +13,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -126,6 +130,36 @@ func TestMigrationThroughKubeAPIServer(t *testing.T) {
 		vmi, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "vm1", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, vmi.Status.EvacuationNodeName, "evicting a forged launcher must not move the VM")
+	})
+
+	// The framework's kube-apiserver calls webhooks with a client certificate, and virt-api
+	// runs with --authorize-webhook-callers, as in the local cluster.
+	t.Run("an eviction review from anyone but kube-apiserver is refused", func(t *testing.T) {
+		ns := "evict-direct"
+		createNamespace(t, c.Kube, ns)
+		pod := fakeLauncher(t, c, ns, "vm1", "node-a")
+		evictableInstance(t, c, ns, "vm1", ptr.To(v1.EvictionStrategyLiveMigrate), corev1.ConditionTrue, pod)
+		review, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "forged", Operation: admissionv1.Create,
+				Resource:    metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+				SubResource: "eviction", Namespace: ns, Name: pod.Name,
+				Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"` + pod.Name + `"}}`)}},
+		})
+		require.NoError(t, err)
+		mallory, err := c.CA.ClientCert("mallory", "mallory")
+		require.NoError(t, err)
+
+		for name, cert := range map[string]*framework.KeyPair{"anonymous": nil, "a user of the cluster": mallory} {
+			req, err := http.NewRequest(http.MethodPost, c.VirtAPI.URL()+"/pod-eviction-validate", bytes.NewReader(review))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			code, body := direct(t, c, cert, req)
+			assert.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, code, "%s: %s", name, body)
+		}
+		vmi, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "vm1", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, vmi.Status.EvacuationNodeName, "a forged review must not move the VM")
 	})
 
 	t.Run("kubectl get vmim prints KubeVirt's columns", func(t *testing.T) {

@@ -68,12 +68,17 @@ func StartAggregatedProcess(t testing.TB, binary string, customize func(o *virta
 func startAggregated(t testing.TB, binary string, customize func(o *virtapi.Options)) *Cluster {
 	t.Helper()
 	dir := t.TempDir()
-	kube, err := StartKubeAPIServer(dir)
+	// virt-api's port is chosen first: kube-apiserver's webhook credentials name it.
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := StartKubeAPIServer(dir, port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Cluster{KubeAPIServer: kube, AdminKubeconfig: filepath.Join(dir, "admin.kubeconfig"),
-		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), Binary: binary, customize: customize}}
+		VirtAPI: &VirtAPI{Dir: filepath.Join(dir, "virt-api"), Binary: binary, customize: customize, port: port}}
 	// kube-apiserver goes first: its proxied watches would hold virt-api's shutdown open.
 	t.Cleanup(func() {
 		kube.Stop()
@@ -137,6 +142,8 @@ func (c *Cluster) delegatedVirtAPI(o *virtapi.Options) error {
 	o.RecommendedOptions.Authentication.RemoteKubeConfigFile = kubeconfig
 	o.RecommendedOptions.Authorization.RemoteKubeConfigFile = kubeconfig
 	o.RecommendedOptions.CoreAPI.CoreAPIKubeconfigPath = kubeconfig
+	// kube-apiserver calls webhooks as WebhookClientUser (writeAdmissionConfig).
+	o.AuthorizeWebhookCallers = true
 
 	// The framework's readiness probe talks to virt-api directly, anonymously: /readyz is
 	// always allowed.

@@ -44,6 +44,7 @@ type KubeAPIServer struct {
 	done chan error
 
 	stopControllerManager func()
+	webhookPort           int
 }
 
 // RepoRoot is the checkout this package lives in.
@@ -66,12 +67,13 @@ func BinaryPath(name string) (string, error) {
 }
 
 // StartKubeAPIServer starts etcd and kube-apiserver in dir and waits until it is ready.
-func StartKubeAPIServer(dir string) (*KubeAPIServer, error) {
+// kube-apiserver calls webhooks of virt-api's Service on webhookPort with a client certificate.
+func StartKubeAPIServer(dir string, webhookPort int) (*KubeAPIServer, error) {
 	binary, err := BinaryPath("kube-apiserver")
 	if err != nil {
 		return nil, err
 	}
-	s := &KubeAPIServer{Dir: dir}
+	s := &KubeAPIServer{Dir: dir, webhookPort: webhookPort}
 	if s.etcd, err = etcd.Start(etcd.Config{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true}); err != nil {
 		return nil, err
 	}
@@ -132,6 +134,10 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	admissionConfig, err := s.writeAdmissionConfig()
+	if err != nil {
+		return nil, err
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -166,9 +172,41 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + s.FrontProxyClient.CertFile,
 		"--proxy-client-key-file=" + s.FrontProxyClient.KeyFile,
+		"--admission-control-config-file=" + admissionConfig,
 		// /debug/pprof only for a benchmark that profiles (KubeAPIServerProfiling).
 		"--profiling=" + strconv.FormatBool(KubeAPIServerProfiling),
 	}, nil
+}
+
+// WebhookClientUser is who kube-apiserver is when it calls virt-api's webhooks, as in the
+// local cluster (hack/cluster): artifacts/ grant that user the eviction webhook's path.
+const WebhookClientUser = "kube-apiserver-webhook-client"
+
+// writeAdmissionConfig gives kube-apiserver a client certificate for calling webhooks of
+// virt-api's Service and returns the --admission-control-config-file.
+func (s *KubeAPIServer) writeAdmissionConfig() (string, error) {
+	cert, err := s.CA.ClientCert("webhook-client", WebhookClientUser)
+	if err != nil {
+		return "", err
+	}
+	credentials := clientcmdapi.NewConfig()
+	// Keyed by host and port: kube-apiserver looks a host up without its port only for 443.
+	host := net.JoinHostPort(virtAPIService+"."+virtAPINamespace+".svc", strconv.Itoa(s.webhookPort))
+	credentials.AuthInfos[host] = &clientcmdapi.AuthInfo{
+		ClientCertificate: cert.CertFile, ClientKey: cert.KeyFile}
+	kubeconfig := filepath.Join(s.Dir, "webhook-client.kubeconfig")
+	if err := clientcmd.WriteToFile(*credentials, kubeconfig); err != nil {
+		return "", err
+	}
+	config := filepath.Join(s.Dir, "admission.yaml")
+	return config, os.WriteFile(config, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: `+kubeconfig+"\n"), 0o600)
 }
 
 // KubeAPIServerProfiling serves /debug/pprof in the kube-apiservers started after it is set:

@@ -53,6 +53,8 @@ func (s *Settings) MakePKI() error {
 			IPs: []net.IP{s.HostIP.AsSlice(), s.KubernetesServiceIP.AsSlice(), net.IPv4(127, 0, 0, 1)}}},
 		{"apiserver-kubelet-client", "ca", CertSpec{CommonName: "kube-apiserver-kubelet-client", Organizations: []string{"system:masters"}}},
 		{"front-proxy-client", "front-proxy-ca", CertSpec{CommonName: "front-proxy-client"}},
+		// kube-apiserver's identity when it calls admission webhooks (admissionConfig).
+		{"webhook-client", "ca", CertSpec{CommonName: WebhookClientUser}},
 		{"admin", "ca", CertSpec{CommonName: "hangar-admin", Organizations: []string{"system:masters"}}},
 		{"controller-manager", "ca", CertSpec{CommonName: "system:kube-controller-manager"}},
 		{"scheduler", "ca", CertSpec{CommonName: "system:kube-scheduler"}},
@@ -85,7 +87,45 @@ func (s *Settings) MakePKI() error {
 	if err := writeFileAtomic(params, []byte(s.pkiParams()), 0o644); err != nil {
 		return err
 	}
-	return s.writeKubeconfigs(p)
+	if err := s.writeKubeconfigs(p); err != nil {
+		return err
+	}
+	return s.writeAdmissionConfig(p)
+}
+
+// WebhookClientUser is who kube-apiserver is when it calls virt-api's webhooks; Hangar's
+// manifests grant that user the eviction webhook's path (ClusterRole hangar:webhook-caller),
+// and the local overlay runs virt-api with --authorize-webhook-callers.
+const WebhookClientUser = "kube-apiserver-webhook-client"
+
+// AdmissionConfig is kube-apiserver's --admission-control-config-file.
+func (s *Settings) AdmissionConfig() string { return filepath.Join(s.ConfigDir(), "admission.yaml") }
+
+// writeAdmissionConfig gives kube-apiserver a client certificate for the webhooks of Services
+// in Hangar's namespace (on port 443, which is what kube-apiserver's lookup without a port
+// matches). Without one, kube-apiserver calls webhooks anonymously.
+func (s *Settings) writeAdmissionConfig(p PKI) error {
+	credentials := filepath.Join(s.ConfigDir(), "webhook-client.kubeconfig")
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+users:
+- name: "*.hangar.svc"
+  user:
+    client-certificate: %s
+    client-key: %s
+`, p.CertFile("webhook-client"), p.KeyFile("webhook-client"))
+	if err := writeFileAtomic(credentials, []byte(kubeconfig), 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.AdmissionConfig(), []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %s
+`, credentials)), 0o600)
 }
 
 func (s *Settings) writeKubeconfigs(p PKI) error {

@@ -54,6 +54,7 @@ func (s *Settings) ControlPlane() []Daemon {
 			"--service-account-signing-key-file", p.KeyFile("sa"),
 			"--authorization-mode", "Node,RBAC",
 			"--enable-admission-plugins", "NodeRestriction",
+			"--admission-control-config-file", s.AdmissionConfig(),
 			"--allow-privileged=true",
 			"--kubelet-client-certificate", p.CertFile("apiserver-kubelet-client"),
 			"--kubelet-client-key", p.KeyFile("apiserver-kubelet-client"),

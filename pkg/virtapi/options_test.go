@@ -1,0 +1,40 @@
+package virtapi
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hangarvm/hangar/pkg/evictionwebhook"
+)
+
+// TestWebhookPath: the eviction webhook's path is open unless its callers are to be authorized.
+func TestWebhookPath(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		authorize bool
+		open      bool
+	}{
+		{name: "open by default, as kube-apiserver calls webhooks anonymously", open: true},
+		{name: "authorized with --authorize-webhook-callers", authorize: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{"https://etcd:2379"}
+			o.AuthorizeWebhookCallers = tc.authorize
+			require.NoError(t, o.Complete())
+			require.NoError(t, o.Validate())
+			assert.Equal(t, tc.open, slices.Contains(o.RecommendedOptions.Authorization.AlwaysAllowPaths, evictionwebhook.Path))
+		})
+	}
+}
+
+func TestAuthorizeWebhookCallersNeedsDelegation(t *testing.T) {
+	o := NewOptions()
+	o.Standalone, o.InsecureDisableDelegatedAuth, o.AuthorizeWebhookCallers = true, true, true
+	o.EmbeddedEtcdDir = t.TempDir()
+	require.NoError(t, o.Complete())
+	assert.ErrorContains(t, o.Validate(), "--authorize-webhook-callers needs delegated authorization")
+}
