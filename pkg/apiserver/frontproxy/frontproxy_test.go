@@ -79,6 +79,17 @@ func requestHeaderConfig(p dynamiccertificates.CAContentProvider) *authenticator
 	}
 }
 
+// delegated returns a front proxy's configuration, k8s.io/apiserver's delegated authenticator
+// for it, and the proxy's certificate.
+func delegated(t testing.TB) (*authenticatorfactory.RequestHeaderConfig, authenticator.Request, *x509.Certificate) {
+	t.Helper()
+	frontProxyCA := newCA(t, "front-proxy")
+	cfg := requestHeaderConfig(frontProxyCA.provider(t))
+	delegate, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{RequestHeaderConfig: cfg}.New()
+	require.NoError(t, err)
+	return cfg, delegate, frontProxyCA.client(t, proxyName)
+}
+
 // proxied is a request as the aggregator sends it: over TLS with cert, asserting alice.
 func proxied(cert *x509.Certificate) *http.Request {
 	req, _ := http.NewRequest(http.MethodGet, "https://virt-api/apis/kubevirt.io/v1/virtualmachines", nil)
@@ -100,11 +111,7 @@ func refuse(delegated *int) authenticator.Request {
 // TestSameAnswerAsTheDelegatedAuthenticator: for the front proxy, the cached path answers
 // what k8s.io/apiserver's delegated authenticator answers, the first time and from the cache.
 func TestSameAnswerAsTheDelegatedAuthenticator(t *testing.T) {
-	frontProxyCA := newCA(t, "front-proxy")
-	cfg := requestHeaderConfig(frontProxyCA.provider(t))
-	delegate, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{RequestHeaderConfig: cfg}.New()
-	require.NoError(t, err)
-	cert := frontProxyCA.client(t, proxyName)
+	cfg, delegate, cert := delegated(t)
 
 	want, ok, err := delegate.AuthenticateRequest(proxied(cert))
 	require.NoError(t, err)
@@ -218,11 +225,7 @@ func TestWithoutIdentityHeaders(t *testing.T) {
 // BenchmarkAuthenticate prints what a proxied request's authentication costs with the chain
 // verified on every request (k8s.io/apiserver's delegated authenticator) and from the cache.
 func BenchmarkAuthenticate(b *testing.B) {
-	frontProxyCA := newCA(b, "front-proxy")
-	cfg := requestHeaderConfig(frontProxyCA.provider(b))
-	delegate, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{RequestHeaderConfig: cfg}.New()
-	require.NoError(b, err)
-	cert := frontProxyCA.client(b, proxyName)
+	cfg, delegate, cert := delegated(b)
 	for name, a := range map[string]authenticator.Request{"delegated": delegate, "cached": New(cfg, delegate)} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
