@@ -48,6 +48,25 @@ func showLink(t *testing.T, netns, name string) podLink {
 	return l
 }
 
+// bridgePortLearns tells whether the bridge port name in netns learns source MACs.
+func bridgePortLearns(t *testing.T, netns, name string) bool {
+	t.Helper()
+	out, err := exec.Command("ip", "-n", netns, "-j", "-d", "link", "show", "dev", name).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var links []struct {
+		LinkInfo struct {
+			SlaveKind string `json:"info_slave_kind"`
+			SlaveData struct {
+				Learning bool `json:"learning"`
+			} `json:"info_slave_data"`
+		} `json:"linkinfo"`
+	}
+	require.NoError(t, json.Unmarshal(out, &links))
+	require.Len(t, links, 1)
+	require.Equal(t, "bridge", links[0].LinkInfo.SlaveKind, "%s is a bridge port", name)
+	return links[0].LinkInfo.SlaveData.Learning
+}
+
 func ipv4Of(l podLink) []string {
 	var out []string
 	for _, a := range l.AddrInfo {
@@ -100,6 +119,10 @@ func TestBridgeBinding(t *testing.T) {
 	assert.Equal(t, []string{"169.254.75.10"}, ipv4Of(br))
 	assert.Contains(t, br.Alias, "hangar-bridge/v1 if=eth0 ip=10.99.0.2/24 gw=10.99.0.1 mac="+origMAC)
 	assert.Equal(t, "hangar-br0", showLink(t, n.pod, "hangar-tap0").Master)
+	// A hairpinning pod network reflects the guest's broadcasts: its MAC must not be learnt
+	// on the pod interface (e2e TestGuestReachesServiceOnOtherNode/bridge).
+	assert.False(t, bridgePortLearns(t, n.pod, "eth0"), "no MAC learning on the pod interface")
+	assert.True(t, bridgePortLearns(t, n.pod, "hangar-tap0"), "the guest's MAC is learnt on the tap")
 
 	// A restarted handler sets up again: the pod interface has nothing left to read, the
 	// record on the bridge answers the same.

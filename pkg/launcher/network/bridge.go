@@ -193,6 +193,13 @@ func bridgeSteps(h *netlink.Handle, p Plan, pod BridgedPod, l *bridgeLinks) []st
 		{fmt.Sprintf("link %s: set address %s", podIf, newMAC), func() error { return h.LinkSetHardwareAddr(l.pod, newMAC) }},
 		{fmt.Sprintf("link %s: flush IPv4 addresses", podIf), func() error { return flushIPv4(h, l.pod) }},
 		{fmt.Sprintf("link %s: set master %s", podIf, p.Bridge), func() error { return h.LinkSetMaster(l.pod, l.bridge) }},
+		// Nothing behind the pod interface is ever the guest, yet the pod network may send
+		// the guest's own frames back: a CNI bridge in hairpin mode (the bridge plugin's
+		// hairpinMode, flannel's default) reflects its broadcasts, its ARP requests among
+		// them. Learnt from those, the guest's MAC would sit on this port and the bridge
+		// would drop what the pod network sends the guest, the ARP replies first. KubeVirt
+		// turns learning off on this port too. (A port setting: after set master.)
+		{fmt.Sprintf("link %s: learning off", podIf), func() error { return h.LinkSetLearning(l.pod, false) }},
 	}
 	if l.tap == nil {
 		steps = append(steps, step{fmt.Sprintf("link %s: add tap for uid %d", p.Tap, api.LauncherUID), func() (err error) {
