@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -141,8 +142,11 @@ func TestGuestReachesServiceOnOtherNode(t *testing.T) {
 	labels := map[string]string{"app": "web"}
 	_, err := kube.CoreV1().Pods(ns).Create(ctx, restrictedPod("web", nodes[0], labels), metav1.CreateOptions{})
 	require.NoError(t, err)
+	// A name of this run's own: the cluster DNS caches a name's address for 30 s, so a rerun
+	// within that time would otherwise resolve the previous run's Service.
+	service := "web-" + utilrand.String(5)
 	_, err = kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		ObjectMeta: metav1.ObjectMeta{Name: service},
 		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -165,10 +169,10 @@ func TestGuestReachesServiceOnOtherNode(t *testing.T) {
 			require.Equal(t, nodes[1], got.Status.NodeName)
 			console := attach(t, ns, binding, "console")
 			console.waitFor(t, "HANGAR-GUEST-NET", 90*time.Second)
-			fqdn := "web." + ns + ".svc.cluster.local"
+			fqdn := service + "." + ns + ".svc.cluster.local"
 			console.typeUntil(t, "nslookup "+fqdn+" >/dev/null && echo resolved-$((1+1))", "resolved-2")
 			// The short name too: the guest's search path comes from the pod's by DHCP.
-			console.typeUntil(t, "wget -qO- http://web/ ; echo fetched-$((2+1))", "served-by-"+nodes[0])
+			console.typeUntil(t, "wget -qO- http://"+service+"/ ; echo fetched-$((2+1))", "served-by-"+nodes[0])
 		})
 	}
 }
