@@ -28,13 +28,20 @@ type podLink struct {
 		Family string `json:"family"`
 		Local  string `json:"local"`
 	} `json:"addr_info"`
+	// LinkInfo is in the link's details (ip -d): for a bridge port, its port settings.
+	LinkInfo struct {
+		SlaveKind string `json:"info_slave_kind"`
+		SlaveData struct {
+			Learning bool `json:"learning"`
+		} `json:"info_slave_data"`
+	} `json:"linkinfo"`
 }
 
 func showLink(t *testing.T, netns, name string) podLink {
 	t.Helper()
 	var l podLink
 	for _, what := range []string{"link", "addr"} { // the alias shows only in link, addresses only in addr
-		out, err := exec.Command("ip", "-n", netns, "-j", what, "show", "dev", name).CombinedOutput()
+		out, err := exec.Command("ip", "-n", netns, "-j", "-d", what, "show", "dev", name).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		var links []podLink
 		require.NoError(t, json.Unmarshal(out, &links))
@@ -51,20 +58,9 @@ func showLink(t *testing.T, netns, name string) podLink {
 // bridgePortLearns tells whether the bridge port name in netns learns source MACs.
 func bridgePortLearns(t *testing.T, netns, name string) bool {
 	t.Helper()
-	out, err := exec.Command("ip", "-n", netns, "-j", "-d", "link", "show", "dev", name).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	var links []struct {
-		LinkInfo struct {
-			SlaveKind string `json:"info_slave_kind"`
-			SlaveData struct {
-				Learning bool `json:"learning"`
-			} `json:"info_slave_data"`
-		} `json:"linkinfo"`
-	}
-	require.NoError(t, json.Unmarshal(out, &links))
-	require.Len(t, links, 1)
-	require.Equal(t, "bridge", links[0].LinkInfo.SlaveKind, "%s is a bridge port", name)
-	return links[0].LinkInfo.SlaveData.Learning
+	l := showLink(t, netns, name)
+	require.Equal(t, "bridge", l.LinkInfo.SlaveKind, "%s is a bridge port", name)
+	return l.LinkInfo.SlaveData.Learning
 }
 
 func ipv4Of(l podLink) []string {
