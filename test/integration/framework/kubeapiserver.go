@@ -44,7 +44,6 @@ type KubeAPIServer struct {
 	done chan error
 
 	stopControllerManager func()
-	webhookPort           int
 }
 
 // RepoRoot is the checkout this package lives in.
@@ -73,11 +72,11 @@ func StartKubeAPIServer(dir string, webhookPort int) (*KubeAPIServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &KubeAPIServer{Dir: dir, webhookPort: webhookPort}
+	s := &KubeAPIServer{Dir: dir}
 	if s.etcd, err = etcd.Start(etcd.Config{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true}); err != nil {
 		return nil, err
 	}
-	args, err := s.prepare()
+	args, err := s.prepare(webhookPort)
 	if err != nil {
 		s.Stop()
 		return nil, err
@@ -115,7 +114,7 @@ func (s *KubeAPIServer) Pid() int {
 }
 
 // prepare writes the PKI and returns kube-apiserver's flags.
-func (s *KubeAPIServer) prepare() ([]string, error) {
+func (s *KubeAPIServer) prepare(webhookPort int) ([]string, error) {
 	var err error
 	if s.CA, err = NewCA(s.Dir, "cluster"); err != nil {
 		return nil, err
@@ -134,7 +133,7 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	admissionConfig, err := s.writeAdmissionConfig()
+	admissionConfig, err := s.writeAdmissionConfig(webhookPort)
 	if err != nil {
 		return nil, err
 	}
@@ -183,15 +182,15 @@ func (s *KubeAPIServer) prepare() ([]string, error) {
 const WebhookClientUser = "kube-apiserver-webhook-client"
 
 // writeAdmissionConfig gives kube-apiserver a client certificate for calling webhooks of
-// virt-api's Service and returns the --admission-control-config-file.
-func (s *KubeAPIServer) writeAdmissionConfig() (string, error) {
+// virt-api's Service on port and returns the --admission-control-config-file.
+func (s *KubeAPIServer) writeAdmissionConfig(port int) (string, error) {
 	cert, err := s.CA.ClientCert("webhook-client", WebhookClientUser)
 	if err != nil {
 		return "", err
 	}
 	credentials := clientcmdapi.NewConfig()
 	// Keyed by host and port: kube-apiserver looks a host up without its port only for 443.
-	host := net.JoinHostPort(virtAPIService+"."+virtAPINamespace+".svc", strconv.Itoa(s.webhookPort))
+	host := net.JoinHostPort(virtAPIService+"."+virtAPINamespace+".svc", strconv.Itoa(port))
 	credentials.AuthInfos[host] = &clientcmdapi.AuthInfo{
 		ClientCertificate: cert.CertFile, ClientKey: cert.KeyFile}
 	kubeconfig := filepath.Join(s.Dir, "webhook-client.kubeconfig")
