@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -108,6 +109,9 @@ func (s *Settings) Up() error {
 	}); err != nil {
 		return err
 	}
+	if err := Step("up", "nodes beyond "+fmt.Sprint(s.Nodes)+" forgotten", s.forgetExtraNodes); err != nil {
+		return err
+	}
 	for _, n := range s.AllNodes() {
 		d := s.NodeDaemons(n)[2]
 		if err := Step("up", d.Name, func() error { return s.StartAndWait(d, 60*time.Second) }); err != nil {
@@ -131,6 +135,46 @@ func (s *Settings) refuseFewerNodes() error {
 		}
 	}
 	return nil
+}
+
+// forgetExtraNodes deletes the Node objects of this cluster's nodes beyond HANGAR_NODES that
+// a previous, larger run registered. No kubelet reports for them any more (refuseFewerNodes),
+// so they would stay NotReady with DaemonSet pods that never roll out. Their pods go too, at
+// once: nothing runs them (down stopped their node), and the pod garbage collector would wait
+// 40 s before replacing them. Their state in _cluster/nodes stays for a later larger run.
+func (s *Settings) forgetExtraNodes() error {
+	client, err := s.Client()
+	if err != nil {
+		return err
+	}
+	nodes, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, node := range nodes.Items {
+		var i int
+		if _, err := fmt.Sscanf(node.Name, "hangar-node-%d", &i); err != nil || node.Name != s.Node(i).Name || i <= s.Nodes {
+			continue
+		}
+		err := client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		pods, err := client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, p := range pods.Items {
+			err := client.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, *metav1.NewDeleteOptions(0))
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Settings) allRunning() bool {
