@@ -58,6 +58,7 @@ MEMORY=${MEMORY:-}
 APPEND_EXTRA=${APPEND_EXTRA:-}
 TIMEOUT=${TIMEOUT:-120s}
 BURST=${BURST:-}
+BOOTWAIT_FLAGS=()
 
 log() { echo "boot-bench: $*" >&2; }
 
@@ -135,7 +136,7 @@ boot_once() {
     socket) source=(-listen "$socket") ;;
   esac
   local line
-  if ! line=$("$BOOTWAIT" "${source[@]}" -timeout "$TIMEOUT" -log "$BENCH_DIR/console-$run.log" -- "${qemu[@]}" 2>"$BENCH_DIR/stderr-$run.log"); then
+  if ! line=$("$BOOTWAIT" "${source[@]}" "${BOOTWAIT_FLAGS[@]}" -timeout "$TIMEOUT" -log "$BENCH_DIR/console-$run.log" -- "${qemu[@]}" 2>"$BENCH_DIR/stderr-$run.log"); then
     log "boot $run failed:"
     sed 's/^/  /' "$BENCH_DIR/stderr-$run.log" >&2
     log "console log: $BENCH_DIR/console-$run.log"
@@ -163,10 +164,14 @@ summarize() {
     }'
 }
 
-# burst N: N boots started at once; prints when the last banner came.
+# burst N: N boots started at once; prints when the last banner came. Every guest runs until
+# then, as a VMI does: one that stopped at its banner would leave the others its CPU. Nothing
+# is typed, as in Hangar's burst.
 burst() {
-  local n=$1 start i failed=0
+  local n=$1 start end i failed=0
   local -a pids=()
+  BOOTWAIT_FLAGS=(-roundtrip=false -keep)
+  trap stop_burst_guests EXIT
   start=$(date +%s.%N)
   for i in $(seq 1 "$n"); do
     boot_once "$i" &
@@ -175,9 +180,16 @@ burst() {
   for i in "${pids[@]}"; do
     wait "$i" || failed=1
   done
+  end=$(date +%s.%N)
+  stop_burst_guests
   ((failed == 0)) || { log "a boot of the burst failed"; return 1; }
-  awk -v s="$start" -v e="$(date +%s.%N)" -v n="$n" -v g="$GUEST" \
+  awk -v s="$start" -v e="$end" -v n="$n" -v g="$GUEST" \
     'BEGIN { printf "bare-qemu %s burst: %d guests started at once, all bannered after %.1fs\n", g, n, e - s }'
+}
+
+# stop_burst_guests stops the QEMUs that bootwait -keep left running.
+stop_burst_guests() {
+  pkill -f -- "-serial unix:$BENCH_DIR/serial-" || true
 }
 
 main() {
