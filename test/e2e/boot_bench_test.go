@@ -56,7 +56,7 @@ func TestBootFigures(t *testing.T) {
 	stopWatch()
 	median, p95 := quantiles(times)
 	fmt.Printf("\nHangar VMI create -> banner: n=%d median=%.2fs p95=%.2fs\n", boots, median.Seconds(), p95.Seconds())
-	printStages(stages)
+	printStages("Hangar boot stages", stages)
 
 	// Let the sequential guests and their pods go before the burst, so its memory and CPU
 	// are the burst's alone.
@@ -69,17 +69,24 @@ func TestBootFigures(t *testing.T) {
 	// Two cores hold 20 launchers only with a small CPU request each (100m per vCPU by default).
 	spec := guestSpec()
 	spec.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("50m")
+	burstCtx, stopBurstWatch := context.WithCancel(ctx)
+	defer stopBurstWatch()
+	clock = watchBoots(t, burstCtx, ns)
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, burst)
+	created := make([]time.Time, burst)
 	for i := 0; i < burst; i++ {
 		name := fmt.Sprintf("burst-%d", i)
+		created[i] = time.Now()
 		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *spec.DeepCopy()}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- waitBanner(ctx, ns, name, 600*time.Second)
+			err := waitBanner(ctx, ns, name, 600*time.Second)
+			clock.mark(name, bootStages[len(bootStages)-1])
+			errs <- err
 		}()
 	}
 	wg.Wait()
@@ -91,7 +98,18 @@ func TestBootFigures(t *testing.T) {
 	perGuest := (usedMemory(t) - memBefore) / int64(burst)
 	rss := qemuRSS(t) / int64(burst)
 	fmt.Printf("%d VMIs created at once: all printed the banner after %.1fs\n", burst, all.Seconds())
-	fmt.Printf("host memory per guest: %d MiB (node used-memory delta), QEMU RSS %d MiB\n\n", perGuest>>20, rss>>20)
+	fmt.Printf("host memory per guest: %d MiB (node used-memory delta), QEMU RSS %d MiB\n", perGuest>>20, rss>>20)
+	stopBurstWatch()
+	stages = nil
+	for i := 0; i < burst; i++ {
+		name := fmt.Sprintf("burst-%d", i)
+		clock.readLauncherLog(t, ctx, ns, name)
+		if d, ok := clock.durations(name, created[i]); ok {
+			stages = append(stages, d)
+		}
+	}
+	printStages("Hangar burst stages", stages)
+	fmt.Println()
 }
 
 // waitBanner waits until an instance runs, then opens its console and waits for the banner.

@@ -149,13 +149,13 @@ func watchBoots(t *testing.T, ctx context.Context, ns string) *bootClock {
 	return c
 }
 
-// printStages prints each stage's median and p95 over the boots.
-func printStages(per [][]time.Duration) {
+// printStages prints each stage's median and p95 over the boots, under title.
+func printStages(title string, per [][]time.Duration) {
 	if len(per) == 0 {
-		fmt.Println("stages: no boot had every stage seen")
+		fmt.Printf("%s: no boot had every stage seen\n", title)
 		return
 	}
-	fmt.Printf("Hangar boot stages (n=%d; median, p95):\n", len(per))
+	fmt.Printf("%s (n=%d; median, p95):\n", title, len(per))
 	for i, s := range bootStages {
 		col := make([]time.Duration, len(per))
 		for j := range per {
