@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
 )
@@ -18,12 +19,18 @@ type seededCapabilities struct {
 
 // seedQEMUCapabilities writes virt-handler's QEMU capabilities into libvirtd's cache before
 // the first define, so that libvirt need not probe QEMU (pkg/launcher/libvirtd/capabilities.go).
-// Anything wrong with them only costs the probe.
-func (l *Launcher) seedQEMUCapabilities(data string) seededCapabilities {
+// Unless the guest lists CPU features, libvirt is also spared reading the started guest's CPU
+// one property at a time (libvirtd.WithoutPerFeatureCPUQueries). Anything wrong with them
+// only costs the probe.
+func (l *Launcher) seedQEMUCapabilities(data string, vmi *v1.VirtualMachineInstance) seededCapabilities {
 	if data == "" || l.cfg.LibvirtStateDir == "" {
 		return seededCapabilities{}
 	}
-	path, err := libvirtd.SeedCapabilities(l.cfg.LibvirtStateDir, domain.DefaultEmulator, []byte(data))
+	caps := []byte(data)
+	if cpu := vmi.Spec.Domain.CPU; cpu == nil || len(cpu.Features) == 0 {
+		caps = libvirtd.WithoutPerFeatureCPUQueries(caps)
+	}
+	path, err := libvirtd.SeedCapabilities(l.cfg.LibvirtStateDir, domain.DefaultEmulator, caps)
 	if err != nil {
 		klog.InfoS("QEMU capabilities from virt-handler not seeded; libvirt probes QEMU", "err", err)
 		return seededCapabilities{}

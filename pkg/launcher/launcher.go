@@ -252,7 +252,7 @@ func (l *Launcher) Sync(ctx context.Context, req api.SyncRequest) (api.State, er
 	if started {
 		return l.State(), nil
 	}
-	seeded := l.seedQEMUCapabilities(req.QEMUCapabilities)
+	seeded := l.seedQEMUCapabilities(req.QEMUCapabilities, vmi)
 	if err := l.start(ctx, vmi); err != nil {
 		l.logFailureDetails(err)
 		l.setState(api.PhaseFailed, failureReason(err), err.Error())

@@ -98,7 +98,7 @@ func (l *Launcher) PrepareTarget(ctx context.Context, req api.MigrationTargetReq
 	l.vmi = vmi.DeepCopy()
 	l.setStateLocked(api.PhaseStarting, "", "")
 	l.mu.Unlock()
-	l.seedQEMUCapabilities(req.QEMUCapabilities)
+	l.seedQEMUCapabilities(req.QEMUCapabilities, vmi)
 
 	opts, ifaces, err := l.prepare(ctx, vmi)
 	if err == nil {

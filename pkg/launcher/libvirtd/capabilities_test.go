@@ -65,3 +65,31 @@ func TestSeedCapabilities(t *testing.T) {
 	_, err = SeedCapabilities(t.TempDir(), qemu, []byte("<qemuCaps/>"))
 	assert.Error(t, err, "no emulator")
 }
+
+// TestWithoutPerFeatureCPUQueries: the flag's line goes and nothing else changes.
+func TestWithoutPerFeatureCPUQueries(t *testing.T) {
+	tests := []struct{ name, data, want string }{
+		{
+			name: "libvirt's file",
+			data: "<qemuCaps>\n  <flag name='cpu-cache'/>\n  <flag name='cpu-unavailable-features'/>\n  <flag name='cpu-max'/>\n</qemuCaps>\n",
+			want: "<qemuCaps>\n  <flag name='cpu-cache'/>\n  <flag name='cpu-max'/>\n</qemuCaps>\n",
+		},
+		{
+			name: "without the flag: unchanged",
+			data: "<qemuCaps>\n  <flag name='cpu-max'/>\n</qemuCaps>\n",
+			want: "<qemuCaps>\n  <flag name='cpu-max'/>\n</qemuCaps>\n",
+		},
+		{
+			name: "on one line",
+			data: "<qemuCaps><flag name='cpu-unavailable-features'/><flag name='sdl'/></qemuCaps>",
+			want: "<qemuCaps><flag name='sdl'/></qemuCaps>",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := []byte(tt.data)
+			assert.Equal(t, tt.want, string(WithoutPerFeatureCPUQueries(data)))
+			assert.Equal(t, tt.data, string(data), "the input stays as it was")
+		})
+	}
+}
