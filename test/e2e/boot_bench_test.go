@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -19,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientwebsocket "k8s.io/client-go/transport/websocket"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
@@ -123,14 +121,8 @@ func waitBanner(ctx context.Context, ns, name string, timeout time.Duration) err
 	if err := untilRunning(ctx, ns, name); err != nil {
 		return err
 	}
-	rt, holder, err := clientwebsocket.RoundTripperFor(config)
-	if err != nil {
-		return err
-	}
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
-			config.Host+"/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+name+"/console", nil)
-		conn, err := clientwebsocket.Negotiate(rt, holder, req, "plain.kubevirt.io")
+		conn, err := dialStream(ns, name, "console")
 		if err != nil {
 			select {
 			case <-ctx.Done():

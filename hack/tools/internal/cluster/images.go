@@ -79,8 +79,7 @@ func (s *Settings) existingNodes() []*Node {
 	}
 	entries, _ := os.ReadDir(s.NodesDir())
 	for _, e := range entries {
-		var i int
-		if _, err := fmt.Sscanf(e.Name(), "hangar-node-%d", &i); err == nil && i >= 1 && i <= 200 && e.Name() == s.Node(i).Name {
+		if i, ok := s.nodeIndex(e.Name()); ok {
 			indexes[i] = true
 		}
 	}

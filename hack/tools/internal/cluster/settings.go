@@ -182,6 +182,16 @@ func (s *Settings) Node(i int) *Node {
 	return &Node{s: s, Index: i, Name: fmt.Sprintf("hangar-node-%d", i), IP: netip.AddrFrom4(ip), PodCIDR: podNet, PodGateway: netip.AddrFrom4(gw)}
 }
 
+// nodeIndex is the index of this cluster's node called name (a Node object's or its state
+// directory's name); false for any other name.
+func (s *Settings) nodeIndex(name string) (int, bool) {
+	var i int
+	if _, err := fmt.Sscanf(name, "hangar-node-%d", &i); err != nil || i < 1 || i > 200 || name != s.Node(i).Name {
+		return 0, false
+	}
+	return i, true
+}
+
 // AllNodes are the cluster's nodes.
 func (s *Settings) AllNodes() []*Node {
 	var nodes []*Node

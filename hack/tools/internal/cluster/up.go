@@ -153,8 +153,7 @@ func (s *Settings) forgetExtraNodes() error {
 	}
 	var errs []error
 	for _, node := range nodes.Items {
-		var i int
-		if _, err := fmt.Sscanf(node.Name, "hangar-node-%d", &i); err != nil || node.Name != s.Node(i).Name || i <= s.Nodes {
+		if i, ok := s.nodeIndex(node.Name); !ok || i <= s.Nodes {
 			continue
 		}
 		err := client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
