@@ -165,7 +165,8 @@ func (o *Options) nodes(kubeConfig *rest.Config) (virtualmachineinstance.Nodes, 
 	return nodeclient.New(o.Handlers, kube)
 }
 
-// Run starts the embedded etcd if asked to, then serves until ctx ends.
+// Run starts the embedded etcd if asked to, waits until etcd answers, then serves until ctx
+// ends.
 func (o *Options) Run(ctx context.Context) error {
 	if o.EmbeddedEtcdDir != "" {
 		server, err := etcd.Start(etcd.Config{Dir: o.EmbeddedEtcdDir})
@@ -177,6 +178,9 @@ func (o *Options) Run(ctx context.Context) error {
 		klog.InfoS("Embedded etcd serving", "url", server.ClientURL, "dir", o.EmbeddedEtcdDir)
 	}
 
+	if err := waitForEtcd(ctx, o.RecommendedOptions.Etcd.StorageConfig); err != nil {
+		return err
+	}
 	config, err := o.Config()
 	if err != nil {
 		return err

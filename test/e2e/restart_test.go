@@ -16,8 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// TestComponentRestarts deletes virt-api pods (one, then all) and the etcd pod: no object is
-// lost, and clients carry on once the replacements are ready.
+// TestComponentRestarts deletes virt-api pods (one, then all) and the etcd pod, then takes
+// etcd away for a while: no object is lost, and clients carry on once the replacements are
+// ready.
 func TestComponentRestarts(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-restart")
@@ -65,6 +66,44 @@ func TestComponentRestarts(t *testing.T) {
 		waitReady(t, virtAPI, 2)
 		writesSettle(t, ns, vmName(0))
 	})
+
+	// etcd away for longer than virt-api's liveness probe tolerates and than k8s.io/apiserver
+	// waits for a connection at start: no virt-api restarts, neither the running one nor one
+	// started meanwhile, and both serve as soon as etcd is back.
+	t.Run("etcd away", func(t *testing.T) {
+		restarts := func() map[string]int32 {
+			counts := map[string]int32{}
+			for _, p := range pods(virtAPI) {
+				for _, c := range p.Status.ContainerStatuses {
+					counts[p.Name] += c.RestartCount
+				}
+			}
+			return counts
+		}
+		before := restarts()
+		scaleEtcd(t, 0)
+		t.Cleanup(func() { scaleEtcd(t, 1) })
+		waitReady(t, etcd, 0)
+		require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, pods(virtAPI)[0].Name, metav1.DeleteOptions{}))
+		// Liveness fails after three probes 10 s apart; k8s.io/apiserver gives up dialling
+		// after 20 s.
+		time.Sleep(45 * time.Second)
+		scaleEtcd(t, 1)
+		waitReady(t, etcd, 1)
+		waitReady(t, virtAPI, 2)
+		writesSettle(t, ns, vmName(0))
+		for name, count := range restarts() {
+			assert.Equal(t, before[name], count, "restarts of %s", name)
+		}
+	})
+}
+
+// scaleEtcd sets the replicas of Hangar's etcd StatefulSet.
+func scaleEtcd(t *testing.T, replicas int32) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	_, err := kube.AppsV1().StatefulSets("hangar").Patch(context.Background(), "hangar-etcd", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(t, err)
 }
 
 // writesSettle waits until ten writes in a row succeed.

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/etcd"
+	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -62,4 +66,45 @@ func TestRestartLosesNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the resumed watch saw nothing")
 	}
+}
+
+// TestVirtAPIWaitsForEtcd starts virt-api before its etcd, and etcd only after longer than
+// k8s.io/apiserver waits for a connection (20 s): virt-api keeps waiting rather than exiting
+// (in a pod, an exit means the kubelet's growing back-off), and serves once etcd answers.
+func TestVirtAPIWaitsForEtcd(t *testing.T) {
+	port := freeLoopbackPort(t)
+	dir := t.TempDir()
+	var late *etcd.Server
+	var lateErr error
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		time.Sleep(25 * time.Second)
+		late, lateErr = etcd.Start(etcd.Config{Dir: dir, ClientPort: port, UnsafeNoFsync: true})
+	}()
+	// Registered first, so it runs after virt-api has stopped.
+	t.Cleanup(func() {
+		<-started
+		if late != nil {
+			late.Stop()
+		}
+	})
+
+	server := framework.StartVirtAPIWith(t, func(o *virtapi.Options) {
+		o.EmbeddedEtcdDir = ""
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{fmt.Sprintf("http://127.0.0.1:%d", port)}
+	})
+	<-started
+	require.NoError(t, lateErr)
+	_, err := server.Client.KubevirtV1().VirtualMachines("late-etcd").Create(context.Background(), newVM("first", v1.RunStrategyHalted), metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// freeLoopbackPort returns a loopback port nothing listens on now.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
