@@ -238,7 +238,28 @@ spec:
   hostPath:
     path: ${volume}
     type: Directory
+---
+# The StatefulSet's claim, made here and bound before its pod exists: left to the
+# StatefulSet, the PV controller (the PV names its claim) and the scheduler (the class
+# waits for a consumer) both bind it, and the loser's conflict sends the pod back to the
+# scheduler's queue.
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  namespace: hangar
+  name: data-hangar-etcd-0
+  labels:
+    app.kubernetes.io/name: hangar-etcd
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: hangar-local
+  volumeName: hangar-etcd-0
+  resources:
+    requests:
+      storage: 1Gi
 YAML
+	kubectl_admin -n hangar wait --for=jsonpath='{.status.phase}'=Bound --timeout=60s \
+		persistentvolumeclaim/data-hangar-etcd-0 >/dev/null
 }
 
 apply_manifests() {
@@ -254,16 +275,53 @@ apply_manifests() {
 		-p "[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"${ca_bundle}\"}]" >/dev/null
 }
 
+# report_state prints, when Hangar does not come up, what tells why: its pods, the newest
+# events of its namespace, the log tails of the containers that are not ready (and of the
+# run before, if one restarted) and the APIServices' conditions.
+report_state() {
+	log "--- pods in hangar"
+	kubectl_admin -n hangar get pods -o wide >&2 || true
+	log "--- newest events in hangar"
+	kubectl_admin -n hangar get events --sort-by=.lastTimestamp 2>&1 | tail -n 40 >&2 || true
+	local pod ready restarts
+	while read -r pod ready restarts; do
+		[[ ${ready} == *false* || ${ready} == none || ${restarts} != 0 ]] || continue
+		log "--- ${pod} (ready: ${ready}, restarts: ${restarts})"
+		kubectl_admin -n hangar logs "${pod}" --all-containers --tail=25 >&2 || true
+		if [[ ${restarts} != 0 ]]; then
+			log "--- ${pod}, the run before"
+			kubectl_admin -n hangar logs "${pod}" --all-containers --previous --tail=25 >&2 || true
+		fi
+	done < <(kubectl_admin -n hangar get pods -o \
+		jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.containerStatuses[*].ready}{" "}{.status.containerStatuses[*].restartCount}{"\n"}{end}' |
+		awk '{ready=""; restarts=0; for (i = 2; i <= NF; i++) if ($i ~ /^(true|false)$/) ready = ready (ready ? "," : "") $i; else restarts += $i; print $1, (ready ? ready : "none"), restarts}')
+	log "--- APIServices"
+	kubectl_admin get apiservice v1.kubevirt.io v1alpha3.kubevirt.io v1.subresources.kubevirt.io \
+		-o jsonpath='{range .items[*]}{.metadata.name}{": "}{.status.conditions[*].reason}{" "}{.status.conditions[*].message}{"\n"}{end}' >&2 || true
+}
+
+# await DESCRIPTION COMMAND...: runs a kubectl wait; when it times out, says for what and
+# prints the state that tells why.
+await() {
+	local what="$1"
+	shift
+	"$@" >/dev/null && return 0
+	log ""
+	log "[deploy] timed out waiting for ${what}"
+	report_state
+	return 1
+}
+
 wait_ready() {
-	kubectl_admin -n hangar rollout status statefulset/hangar-etcd --timeout=180s >/dev/null
-	kubectl_admin -n hangar rollout status deployment/virt-api --timeout=180s >/dev/null
-	kubectl_admin -n hangar rollout status deployment/virt-controller --timeout=180s >/dev/null
+	await "etcd" kubectl_admin -n hangar rollout status statefulset/hangar-etcd --timeout=180s
+	await "virt-api" kubectl_admin -n hangar rollout status deployment/virt-api --timeout=180s
+	await "virt-controller" kubectl_admin -n hangar rollout status deployment/virt-controller --timeout=180s
 	if [[ ${HANDLER_IMAGE_CHANGED} == true ]]; then
 		kubectl_admin -n hangar rollout restart daemonset/virt-handler >/dev/null
 	fi
-	kubectl_admin -n hangar rollout status daemonset/virt-handler --timeout=180s >/dev/null
-	kubectl_admin wait --for=condition=Available --timeout=120s \
-		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io apiservice/v1.subresources.kubevirt.io >/dev/null
+	await "virt-handler" kubectl_admin -n hangar rollout status daemonset/virt-handler --timeout=180s
+	await "the APIServices" kubectl_admin wait --for=condition=Available --timeout=120s \
+		apiservice/v1.kubevirt.io apiservice/v1alpha3.kubevirt.io apiservice/v1.subresources.kubevirt.io
 }
 
 main() {
