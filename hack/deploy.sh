@@ -238,11 +238,13 @@ spec:
   hostPath:
     path: ${volume}
     type: Directory
----
-# The StatefulSet's claim, made here and bound before its pod exists: left to the
-# StatefulSet, the PV controller (the PV names its claim) and the scheduler (the class
-# waits for a consumer) both bind it, and the loser's conflict sends the pod back to the
-# scheduler's queue.
+YAML
+	# The StatefulSet's claim, made here and bound before its pod exists: left to the
+	# StatefulSet, the PV controller (the PV names its claim) and the scheduler (the class
+	# waits for a consumer) both bind it, and the loser's conflict sends the pod back to the
+	# scheduler's queue. Made after the volume: a claim the PV controller sees before its
+	# volume waits for the controller's next resync (15 s).
+	kubectl_admin apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: PersistentVolumeClaim
 metadata:
