@@ -42,7 +42,8 @@ e2e() {
   stage "prometheus (Debian's, for the monitoring test)" hack/install-prometheus.sh
   # Two nodes: what crosses nodes (spreading, failover, DNS and Services across nodes) is tested.
   stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
-  stage "cluster smoke" hack/cluster/smoke.sh
+  # The cluster this script brought up, whatever KUBECONFIG the caller has.
+  stage "cluster smoke" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" hack/cluster/smoke.sh
   stage "deploy" hack/deploy.sh
   # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
   stage "e2e guest images" e2e_guest_images
