@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -41,10 +42,16 @@ func TestBridgeBinding(t *testing.T) {
 	vmi := waitVMI(t, ns, "bridged", 60*time.Second, func(v *v1.VirtualMachineInstance) bool {
 		return v.Status.Phase == v1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
 	})
-	pods := launcherPods(t, ns, vmi.UID)
-	require.Len(t, pods, 1)
-	podIP := pods[0].Status.PodIP
-	require.NotEmpty(t, podIP)
+	// virt-handler reads the address in the pod's network namespace; the kubelet may post
+	// it in the pod's status later.
+	var pods []corev1.Pod
+	var podIP string
+	require.Eventually(t, func() bool {
+		pods = launcherPods(t, ns, vmi.UID)
+		require.Len(t, pods, 1)
+		podIP = pods[0].Status.PodIP
+		return podIP != ""
+	}, 30*time.Second, 200*time.Millisecond, "the launcher pod's IP in its status")
 	status := vmi.Status.Interfaces[0]
 	assert.Equal(t, podIP, status.IP, "status.interfaces[0].ipAddress is the pod's")
 	assert.Equal(t, []string{podIP}, status.IPs)
