@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -72,7 +71,8 @@ func TestRestartLosesNothing(t *testing.T) {
 // k8s.io/apiserver waits for a connection (20 s): virt-api keeps waiting rather than exiting
 // (in a pod, an exit means the kubelet's growing back-off), and serves once etcd answers.
 func TestVirtAPIWaitsForEtcd(t *testing.T) {
-	port := freeLoopbackPort(t)
+	port, err := framework.FreePort()
+	require.NoError(t, err)
 	dir := t.TempDir()
 	var late *etcd.Server
 	var lateErr error
@@ -96,15 +96,6 @@ func TestVirtAPIWaitsForEtcd(t *testing.T) {
 	})
 	<-started
 	require.NoError(t, lateErr)
-	_, err := server.Client.KubevirtV1().VirtualMachines("late-etcd").Create(context.Background(), newVM("first", v1.RunStrategyHalted), metav1.CreateOptions{})
+	_, err = server.Client.KubevirtV1().VirtualMachines("late-etcd").Create(context.Background(), newVM("first", v1.RunStrategyHalted), metav1.CreateOptions{})
 	require.NoError(t, err)
-}
-
-// freeLoopbackPort returns a loopback port nothing listens on now.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -69,7 +69,7 @@ func startAggregated(t testing.TB, binary string, customize func(o *virtapi.Opti
 	t.Helper()
 	dir := t.TempDir()
 	// virt-api's port is chosen first: kube-apiserver's webhook credentials name it.
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

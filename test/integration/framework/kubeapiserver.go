@@ -137,7 +137,7 @@ func (s *KubeAPIServer) prepare(webhookPort int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +272,8 @@ func (s *KubeAPIServer) Stop() {
 	}
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback port nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
