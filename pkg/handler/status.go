@@ -57,13 +57,14 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		if st.FSFrozen {
 			s.FSFreezeStatus = v1.FSFrozen
 		}
+		// Ready is virt-controller's while the guest runs (Running and the launcher pod's
+		// readiness, as KubeVirt's): a second writer with another opinion, such as Ready as
+		// soon as the guest runs while the kubelet has yet to report the pod ready, makes
+		// each write wake the other, dozens of writes in the second the guest starts.
 		if st.Phase == api.PhasePaused {
-			// Ready is left alone while paused: virt-controller writes Ready too (from the
-			// launcher pod's readiness) and would flip it back, each write waking the other.
 			s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue, Reason: ReasonPausedByUser, Message: "VMI was paused by user"}, now)
 		} else {
 			s.RemoveCondition(v1.VirtualMachineInstancePaused)
-			s.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}, now)
 		}
 	case api.PhaseSucceeded, api.PhaseFailed:
 		p := v1.Succeeded

@@ -149,6 +149,46 @@ func waitVMI(t *testing.T, ns, name string, timeout time.Duration, ok func(*v1.V
 	return vmi
 }
 
+// watchReady records the changes of an instance's Ready condition from now on; the function
+// returned stops the watch and gives them (an instance without the condition counts as
+// False).
+func watchReady(t *testing.T, ns, name string) func() []corev1.ConditionStatus {
+	t.Helper()
+	w, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Watch(context.Background(),
+		metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	require.NoError(t, err)
+	var (
+		mu      sync.Mutex
+		history []corev1.ConditionStatus
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			vmi, ok := ev.Object.(*v1.VirtualMachineInstance)
+			if !ok {
+				continue
+			}
+			status := corev1.ConditionFalse
+			if c := vmi.Status.Condition(v1.VirtualMachineInstanceReady); c != nil {
+				status = c.Status
+			}
+			mu.Lock()
+			if len(history) == 0 || history[len(history)-1] != status {
+				history = append(history, status)
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() []corev1.ConditionStatus {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return history
+	}
+}
+
 // TestVMIBoots boots a guest (TCG) on the local cluster: Running with an address, a console
 // that shows the banner and answers a command, a VNC display (virtctl's browser page in
 // Chromium shows it and types on it), and deletion that stops QEMU and the pod within the
@@ -157,14 +197,20 @@ func TestVMIBoots(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-boot")
 	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
+	readiness := watchReady(t, ns, "guest")
 	_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "guest"}, Spec: guestSpec()}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	console := attach(t, ns, "guest", "console") // waits for Running, then the guest boots
 	vmi := waitVMI(t, ns, "guest", 60*time.Second, func(v *v1.VirtualMachineInstance) bool {
-		return v.Status.Phase == v1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+		ready := v.Status.Condition(v1.VirtualMachineInstanceReady)
+		return v.Status.Phase == v1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != "" &&
+			ready != nil && ready.Status == corev1.ConditionTrue
 	})
 	console.typeUntil(t, "echo e2e-$((40+2))", "e2e-42")
+	// Ready went from False to True once: virt-handler and virt-controller did not take turns
+	// rewriting it while the kubelet had yet to report the launcher pod ready.
+	assert.Equal(t, []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue}, readiness())
 	// libvirt started the guest from the QEMU capabilities virt-handler's init container
 	// probed, instead of probing QEMU in this launcher again.
 	pods := launcherPods(t, ns, vmi.UID)

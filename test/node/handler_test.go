@@ -74,7 +74,7 @@ func readyStatus(v *v1.VirtualMachineInstance) corev1.ConditionStatus {
 }
 
 // TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff drives a real launcher through
-// virt-handler against a real virt-api: Scheduled → Running/Ready, a handler restart that
+// virt-handler against a real virt-api: Scheduled → Running, a handler restart that
 // leaves the guest alone, and Succeeded when the guest powers off.
 // scheduledInstance creates want in virt-api and marks it Scheduled to this node with a
 // launcher pod, as virt-controller does once the launcher pod is bound; it returns the stored
@@ -102,7 +102,7 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	handlerURL, certs := serveHandler(t, controller)
 
 	got := waitVMI(t, va, vmi, 60*time.Second, func(v *v1.VirtualMachineInstance) bool {
-		return v.Status.Phase == v1.Running && readyStatus(v) == corev1.ConditionTrue
+		return v.Status.Phase == v1.Running // Ready is virt-controller's (none runs here)
 	})
 	t.Logf("handler start -> Running: %s", time.Since(r.start))
 	took := r.waitConsoleLog(banner+" hostname=handled", 120*time.Second)
