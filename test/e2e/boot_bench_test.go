@@ -23,21 +23,33 @@ import (
 )
 
 // TestBootFigures prints how long a VMI takes from creation to its banner on the serial
-// console, over several boots one after the other, then with many VMIs created at once, and
-// the host memory each guest costs. hack/bench-boot.sh runs it next to bare QEMU booting the
-// same kernel and initramfs. A benchmark: it fails only on errors.
+// console, over BENCH_BOOTS boots one after the other, then with BENCH_BURST VMIs created at
+// once, and the host memory each guest costs (either may be 0: hack/bench-boot.sh runs
+// bursts alone, alternating with bare QEMU's). hack/bench-boot.sh runs it next to bare QEMU
+// booting the same kernel and initramfs. A benchmark: it fails only on errors.
 func TestBootFigures(t *testing.T) {
-	boots, burst := benchEnv("BENCH_BOOTS", 10), benchEnv("BENCH_BURST", 20)
+	boots, burst := benchCount("BENCH_BOOTS", 10), benchCount("BENCH_BURST", 20)
 	ns := namespace(t, "bench-boot")
+	if boots > 0 {
+		bootOneByOne(t, ns, boots)
+	}
+	if burst > 0 {
+		bootAtOnce(t, ns, burst)
+	}
+	fmt.Println()
+}
+
+// bootOneByOne boots n instances one after the other and prints the median and p95 of
+// creation → banner, and of each stage.
+func bootOneByOne(t *testing.T, ns string, n int) {
 	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
 	ctx := context.Background()
-
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	clock := watchBoots(t, watchCtx, ns)
 	var times []time.Duration
 	var stages [][]time.Duration
-	for i := 0; i < boots; i++ {
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("seq-%d", i)
 		start := time.Now()
 		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: guestSpec()}, metav1.CreateOptions{})
@@ -54,24 +66,29 @@ func TestBootFigures(t *testing.T) {
 		// down (guest, libvirtd, the pod's teardown) takes CPU from the next guest's start.
 		untilGone(t, ns)
 	}
-	stopWatch()
 	median, p95 := quantiles(times)
-	fmt.Printf("\nHangar VMI create -> banner: n=%d median=%.2fs p95=%.2fs\n", boots, median.Seconds(), p95.Seconds())
+	fmt.Printf("\nHangar VMI create -> banner: n=%d median=%.2fs p95=%.2fs\n", n, median.Seconds(), p95.Seconds())
 	printStages("Hangar boot stages", stages)
+}
 
-	// The burst's memory and CPU are the burst's alone: the sequential guests are gone.
+// bootAtOnce creates n instances at once (the sequential ones gone), waits until every
+// one printed its banner, and prints how long that took, the host memory per guest and
+// each stage's median and p95.
+func bootAtOnce(t *testing.T, ns string, n int) {
+	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
+	ctx := context.Background()
 	memBefore := usedMemory(t)
 	// Two cores hold 20 launchers only with a small CPU request each (100m per vCPU by default).
 	spec := guestSpec()
 	spec.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("50m")
-	burstCtx, stopBurstWatch := context.WithCancel(ctx)
-	defer stopBurstWatch()
-	clock = watchBoots(t, burstCtx, ns)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	clock := watchBoots(t, watchCtx, ns)
 	start := time.Now()
 	var wg sync.WaitGroup
-	errs := make(chan error, burst)
-	created := make([]time.Time, burst)
-	for i := 0; i < burst; i++ {
+	errs := make(chan error, n)
+	created := make([]time.Time, n)
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("burst-%d", i)
 		created[i] = time.Now()
 		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *spec.DeepCopy()}, metav1.CreateOptions{})
@@ -90,13 +107,13 @@ func TestBootFigures(t *testing.T) {
 		require.NoError(t, err)
 	}
 	all := time.Since(start)
-	perGuest := (usedMemory(t) - memBefore) / int64(burst)
-	rss := qemuRSS(t) / int64(burst)
-	fmt.Printf("%d VMIs created at once: all printed the banner after %.1fs\n", burst, all.Seconds())
+	perGuest := (usedMemory(t) - memBefore) / int64(n)
+	rss := qemuRSS(t) / int64(n)
+	fmt.Printf("%d VMIs created at once: all printed the banner after %.1fs\n", n, all.Seconds())
 	fmt.Printf("host memory per guest: %d MiB (node used-memory delta), QEMU RSS %d MiB\n", perGuest>>20, rss>>20)
-	stopBurstWatch()
-	stages = nil
-	for i := 0; i < burst; i++ {
+	stopWatch()
+	var stages [][]time.Duration
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("burst-%d", i)
 		clock.readLauncherLog(t, ctx, ns, name)
 		if d, ok := clock.durations(name, created[i]); ok {
@@ -104,7 +121,6 @@ func TestBootFigures(t *testing.T) {
 		}
 	}
 	printStages("Hangar burst stages", stages)
-	fmt.Println()
 }
 
 // waitBanner waits until an instance runs, then opens its console and waits for the banner.
@@ -180,6 +196,14 @@ func untilRunning(ctx context.Context, ns, name string) error {
 			return fmt.Errorf("%s: not running: %w", name, ctx.Err())
 		}
 	}
+}
+
+// benchCount is the count in the environment variable name, 0 included, or def.
+func benchCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
 }
 
 func benchEnv(name string, def int) int {
