@@ -135,11 +135,14 @@ func nftDump(t *testing.T, family knftables.Family, fill func(*knftables.Transac
 }
 
 func TestBridgeNFTables(t *testing.T) {
-	rules := nftDump(t, knftables.BridgeFamily, func(tx *knftables.Transaction) error { return bridgeRules(tx, "eth0") })
+	guestMAC := net.HardwareAddr{0x0a, 0x58, 0x0a, 0xd9, 0x01, 0x05}
+	rules := nftDump(t, knftables.BridgeFamily, func(tx *knftables.Transaction) error { return bridgeRules(tx, "eth0", guestMAC) })
 	for _, want := range []string{
 		"add chain bridge hangar forward { type filter hook forward priority -200 ; policy accept ; }",
 		`add rule bridge hangar forward oifname "eth0" udp dport 67 drop`, // the guest's requests stay in the pod
 		`add rule bridge hangar forward iifname "eth0" udp dport 68 drop`, // no other server answers the guest
+		// The guest's own frames, reflected by a hairpinning CNI bridge, do not come back to it.
+		`add rule bridge hangar forward iifname "eth0" ether saddr 0a:58:0a:d9:01:05 drop`,
 		"add chain bridge hangar output { type filter hook output priority -200 ; policy accept ; }",
 		`add rule bridge hangar output oifname "eth0" udp dport 68 drop`, // the launcher's answers stay in the pod
 	} {
@@ -149,7 +152,7 @@ func TestBridgeNFTables(t *testing.T) {
 	assert.NotContains(t, rules, "masquerade")
 
 	tx := knftables.NewFake(knftables.BridgeFamily, nftTable).NewTransaction()
-	require.NoError(t, bridgeRules(tx, "eth0"))
+	require.NoError(t, bridgeRules(tx, "eth0", guestMAC))
 	assert.True(t, strings.HasPrefix(tx.String(), "add table bridge hangar\ndelete table bridge hangar\nadd table bridge hangar\n"),
 		"the table is replaced in one transaction: %s", tx)
 }

@@ -148,7 +148,9 @@ func TestNFTables(t *testing.T) {
 	// Nothing from outside the plan is written into a rule unchecked.
 	tx := knftables.NewFake(knftables.IPv4Family, nftTable).NewTransaction()
 	assert.ErrorContains(t, masqueradeRules(tx, plan, `eth0" accept`), "not a name the rules can use")
-	assert.ErrorContains(t, bridgeRules(tx, "eth0 accept;"), "not a name the rules can use")
+	mac := net.HardwareAddr{0x0a, 0x58, 0x0a, 0xd9, 0x01, 0x05}
+	assert.ErrorContains(t, bridgeRules(tx, "eth0 accept;", mac), "not a name the rules can use")
+	assert.ErrorContains(t, bridgeRules(tx, "eth0", net.HardwareAddr{1, 2, 3}), "not a 48-bit MAC")
 	plan.Ports = []v1.Port{{Port: 22, Protocol: "tcp dport 1 accept; sctp"}}
 	assert.ErrorContains(t, masqueradeRules(tx, plan, "eth0"), "neither TCP nor UDP")
 }

@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 
@@ -68,10 +69,16 @@ func masqueradeRules(tx *knftables.Transaction, plan Plan, podIface string) erro
 
 // bridgeRules fills tx with the bridge binding's table (family bridge), which keeps DHCP
 // inside the pod: the guest's requests do not reach the pod network, no other server there
-// answers the guest, and the launcher's answers stay on the bridge's guest side.
-func bridgeRules(tx *knftables.Transaction, podIface string) error {
+// answers the guest, and the launcher's answers stay on the bridge's guest side. Frames from
+// the pod network that carry the guest's own MAC as their source do not reach the guest: a
+// CNI bridge in hairpin mode reflects the guest's broadcasts (ARP requests, IPv6 neighbour
+// solicitations, which a guest's duplicate address detection takes for another host's).
+func bridgeRules(tx *knftables.Transaction, podIface string, guestMAC net.HardwareAddr) error {
 	if err := checkInterfaceName(podIface); err != nil {
 		return err
+	}
+	if len(guestMAC) != 6 {
+		return fmt.Errorf("guest MAC %q is not a 48-bit MAC", guestMAC)
 	}
 	replaceTable(tx)
 	tx.Add(&knftables.Chain{Name: "forward", Type: knftables.PtrTo(knftables.FilterType),
@@ -82,6 +89,7 @@ func bridgeRules(tx *knftables.Transaction, podIface string) error {
 		Policy: knftables.PtrTo(knftables.AcceptPolicy)})
 	tx.Add(&knftables.Rule{Chain: "forward", Rule: fmt.Sprintf("oifname %q udp dport 67 drop", podIface)})
 	tx.Add(&knftables.Rule{Chain: "forward", Rule: fmt.Sprintf("iifname %q udp dport 68 drop", podIface)})
+	tx.Add(&knftables.Rule{Chain: "forward", Rule: fmt.Sprintf("iifname %q ether saddr %s drop", podIface, guestMAC)})
 	tx.Add(&knftables.Rule{Chain: "output", Rule: fmt.Sprintf("oifname %q udp dport 68 drop", podIface)})
 	return nil
 }
