@@ -162,14 +162,12 @@ func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, er
 			return pod, fmt.Errorf("%s: %w", s.what, err)
 		}
 	}
-	guestMAC := pod.MAC
-	if p.MAC != "" {
-		if guestMAC, err = net.ParseMAC(p.MAC); err != nil {
-			return pod, fmt.Errorf("guest MAC: %w", err)
-		}
+	mac, err := guestMAC(p, pod.MAC)
+	if err != nil {
+		return pod, fmt.Errorf("guest MAC: %w", err)
 	}
 	if err := loadRules(ctx, knftables.BridgeFamily, func(tx *knftables.Transaction) error {
-		return bridgeRules(tx, pod.Interface, guestMAC)
+		return bridgeRules(tx, pod.Interface, mac)
 	}); err != nil {
 		return pod, err
 	}

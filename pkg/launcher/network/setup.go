@@ -95,18 +95,26 @@ type Attachment struct {
 // attachment is a's values for plan p once the pod side is known.
 func attachment(p Plan, pod Pod, bridged *BridgedPod) (Attachment, error) {
 	a := Attachment{Plan: p, PodInterface: pod.Interface, PodIP: pod.IP, Lease: p.Guest, Router: p.Gateway.Addr()}
+	var podMAC net.HardwareAddr
 	if bridged != nil {
 		a.PodInterface, a.PodIP, a.Lease, a.Router, a.MTU = bridged.Interface, bridged.IP.Addr(), bridged.IP, bridged.Gateway, bridged.MTU
-		a.MAC = bridged.MAC
+		podMAC = bridged.MAC
 	}
-	if p.MAC != "" {
-		mac, err := net.ParseMAC(p.MAC)
-		if err != nil {
-			return a, fmt.Errorf("interface %s: %w", p.Interface, err)
-		}
-		a.MAC = mac
+	mac, err := guestMAC(p, podMAC)
+	if err != nil {
+		return a, fmt.Errorf("interface %s: %w", p.Interface, err)
 	}
+	a.MAC = mac
 	return a, nil
+}
+
+// guestMAC is the guest's MAC for plan p: the spec's, else podMAC (for a bridge binding the
+// pod interface's original MAC, which the guest takes over).
+func guestMAC(p Plan, podMAC net.HardwareAddr) (net.HardwareAddr, error) {
+	if p.MAC == "" {
+		return podMAC, nil
+	}
+	return net.ParseMAC(p.MAC)
 }
 
 // InspectPod reads, without changing anything, what SetupPod made of plans in netns (nil for
