@@ -99,10 +99,10 @@ func listSources(t testing.TB, client rest.Interface, group, resource string) (c
 		metricSum(families, "apiserver_storage_list_returned_objects_total", labels)
 }
 
-// profiler takes CPU profiles of virt-api and of kube-apiserver during the first seconds of
-// each row (its creates), into $BENCH_PROFILE_DIR as <server>-row<N>.pprof; nothing without
-// it. kube-apiserver's profile is the other half of an aggregated create (authentication,
-// the proxy) and the whole of a CRD's.
+// profiler takes CPU and allocation profiles of virt-api and of kube-apiserver during the first
+// seconds of each row (its creates), into $BENCH_PROFILE_DIR as <server>-row<N>.pprof and
+// <server>-row<N>-allocs.pprof; nothing without it. kube-apiserver's profile is the other
+// half of an aggregated create (authentication, the proxy) and the whole of a CRD's.
 type profiler struct {
 	t       testing.TB
 	servers map[string]rest.Interface
@@ -131,27 +131,33 @@ func (p *profiler) begin(row int) {
 	if p.dir == "" {
 		return
 	}
-	p.done = make(chan error, len(p.servers))
+	p.done = make(chan error, len(p.servers)*len(profiles))
 	for name, client := range p.servers {
-		go func() {
-			raw, err := client.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(profileSeconds)).
-				Timeout(time.Minute).DoRaw(context.Background())
-			if err == nil {
-				err = os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("%s-row%d.pprof", name, row)), raw, 0o644)
-			}
-			if err != nil {
-				err = fmt.Errorf("profile %s: %w", name, err)
-			}
-			p.done <- err
-		}()
+		for profile, suffix := range profiles {
+			go func() {
+				raw, err := client.Get().AbsPath("/debug/pprof/"+profile).Param("seconds", strconv.Itoa(profileSeconds)).
+					Timeout(time.Minute).DoRaw(context.Background())
+				if err == nil {
+					err = os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("%s-row%d%s.pprof", name, row, suffix)), raw, 0o644)
+				}
+				if err != nil {
+					err = fmt.Errorf("%s profile of %s: %w", profile, name, err)
+				}
+				p.done <- err
+			}()
+		}
 	}
 }
+
+// profiles are the pprof endpoints taken over the same seconds, with their file names' suffix:
+// CPU, and the allocations made meanwhile (what the garbage collector then has to chase).
+var profiles = map[string]string{"profile": "", "allocs": "-allocs"}
 
 func (p *profiler) end() {
 	if p.dir == "" {
 		return
 	}
-	for range p.servers {
+	for range cap(p.done) {
 		require.NoError(p.t, <-p.done)
 	}
 }
