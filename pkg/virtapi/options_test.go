@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,4 +38,25 @@ func TestAuthorizeWebhookCallersNeedsDelegation(t *testing.T) {
 	o.EmbeddedEtcdDir = t.TempDir()
 	require.NoError(t, o.Complete())
 	assert.ErrorContains(t, o.Validate(), "--authorize-webhook-callers needs delegated authorization")
+}
+
+// TestPriorityAndFairness: off by default (kube-apiserver has queued every proxied request
+// already), on with kube's own flag.
+func TestPriorityAndFairness(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{name: "off by default"},
+		{name: "on with the flag", args: []string{"--enable-priority-and-fairness"}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("virt-api", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			require.NoError(t, fs.Parse(tc.args))
+			assert.Equal(t, tc.want, o.RecommendedOptions.Features.EnablePriorityAndFairness)
+		})
+	}
 }
