@@ -98,6 +98,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			return nil, err
 		}
 		pods = launcherPods{kube: kube}
+		vms.VirtualMachine.SetClaimExists(claimExists(kube))
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
 		genericServer.Handler.NonGoRestfulMux.Handle(evictionwebhook.Path, evictionwebhook.New(launcherPods{kube: kube},

@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -29,7 +31,8 @@ func persistentVM(name string) *v1.VirtualMachine {
 // lets a VM ask for persistent EFI variables or TPM state only when the user who writes it
 // may create claims in its namespace (a SubjectAccessReview through kube-apiserver, as the
 // user). The attack: a user who may write VMs but not claims asks for persistent state, on
-// create, on dry run and by an update, and is refused with 403 and the field's path.
+// create, on dry run and by an update, and is refused with 403 and the field's path, unless
+// the VM's claim exists already.
 func TestStateClaimNeedsClaimRights(t *testing.T) {
 	c := framework.StartAggregated(t)
 	ctx := context.Background()
@@ -75,6 +78,22 @@ func TestStateClaimNeedsClaimRights(t *testing.T) {
 		vm.Spec.Template.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: ptr.To(true)}
 		_, err = mallory.Update(ctx, vm, metav1.UpdateOptions{})
 		refused(t, err, tpmPath)
+	})
+	t.Run("a claim made already needs no claim rights", func(t *testing.T) {
+		// An admin makes the claim for mallory's VM; mallory may then ask for the state that
+		// lives in it, and virt-controller has nothing to create.
+		_, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "persistent-state-for-given"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Mi")}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = mallory.Create(ctx, persistentVM("given"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = mallory.Create(ctx, persistentVM("not-given"), metav1.CreateOptions{})
+		refused(t, err, efiPath)
 	})
 	t.Run("an update that keeps the state a permitted user asked for", func(t *testing.T) {
 		vm, err := mallory.Get(ctx, "alices", metav1.GetOptions{})

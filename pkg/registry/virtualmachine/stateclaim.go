@@ -23,6 +23,10 @@ import (
 // state claim it did not need before; virt-controller creates claims only for VMs stored
 // here, so every claim it makes was allowed to someone who could have made it. The check is
 // part of the registry, not an admission plugin that could be turned off.
+//
+// A claim that already exists (an admin made persistent-state-for-<VM> for a user who may not
+// create claims) needs no right: virt-controller creates nothing then, and any pod of the
+// namespace could mount that claim by its name.
 
 // persistentStateFields are the paths of the template's fields that ask for a state claim.
 func persistentStateFields(vm *kubevirt.VirtualMachine) []*field.Path {
@@ -68,6 +72,15 @@ func (r *REST) checkStateClaim(ctx context.Context, old, vm *kubevirt.VirtualMac
 	if decision == authorizer.DecisionAllow {
 		return nil
 	}
+	if r.claimExists != nil {
+		exists, lerr := r.claimExists(ctx, ns, stateClaimPrefix+vm.Name)
+		if lerr != nil {
+			return apierrors.NewInternalError(fmt.Errorf("look up the state claim of %s/%s: %w", ns, vm.Name, lerr))
+		}
+		if exists {
+			return nil
+		}
+	}
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("authorize the state claim of %s/%s: %w", ns, vm.Name, err))
 	}
@@ -86,6 +99,12 @@ const stateClaimPrefix = "persistent-state-for-"
 
 // SetAuthorizer gives the registry the cluster's authorizer for the state claim check.
 func (r *REST) SetAuthorizer(a authorizer.Authorizer) { r.authorizer = a }
+
+// ClaimExists says whether a persistentvolumeclaim exists (a read of kube-apiserver).
+type ClaimExists func(ctx context.Context, namespace, name string) (bool, error)
+
+// SetClaimExists lets the state claim check accept a claim that is already there.
+func (r *REST) SetClaimExists(f ClaimExists) { r.claimExists = f }
 
 // Create checks the state claim before the object's other validation.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {

@@ -23,6 +23,8 @@ type REST struct {
 	// authorizer answers whether a user may create the state claim a VM asks for
 	// (stateclaim.go); nil standalone.
 	authorizer authorizer.Authorizer
+	// claimExists finds a state claim made already (stateclaim.go); nil standalone.
+	claimExists ClaimExists
 }
 
 var (
