@@ -38,6 +38,8 @@ type consoleConn struct {
 	close func()
 	// pending is what came after the last match.
 	pending []byte
+	// reads counts the pieces read: how finely each way hands the output over.
+	reads int
 }
 
 func websocketConsole(conn *gwebsocket.Conn) *consoleConn {
@@ -87,6 +89,7 @@ func (c *consoleConn) until(want string, timeout time.Duration) (int, error) {
 			seen = append([]byte(nil), seen[len(seen)-keep:]...)
 		}
 		data, err := c.read()
+		c.reads++
 		if err != nil {
 			return count + len(seen), err
 		}
@@ -137,15 +140,16 @@ func keystrokes(t *testing.T, c *consoleConn, n int) []time.Duration {
 	return rtts
 }
 
-// burst has the guest print lines of numbers and times them until the end marker.
-func burst(t *testing.T, c *consoleConn, lines int) (int, time.Duration) {
+// burst has the guest print lines of numbers and times them until the end marker; it says
+// how many bytes came, in how many pieces, and how long that took.
+func burst(t *testing.T, c *consoleConn, lines int) (int, int, time.Duration) {
 	t.Helper()
 	c.sync(t)
 	require.NoError(t, c.write([]byte(fmt.Sprintf("seq 1 %d; echo BURST-$((40+2))\r", lines))))
-	start := time.Now()
+	start, reads := time.Now(), c.reads
 	n, err := c.until("BURST-42", 300*time.Second)
 	require.NoError(t, err)
-	return n, time.Since(start)
+	return n, c.reads - reads, time.Since(start)
 }
 
 // TestConsoleFigures prints the keystroke round trip through the console chain against the
@@ -205,13 +209,13 @@ func TestConsoleFigures(t *testing.T) {
 	fmt.Printf("  ratio chain/socket: p50 %.2f, p99 %.2f\n", float64(chainP50)/float64(socketP50), float64(chainP99)/float64(socketP99))
 
 	c := chain()
-	n, d := burst(t, c, lines)
+	n, np, d := burst(t, c, lines)
 	c.close()
 	c = direct()
-	m, e := burst(t, c, lines)
+	m, mp, e := burst(t, c, lines)
 	c.close()
-	fmt.Printf("guest output burst (seq 1 %d): chain %.2f MB/s (%d bytes in %s), socket %.2f MB/s (%d bytes in %s)\n",
-		lines, float64(n)/d.Seconds()/1e6, n, d.Round(time.Millisecond), float64(m)/e.Seconds()/1e6, m, e.Round(time.Millisecond))
+	fmt.Printf("guest output burst (seq 1 %d): chain %.2f MB/s (%d bytes in %s, %d messages), socket %.2f MB/s (%d bytes in %s, %d reads)\n",
+		lines, float64(n)/d.Seconds()/1e6, n, d.Round(time.Millisecond), np, float64(m)/e.Seconds()/1e6, m, e.Round(time.Millisecond), mp)
 }
 
 // percentile of durations (nearest rank).
