@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // What the cluster changes on the host outside its directory, recorded at the first up of a
@@ -108,8 +110,8 @@ func (s *Settings) RestoreHostState() ([]string, error) {
 			if p == "" || !exists(p) {
 				continue
 			}
-			if err := os.Remove(p); err != nil {
-				errs = append(errs, fmt.Errorf("%s is not empty; leaving it", p))
+			if err := removeCreatedDir(p); err != nil {
+				errs = append(errs, fmt.Errorf("leaving %s: %w", p, err))
 				continue
 			}
 			did = append(did, "removed "+p)
@@ -117,6 +119,26 @@ func (s *Settings) RestoreHostState() ([]string, error) {
 		os.Remove(created)
 	}
 	return did, errors.Join(errs...)
+}
+
+// removeCreatedDir removes an empty directory the cluster created. ip netns bind-mounts its
+// directory onto itself (to make it a shared mount), so an empty /run/netns is a mount point
+// that rmdir refuses with EBUSY: it is unmounted first, but only while nothing is in it.
+func removeCreatedDir(p string) error {
+	err := os.Remove(p)
+	for range 3 { // a directory bound onto itself by two ups has two mounts to undo
+		if !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		if entries, rerr := os.ReadDir(p); rerr != nil || len(entries) > 0 {
+			return err
+		}
+		if uerr := unix.Unmount(p, unix.MNT_DETACH); uerr != nil {
+			return fmt.Errorf("unmount: %w", uerr)
+		}
+		err = os.Remove(p)
+	}
+	return err
 }
 
 func readLines(file string) ([]string, error) {
