@@ -17,6 +17,10 @@ const childEnv = "HANGAR_LAUNCHER_CHILD"
 // ("Failed to terminate process ... Device or resource busy"). The shim runs the launcher as
 // its child, forwards SIGTERM and SIGINT to it, reaps every process, and exits with the
 // launcher's status. It returns false when this process is not PID 1 (or is the child).
+//
+// virt-controller's launcher pods share their PID namespace, so their pause container is PID 1
+// and reaps; the shim serves a launcher started as PID 1 elsewhere (a pod an older
+// virt-controller built, a runtime run by hand).
 func runAsInit() bool {
 	if os.Getpid() != 1 || os.Getenv(childEnv) != "" {
 		return false

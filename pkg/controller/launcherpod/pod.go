@@ -216,6 +216,11 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 			TerminationGracePeriodSeconds: ptr.To(grace + GracePeriodMargin),
 			// The launcher talks to virt-handler only, never to the API server.
 			AutomountServiceAccountToken: ptr.To(false),
+			// The pod's pause container is then PID 1 and reaps the processes libvirt
+			// daemonizes (QEMU), so virt-launcher starts once, not as its own init plus a
+			// child (cmd/virt-launcher/init.go): a launcher is a large, dynamically linked
+			// program, and every pod paid for loading it twice.
+			ShareProcessNamespace: ptr.To(true),
 			Hostname:                     hostname,
 			Subdomain:                    vmi.Spec.Subdomain,
 			NodeSelector:                 copyMap(vmi.Spec.NodeSelector),

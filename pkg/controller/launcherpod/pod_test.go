@@ -189,6 +189,8 @@ func TestBuild(t *testing.T) {
 	assert.False(t, spec.HostPID)
 	assert.False(t, spec.HostIPC)
 	assert.False(t, *spec.AutomountServiceAccountToken)
+	require.NotNil(t, spec.ShareProcessNamespace)
+	assert.True(t, *spec.ShareProcessNamespace, "pause must be PID 1, to reap what libvirt daemonizes")
 
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
