@@ -323,10 +323,22 @@ func TestKilledLauncherRestartsTheVM(t *testing.T) {
 
 	pids := launcherProcesses(t, first.UID)
 	require.NotEmpty(t, pids, "the launcher of %s runs on this node", first.UID)
+	qemus := guestProcesses(t, ns+"_phoenix")
+	require.NotEmpty(t, qemus, "the guest of %s runs on this node", first.UID)
 	for _, pid := range pids {
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	}
 	start := time.Now()
+	// The launcher pod's PID 1 is its pause container, not the launcher: the runtime must
+	// still end QEMU with the launcher's container, and pause must reap it (no zombie).
+	require.Eventually(t, func() bool {
+		for _, pid := range qemus {
+			if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 250*time.Millisecond, "QEMU %v outlived its launcher, or stayed a zombie", qemus)
 	waitVMI(t, ns, "phoenix", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
 		return v.UID != first.UID && v.Status.Phase == v1.Running
 	})
@@ -351,6 +363,19 @@ func launcherProcesses(t *testing.T, uid types.UID) []int {
 		if strings.TrimSpace(string(comm)) == "virt-launcher" && bytes.Contains(env, []byte("HANGAR_VMI_UID="+string(uid)+"\x00")) {
 			pids = append(pids, pid)
 		}
+	}
+	return pids
+}
+
+// guestProcesses are the QEMU processes on this node of the libvirt domain (<namespace>_<name>).
+func guestProcesses(t *testing.T, domain string) []int {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "guest="+domain+",").Output()
+	var pids []int
+	for _, field := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(field)
+		require.NoError(t, err)
+		pids = append(pids, pid)
 	}
 	return pids
 }
