@@ -236,8 +236,7 @@ func TestVMIBoots(t *testing.T) {
 		return apierrors.IsNotFound(err) && len(launcherPods(t, ns, vmi.UID)) == 0
 	}, 60*time.Second, 250*time.Millisecond, "the instance and its launcher pod go")
 	t.Logf("deleted in %v (grace period 5 s)", time.Since(start))
-	out, _ := exec.Command("pgrep", "-f", "guest="+ns+"_guest").CombinedOutput()
-	assert.Empty(t, strings.TrimSpace(string(out)), "QEMU is gone")
+	assert.Empty(t, guestProcesses(t, ns+"_guest"), "QEMU is gone")
 }
 
 // browserVNC runs `virtctl vnc --browser` and opens its page as a browser would, then in
