@@ -27,6 +27,7 @@ REPO_ROOT=$(cd "$GUEST_DIR/../.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-$REPO_ROOT/_output/guest}
 WORK_DIR=$OUTPUT_DIR/containerdisk
 KERNELBOOT_DIR=$OUTPUT_DIR/kernelboot
+KERNEL_DIR=$OUTPUT_DIR/debian-kernel
 DISK_DIR=$OUTPUT_DIR/containerdisk-rootfs/disk
 DISK=$DISK_DIR/debian.qcow2
 STAMP_FILE=$WORK_DIR/.inputs
@@ -97,11 +98,6 @@ build_kernelboot() {
   "$GUEST_DIR/build-kernelboot.sh"
 }
 
-kernel_release() {
-  dpkg-query -W -f='${Depends}' linux-image-amd64 \
-    | tr ',|' '\n\n' | sed -n 's/^ *linux-image-\([^ ]*\).*/\1/p' | head -n1
-}
-
 bootstrap_key() {
   echo "$SUITE $VARIANT $INCLUDE $MIRROR" | sha256sum | cut -c1-16
 }
@@ -161,7 +157,7 @@ trim_rootfs() {
 }
 
 # module_closure: the modules and their dependencies, as paths below
-# /lib/modules/RELEASE (built-in ones left out).
+# lib/modules/RELEASE of the unpacked kernel (built-in ones left out).
 module_closure() {
   local release=$1
   shift
@@ -170,13 +166,13 @@ module_closure() {
     local name=${1//-/_} file dep
     [[ -n "${seen[$name]:-}" ]] && return 0
     seen[$name]=1
-    file=$(modinfo -k "$release" -F filename "$name" 2>/dev/null | head -n1) || true
+    file=$(modinfo -b "$KERNEL_DIR" -k "$release" -F filename "$name" 2>/dev/null | head -n1) || true
     [[ -n "$file" ]] || { log "module $name not found for $release"; return 1; }
     [[ "$file" == "(builtin)" ]] && return 0
-    for dep in $(modinfo -k "$release" -F depends "$name" | tr ',' ' '); do
+    for dep in $(modinfo -b "$KERNEL_DIR" -k "$release" -F depends "$name" | tr ',' ' '); do
       visit "$dep"
     done
-    echo "${file#/lib/modules/$release/}"
+    echo "${file#"$KERNEL_DIR/lib/modules/$release/"}"
   }
   local module
   for module in "$@"; do
@@ -186,7 +182,7 @@ module_closure() {
 
 install_kernel_modules() {
   local release=$1 path
-  local source=/lib/modules/$release target=$ROOTFS/usr/lib/modules/$release
+  local source=$KERNEL_DIR/lib/modules/$release target=$ROOTFS/usr/lib/modules/$release
   rm -rf "$target"
   mkdir -p "$target"
   while read -r path; do
@@ -246,7 +242,7 @@ LABEL hangar
   INITRD /initrd.gz
   APPEND $KERNEL_CMDLINE
 CFG
-  mcopy -i "$image" "/boot/vmlinuz-$release" ::vmlinuz
+  mcopy -i "$image" "$KERNEL_DIR/boot/vmlinuz-$release" ::vmlinuz
   mcopy -i "$image" "$KERNELBOOT_DIR/initramfs.cpio.gz" ::initrd.gz
   mcopy -i "$image" "$WORK_DIR/syslinux.cfg" ::syslinux.cfg
   syslinux --install "$image"
@@ -300,7 +296,8 @@ main() {
   run_step "build kernelboot guest" build_kernelboot
   MIRROR=${MIRROR:-$("$GUEST_DIR/apt-mirror.sh" "$SUITE")}
   local release
-  release=$(kernel_release)
+  # build-kernelboot.sh unpacked it.
+  release=$("$GUEST_DIR/debian-kernel.sh")
   mkdir -p "$WORK_DIR"
 
   local fingerprint

@@ -10,8 +10,8 @@
 #                                   (kernelPath=/boot/vmlinux,
 #                                    initrdPath=/boot/initramfs.cpio.gz)
 #
-# Inputs: linux-image-amd64 and busybox-static from apt, and the files in
-# hack/guest/initramfs/. The build is skipped when a stamp of the package
+# Inputs: Debian's kernel (debian-kernel.sh unpacks linux-image-amd64's, never
+# installing it), busybox-static from apt, and the files in hack/guest/initramfs/. The build is skipped when a stamp of the package
 # versions and of these files matches the previous build; FORCE=1 rebuilds.
 set -euo pipefail
 
@@ -19,10 +19,11 @@ GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$GUEST_DIR/../.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-$REPO_ROOT/_output/guest}
 KERNELBOOT_DIR=$OUTPUT_DIR/kernelboot
+KERNEL_DIR=$OUTPUT_DIR/debian-kernel
 ROOTFS_DIR=$OUTPUT_DIR/kernelboot-rootfs
 STAMP_FILE=$KERNELBOOT_DIR/.inputs
 
-readonly PACKAGES=(linux-image-amd64 busybox-static xz-utils cpio gzip kmod qemu-system-x86)
+readonly PACKAGES=(busybox-static xz-utils cpio gzip kmod qemu-system-x86)
 
 # Modules the guest loads at boot, by purpose; dependencies are added at
 # build time. "net" brings up eth0 (virtio-net as KubeVirt's default model,
@@ -71,28 +72,20 @@ install_packages() {
   fi
   log "installing ${missing[*]}"
   apt-get update -qq
-  # No recommends: the kernel would pull firmware and the initramfs
-  # tooling would pull more than this guest needs.
+  # No recommends: QEMU's would pull more than this guest needs.
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
-# kernel_release: the release (e.g. 6.1.0-56-amd64) that linux-image-amd64
-# points at now, so an older kernel left in /boot is never picked up.
-kernel_release() {
-  dpkg-query -W -f='${Depends}' linux-image-amd64 \
-    | tr ',|' '\n\n' | sed -n 's/^ *linux-image-\([^ ]*\).*/\1/p' | head -n1
 }
 
 # inputs_fingerprint: everything a rebuild depends on, one line each.
 inputs_fingerprint() {
-  local release=$1
-  dpkg-query -W -f='${Package} ${Version}\n' linux-image-amd64 "linux-image-$release" busybox-static
-  (cd "$GUEST_DIR" && sha256sum build-kernelboot.sh vmlinux-from-bzimage.sh initramfs/*)
+  cat "$KERNEL_DIR/.package"
+  dpkg-query -W -f='${Package} ${Version}\n' busybox-static
+  (cd "$GUEST_DIR" && sha256sum build-kernelboot.sh debian-kernel.sh vmlinux-from-bzimage.sh initramfs/*)
 }
 
 extract_vmlinux() {
   local release=$1
-  "$GUEST_DIR/vmlinux-from-bzimage.sh" "/boot/vmlinuz-$release" "$KERNELBOOT_DIR/vmlinux"
+  "$GUEST_DIR/vmlinux-from-bzimage.sh" "$KERNEL_DIR/boot/vmlinuz-$release" "$KERNELBOOT_DIR/vmlinux"
 }
 
 # module_closure RELEASE MODULE...: the modules and their dependencies, each
@@ -106,13 +99,13 @@ module_closure() {
     local name=${1//-/_} file deps dep
     [[ -n "${seen[$name]:-}" ]] && return 0
     seen[$name]=1
-    file=$(modinfo -k "$release" -F filename "$name" 2>/dev/null | head -n1) || true
+    file=$(modinfo -b "$KERNEL_DIR" -k "$release" -F filename "$name" 2>/dev/null | head -n1) || true
     if [[ -z "$file" ]]; then
       log "module $name not found for $release"
       return 1
     fi
     [[ "$file" == "(builtin)" ]] && return 0
-    deps=$(modinfo -k "$release" -F depends "$name" | tr ',' ' ')
+    deps=$(modinfo -b "$KERNEL_DIR" -k "$release" -F depends "$name" | tr ',' ' ')
     for dep in $deps; do
       visit "$dep"
     done
@@ -172,8 +165,9 @@ build_initramfs() {
   install_module_set "$release" "$staging" efi "${EFI_MODULES[@]}"
   install_module_set "$release" "$staging" agent "${AGENT_MODULES[@]}"
 
-  # Sorted names and root ownership keep the archive the same from one build
-  # to the next.
+  # Sorted names, root ownership and one modification time keep the archive
+  # the same from one build to the next.
+  find "$staging" -exec touch -h -d @0 {} +
   (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort \
     | cpio --quiet -o -H newc -R 0:0 --reproducible) \
     | gzip -9 -n > "$KERNELBOOT_DIR/initramfs.cpio.gz"
@@ -195,7 +189,7 @@ package_rootfs() {
 report() {
   local release=$1
   log "kernel $release"
-  ls -l "$KERNELBOOT_DIR/vmlinux" "$KERNELBOOT_DIR/initramfs.cpio.gz" "/boot/vmlinuz-$release" \
+  ls -l "$KERNELBOOT_DIR/vmlinux" "$KERNELBOOT_DIR/initramfs.cpio.gz" "$KERNEL_DIR/boot/vmlinuz-$release" \
     | awk '{ printf "build-kernelboot: %-60s %8.1f MiB\n", $NF, $5 / 1048576 }' >&2
   log "total $(elapsed_since "$SCRIPT_START")s"
 }
@@ -203,12 +197,11 @@ report() {
 main() {
   run_step "install packages" install_packages
   local release
-  release=$(kernel_release)
-  [[ -n "$release" && -r "/boot/vmlinuz-$release" ]] || { log "no kernel image for linux-image-amd64"; exit 1; }
+  release=$("$GUEST_DIR/debian-kernel.sh")
   mkdir -p "$KERNELBOOT_DIR"
 
   local fingerprint
-  fingerprint=$(inputs_fingerprint "$release")
+  fingerprint=$(inputs_fingerprint)
   if [[ "${FORCE:-0}" != 1 && -f "$STAMP_FILE" && "$(cat "$STAMP_FILE")" == "$fingerprint" \
         && -s "$KERNELBOOT_DIR/vmlinux" && -s "$KERNELBOOT_DIR/initramfs.cpio.gz" \
         && -e "$ROOTFS_DIR/boot/vmlinux" ]]; then

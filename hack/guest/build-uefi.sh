@@ -81,12 +81,6 @@ fetch_boot_chain() {
   done
 }
 
-# kernel_release: the release linux-image-amd64 points at (as build-kernelboot.sh).
-kernel_release() {
-  dpkg-query -W -f='${Depends}' linux-image-amd64 \
-    | tr ',|' '\n\n' | sed -n 's/^ *linux-image-\([^ ]*\).*/\1/p' | head -n1
-}
-
 # build_agent_archive: qemu-ga from the package, the shared libraries it needs (as this
 # Debian has them: the guest runs the same release) and an os-release the agent reports.
 build_agent_archive() {
@@ -113,7 +107,7 @@ OS
 
 build_disk() {
   local pkgs=$UEFI_DIR/pkgs esp=$UEFI_DIR/esp.img disk=$UEFI_DIR/disk.img release cfg
-  release=$(kernel_release)
+  release=$("$GUEST_DIR/debian-kernel.sh")
   local shim=$pkgs/usr/lib/shim/shimx64.efi.signed
   local grub=$pkgs/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed
   [[ -r "$shim" && -r "$grub" ]] || { log "no shimx64.efi.signed or grubx64.efi.signed in the packages"; exit 1; }
@@ -142,7 +136,7 @@ CFG
   mcopy -i "$esp" "$cfg" ::/EFI/BOOT/grub.cfg
   mcopy -i "$esp" "$cfg" ::/EFI/debian/grub.cfg
   mcopy -i "$esp" "$cfg" ::/boot/grub/grub.cfg
-  mcopy -i "$esp" "/boot/vmlinuz-$release" ::/vmlinuz
+  mcopy -i "$esp" "$OUTPUT_DIR/debian-kernel/boot/vmlinuz-$release" ::/vmlinuz
   mcopy -i "$esp" "$OUTPUT_DIR/kernelboot/initramfs.cpio.gz" ::/initramfs.cpio.gz
   mcopy -i "$esp" "$UEFI_DIR/agent.cpio.gz" ::/agent.cpio.gz
 

@@ -2,7 +2,7 @@
 # vmlinux-from-bzimage.sh BZIMAGE OUTPUT
 #
 # Writes the uncompressed kernel (an ELF "vmlinux") that is packed inside an
-# XZ-compressed x86 bzImage, such as Debian's /boot/vmlinuz-*.
+# XZ-compressed x86 bzImage, such as Debian's vmlinuz-* (debian-kernel.sh).
 #
 # Why: QEMU boots an ELF vmlinux through its PVH entry point directly, which
 # skips the kernel's self-decompression. Under TCG that decompression is the

@@ -38,8 +38,8 @@ type vgaGuest struct {
 func startVGAGuest(t *testing.T) *vgaGuest {
 	t.Helper()
 	env := testEnv(t)
-	kernels, _ := filepath.Glob("/boot/vmlinuz-*")
-	require.NotEmpty(t, kernels, "a Debian kernel (linux-image-amd64)")
+	kernels, _ := filepath.Glob(filepath.Join(env.root, "_output", "guest", "debian-kernel", "boot", "vmlinuz-*"))
+	require.NotEmpty(t, kernels, "Debian's kernel, unpacked by hack/guest/debian-kernel.sh")
 	sort.Strings(kernels)
 	dir, err := os.MkdirTemp("", "vga") // short: unix socket paths
 	require.NoError(t, err)
