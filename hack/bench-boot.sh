@@ -3,7 +3,8 @@
 # then VMIs on the local cluster from creation to the banner on their serial console (median,
 # p95 and the ratio to bare QEMU; each stage of the start path, from watch events and the
 # launcher's log), then BENCH_BURST VMIs created at once: the time until all printed the banner,
-# each stage's median and p95 over the burst, and the host memory per guest, against as many
+# each stage's median and p95 over the burst, the host memory per guest and the host's CPU
+# time meanwhile by component (guests, Hangar, Kubernetes and runtime), against as many
 # bare QEMUs started at once. The bursts run BENCH_BURST_RUNS times (3), alternating with bare
 # QEMU's: on a shared machine one burst's time moves by ±10 % from run to run, for bare QEMU as
 # for Hangar, so the figure is the median of the pairs' ratios. Needs the cluster and Hangar
@@ -25,7 +26,7 @@ echo "${bare}"
 mkdir -p _output/bench
 BENCH_BOOTS=${runs} BENCH_BURST=${burst} go test -count=1 -v -tags e2e,bench -timeout 60m -run TestBootFigures ./test/e2e/ \
   >_output/bench/boot.log 2>&1 || { tail -40 _output/bench/boot.log >&2; exit 1; }
-hangar=$(grep -E '^(Hangar|  [a-z]|[0-9]+ VMIs|host memory)' _output/bench/boot.log)
+hangar=$(grep -E '^(Hangar|  [A-Za-z]|[0-9]+ VMIs|host memory)' _output/bench/boot.log)
 echo "${hangar}"
 bare_median=$(sed -E 's/.*median=([0-9.]+)s.*/\1/' <<<"${bare}")
 hangar_median=$(grep '^Hangar VMI' <<<"${hangar}" | sed -E 's/.*median=([0-9.]+)s.*/\1/')
@@ -34,8 +35,9 @@ awk -v h="${hangar_median}" -v b="${bare_median}" 'BEGIN { printf "ratio Hangar/
 # Bursts: Hangar's (the first one in the run above), then as many bare QEMUs at once, once
 # the cluster's guests are gone; then more pairs, Hangar's alone.
 bare_burst() {
+  # The benchmark's guests, not the demo VM's.
   for _ in $(seq 120); do
-    pgrep -x qemu-system-x86 >/dev/null || break
+    pgrep -f 'guest=bench-boot_' >/dev/null || break
     sleep 1
   done
   BURST=${burst} CONSOLE=socket MACHINE=q35 NIC=virtio hack/guest/boot-bench.sh 2>/dev/null | grep ' burst: '

@@ -3,7 +3,7 @@
 # With BURST=N it instead starts N guests at once and prints when the last one printed
 # the banner (the baseline of Hangar's burst of N VMIs):
 #
-#   bare-qemu kernelboot burst: 20 guests started at once, all bannered after 24.1s
+#   bare-qemu kernelboot burst: 20 guests started at once, all bannered after 24.1s; host CPU 47.0 s busy, the guests 45.2 s
 #
 # Boots a test guest (default: the kernelBoot one, build-kernelboot.sh) RUNS
 # times (default 10) with plain qemu-system-x86_64 under TCG and measures, with bootwait,
@@ -168,10 +168,11 @@ summarize() {
 # then, as a VMI does: one that stopped at its banner would leave the others its CPU. Nothing
 # is typed, as in Hangar's burst.
 burst() {
-  local n=$1 start end i failed=0
+  local n=$1 start end i failed=0 busy guests
   local -a pids=()
   BOOTWAIT_FLAGS=(-roundtrip=false -keep)
   trap stop_burst_guests EXIT
+  busy=$(busy_ticks)
   start=$(date +%s.%N)
   for i in $(seq 1 "$n"); do
     boot_once "$i" &
@@ -181,10 +182,25 @@ burst() {
     wait "$i" || failed=1
   done
   end=$(date +%s.%N)
+  busy=$(($(busy_ticks) - busy))
+  guests=$(guest_ticks)
   stop_burst_guests
   ((failed == 0)) || { log "a boot of the burst failed"; return 1; }
-  awk -v s="$start" -v e="$end" -v n="$n" -v g="$GUEST" \
-    'BEGIN { printf "bare-qemu %s burst: %d guests started at once, all bannered after %.1fs\n", g, n, e - s }'
+  awk -v s="$start" -v e="$end" -v n="$n" -v g="$GUEST" -v b="$busy" -v q="$guests" \
+    'BEGIN { printf "bare-qemu %s burst: %d guests started at once, all bannered after %.1fs; host CPU %.1f s busy, the guests %.1f s\n", g, n, e - s, b / 100, q / 100 }'
+}
+
+# busy_ticks: the host's busy CPU time so far, all CPUs, in USER_HZ ticks (1/100 s).
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+
+# guest_ticks: the CPU time the burst's QEMUs used, in ticks.
+guest_ticks() {
+  local pid sum=0 ticks
+  for pid in $(pgrep -f -- "-serial unix:$BENCH_DIR/serial-"); do
+    ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null) || continue
+    sum=$((sum + ticks))
+  done
+  echo "$sum"
 }
 
 # stop_burst_guests stops the QEMUs that bootwait -keep left running.

@@ -72,8 +72,8 @@ func bootOneByOne(t *testing.T, ns string, n int) {
 }
 
 // bootAtOnce creates n instances at once (the sequential ones gone), waits until every
-// one printed its banner, and prints how long that took, the host memory per guest and
-// each stage's median and p95.
+// one printed its banner, and prints how long that took, the host memory per guest, where
+// the host's CPU went meanwhile and each stage's median and p95.
 func bootAtOnce(t *testing.T, ns string, n int) {
 	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
 	ctx := context.Background()
@@ -84,6 +84,7 @@ func bootAtOnce(t *testing.T, ns string, n int) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	clock := watchBoots(t, watchCtx, ns)
+	cpuBefore := sampleCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -107,10 +108,12 @@ func bootAtOnce(t *testing.T, ns string, n int) {
 		require.NoError(t, err)
 	}
 	all := time.Since(start)
+	cpuAfter := sampleCPU()
 	perGuest := (usedMemory(t) - memBefore) / int64(n)
 	rss := qemuRSS(t) / int64(n)
 	fmt.Printf("%d VMIs created at once: all printed the banner after %.1fs\n", n, all.Seconds())
 	fmt.Printf("host memory per guest: %d MiB (node used-memory delta), QEMU RSS %d MiB\n", perGuest>>20, rss>>20)
+	printCPU("Hangar burst, the host's CPU until the last banner", cpuBefore, cpuAfter, n)
 	stopWatch()
 	var stages [][]time.Duration
 	for i := 0; i < n; i++ {

@@ -1,0 +1,131 @@
+//go:build e2e && bench
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The host's CPU time by process during a burst, read from /proc: the benchmark runs on the
+// node, so it sees the guests, Hangar's components, Kubernetes' and the runtime's. A
+// process's figure includes the children it reaped: runc under containerd-shim, the CNI
+// plugins under containerd, nft under virt-handler.
+
+// userHZ is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+type procCPU struct {
+	name  string // comm, or "hangar-etcd" for the etcd in a pod
+	start uint64 // start time, to tell a reused PID
+	ticks uint64 // utime + stime + cutime + cstime
+}
+
+type cpuSample struct {
+	at    time.Time
+	busy  uint64 // the host's busy ticks, all CPUs (/proc/stat)
+	procs map[int]procCPU
+}
+
+func sampleCPU() cpuSample {
+	s := cpuSample{at: time.Now(), procs: map[int]procCPU{}}
+	if data, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(data), "\n")
+		for i, f := range strings.Fields(line)[1:] {
+			v, _ := strconv.ParseUint(f, 10, 64)
+			if i != 3 && i != 4 { // idle, iowait
+				s.busy += v
+			}
+		}
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		open, closing := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		f := strings.Fields(string(data[closing+1:]))
+		if len(f) < 20 {
+			continue
+		}
+		p := procCPU{name: string(data[open+1 : closing])}
+		for _, i := range []int{11, 12, 13, 14} {
+			v, _ := strconv.ParseUint(f[i], 10, 64)
+			p.ticks += v
+		}
+		p.start, _ = strconv.ParseUint(f[19], 10, 64)
+		if p.name == "etcd" && inPod(pid) {
+			p.name = "hangar-etcd"
+		}
+		s.procs[pid] = p
+	}
+	return s
+}
+
+func inPod(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	return err == nil && strings.Contains(string(data), "kubepods")
+}
+
+// cpuGroups sorts processes by who runs them; what no group names is "other" (the kernel's
+// workers, the machine's own agents).
+var cpuGroups = []struct {
+	group string
+	names []string
+}{
+	{"guests (QEMU)", []string{"qemu-system-x86"}},
+	{"Hangar", []string{"virt-launcher", "libvirtd", "virt-handler", "virt-api", "virt-controller", "hangar-etcd"}},
+	{"Kubernetes and runtime", []string{"containerd-shim", "containerd", "pause", "kubelet", "kube-apiserver",
+		"etcd", "kube-controller", "kube-scheduler", "kube-proxy", "coredns", "local-path-prov"}},
+	{"the benchmark", []string{"e2e.test"}},
+}
+
+// printCPU prints the host's CPU time between two samples by group and, within the groups,
+// by process name, each also per guest.
+func printCPU(title string, before, after cpuSample, guests int) {
+	used := map[string]float64{}
+	for pid, p := range after.procs {
+		ticks := p.ticks
+		if b, ok := before.procs[pid]; ok && b.start == p.start {
+			ticks -= b.ticks
+		}
+		used[p.name] += float64(ticks) / userHZ
+	}
+	wall := after.at.Sub(before.at).Seconds()
+	busy := float64(after.busy-before.busy) / userHZ
+	fmt.Printf("%s: %.1f s busy of %.1f s (%d CPUs for %.1f s)\n", title, busy, wall*float64(runtime.NumCPU()), runtime.NumCPU(), wall)
+	named := 0.0
+	for _, g := range cpuGroups {
+		total := 0.0
+		var parts []string
+		sorted := append([]string(nil), g.names...)
+		sort.SliceStable(sorted, func(i, j int) bool { return used[sorted[i]] > used[sorted[j]] })
+		for _, name := range sorted {
+			total += used[name]
+			if used[name] >= 0.05 && len(g.names) > 1 {
+				parts = append(parts, fmt.Sprintf("%s %.1f", name, used[name]))
+			}
+		}
+		named += total
+		line := fmt.Sprintf("  %-24s %7.1f s  %5.2f s per guest", g.group, total, total/float64(guests))
+		if len(parts) > 0 {
+			line += "  (" + strings.Join(parts, ", ") + ")"
+		}
+		fmt.Println(line)
+	}
+	fmt.Printf("  %-24s %7.1f s\n", "other", busy-named)
+}
