@@ -18,6 +18,15 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 [[ $(id -u) == 0 ]] || { echo "test-node: needs root (libvirtd, namespaces)" >&2; exit 1; }
 
+# ip netns makes /run/netns for the tests' namespaces and bind-mounts it onto itself; a run
+# that found none there unmounts and removes it again once it is empty, as it found the host.
+remove_netns_dir() {
+  [[ -d /run/netns && -z "$(ls -A /run/netns)" ]] || return 0
+  while mountpoint -q /run/netns; do umount /run/netns || return 0; done
+  rmdir /run/netns || true
+}
+[[ -e /run/netns ]] || trap remove_netns_dir EXIT
+
 hack/install-node-deps.sh
 hack/guest/build-kernelboot.sh >/dev/null
 hack/guest/build-containerdisk.sh >/dev/null
