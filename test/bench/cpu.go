@@ -3,21 +3,15 @@
 package bench
 
 import (
-	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hangarvm/hangar/test/integration/framework"
+	"github.com/hangarvm/hangar/test/procstat"
 )
-
-// clockTick is USER_HZ, the unit of /proc/PID/stat's CPU times: 100 on every Linux
-// architecture Hangar runs on.
-const clockTick = 10 * time.Millisecond
 
 // cpuMeter reads the CPU time (user + system) the benchmark's processes spent: virt-api,
 // kube-apiserver, and the test process, which holds the clients and both etcds. Where a
@@ -41,35 +35,11 @@ func newCPUMeter(c *framework.Cluster) *cpuMeter {
 func (m *cpuMeter) read(t testing.TB) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for name, pid := range m.pids {
-		d, err := processCPU(pid)
+		st, err := procstat.Read(pid)
 		require.NoError(t, err, name)
-		out[name] = d
+		out[name] = st.CPU
 	}
 	return out
-}
-
-// processCPU is utime + stime of a process (its threads included) from /proc/PID/stat.
-func processCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; the fields after its closing parenthesis
-	// start at field 3 (state), which puts utime (14) and stime (15) at indexes 11 and 12.
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", pid, len(fields))
-	}
-	var total time.Duration
-	for _, f := range fields[11:13] {
-		ticks, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		total += time.Duration(ticks) * clockTick
-	}
-	return total, nil
 }
 
 // perObject is the CPU each process spent between before and after, divided by n.

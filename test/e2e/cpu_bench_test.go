@@ -5,12 +5,13 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hangarvm/hangar/test/procstat"
 )
 
 // The host's CPU time by process during a burst, read from /proc: the benchmark runs on the
@@ -18,18 +19,15 @@ import (
 // process's figure includes the children it reaped: runc under containerd-shim, the CNI
 // plugins under containerd, nft under virt-handler.
 
-// userHZ is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on Linux).
-const userHZ = 100
-
 type procCPU struct {
 	name  string // comm, or "hangar-etcd" for the etcd in a pod
 	start uint64 // start time, to tell a reused PID
-	ticks uint64 // utime + stime + cutime + cstime
+	cpu   time.Duration
 }
 
 type cpuSample struct {
 	at    time.Time
-	busy  uint64 // the host's busy ticks, all CPUs (/proc/stat)
+	busy  time.Duration // the host's busy time, all CPUs (/proc/stat)
 	procs map[int]procCPU
 }
 
@@ -38,9 +36,9 @@ func sampleCPU() cpuSample {
 	if data, err := os.ReadFile("/proc/stat"); err == nil {
 		line, _, _ := strings.Cut(string(data), "\n")
 		for i, f := range strings.Fields(line)[1:] {
-			v, _ := strconv.ParseUint(f, 10, 64)
+			v, _ := strconv.ParseInt(f, 10, 64)
 			if i != 3 && i != 4 { // idle, iowait
-				s.busy += v
+				s.busy += time.Duration(v) * procstat.ClockTick
 			}
 		}
 	}
@@ -50,24 +48,11 @@ func sampleCPU() cpuSample {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		st, err := procstat.Read(pid)
 		if err != nil {
 			continue // gone meanwhile
 		}
-		open, closing := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		f := strings.Fields(string(data[closing+1:]))
-		if len(f) < 20 {
-			continue
-		}
-		p := procCPU{name: string(data[open+1 : closing])}
-		for _, i := range []int{11, 12, 13, 14} {
-			v, _ := strconv.ParseUint(f[i], 10, 64)
-			p.ticks += v
-		}
-		p.start, _ = strconv.ParseUint(f[19], 10, 64)
+		p := procCPU{name: st.Comm, start: st.StartTicks, cpu: st.CPU + st.ChildrenCPU}
 		if p.name == "etcd" && inPod(pid) {
 			p.name = "hangar-etcd"
 		}
@@ -99,14 +84,14 @@ var cpuGroups = []struct {
 func printCPU(title string, before, after cpuSample, guests int) {
 	used := map[string]float64{}
 	for pid, p := range after.procs {
-		ticks := p.ticks
+		cpu := p.cpu
 		if b, ok := before.procs[pid]; ok && b.start == p.start {
-			ticks -= b.ticks
+			cpu -= b.cpu
 		}
-		used[p.name] += float64(ticks) / userHZ
+		used[p.name] += cpu.Seconds()
 	}
 	wall := after.at.Sub(before.at).Seconds()
-	busy := float64(after.busy-before.busy) / userHZ
+	busy := (after.busy - before.busy).Seconds()
 	fmt.Printf("%s: %.1f s busy of %.1f s (%d CPUs for %.1f s)\n", title, busy, wall*float64(runtime.NumCPU()), runtime.NumCPU(), wall)
 	named := 0.0
 	for _, g := range cpuGroups {
