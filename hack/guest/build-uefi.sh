@@ -29,6 +29,7 @@ GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$GUEST_DIR/../.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-$REPO_ROOT/_output/guest}
 UEFI_DIR=$OUTPUT_DIR/uefi
+KERNEL_DIR=$OUTPUT_DIR/debian-kernel
 ROOTFS_DIR=$OUTPUT_DIR/uefi-rootfs
 STAMP_FILE=$UEFI_DIR/.inputs
 
@@ -136,7 +137,7 @@ CFG
   mcopy -i "$esp" "$cfg" ::/EFI/BOOT/grub.cfg
   mcopy -i "$esp" "$cfg" ::/EFI/debian/grub.cfg
   mcopy -i "$esp" "$cfg" ::/boot/grub/grub.cfg
-  mcopy -i "$esp" "$OUTPUT_DIR/debian-kernel/boot/vmlinuz-$release" ::/vmlinuz
+  mcopy -i "$esp" "$KERNEL_DIR/boot/vmlinuz-$release" ::/vmlinuz
   mcopy -i "$esp" "$OUTPUT_DIR/kernelboot/initramfs.cpio.gz" ::/initramfs.cpio.gz
   mcopy -i "$esp" "$UEFI_DIR/agent.cpio.gz" ::/agent.cpio.gz
 

@@ -37,29 +37,29 @@ unpacked() {
 # to its _apt user, who may not write here.
 download() { apt-get download -qq -o APT::Sandbox::User=root "$@"; }
 
+# DEBS holds the downloads while fetch runs; removed on exit.
 DEBS=""
 trap '[[ -z "$DEBS" ]] || rm -rf "$DEBS"' EXIT
 
 fetch() {
-  local debs meta package version
-  debs=$(mktemp -d "$OUTPUT_DIR/debian-kernel-debs.XXXXXX")
-  DEBS=$debs
+  local meta package version
+  DEBS=$(mktemp -d "$OUTPUT_DIR/debian-kernel-debs.XXXXXX")
   # The metapackage names the kernel of the day in its dependencies.
-  if ! (cd "$debs" && download linux-image-amd64) 2>/dev/null; then
+  if ! (cd "$DEBS" && download linux-image-amd64) 2>/dev/null; then
     log "apt knows no linux-image-amd64 yet: apt-get update"
     apt-get update -qq
-    (cd "$debs" && download linux-image-amd64)
+    (cd "$DEBS" && download linux-image-amd64)
   fi
-  meta=$(ls "$debs"/linux-image-amd64_*.deb)
+  meta=$(ls "$DEBS"/linux-image-amd64_*.deb)
   package=$(dpkg-deb -f "$meta" Depends | tr ',|' '\n\n' | sed -n 's/^ *\(linux-image-[^ ]*\).*/\1/p' | head -n1)
   [[ -n "$package" ]] || { log "linux-image-amd64 depends on no linux-image-*"; exit 1; }
   log "fetching $package"
-  (cd "$debs" && download "$package")
-  version=$(dpkg-deb -f "$debs/${package}"_*.deb Version)
+  (cd "$DEBS" && download "$package")
+  version=$(dpkg-deb -f "$DEBS/${package}"_*.deb Version)
 
   rm -rf "$KERNEL_DIR"
   mkdir -p "$KERNEL_DIR"
-  dpkg-deb -x "$debs/${package}"_*.deb "$KERNEL_DIR"
+  dpkg-deb -x "$DEBS/${package}"_*.deb "$KERNEL_DIR"
   depmod -b "$KERNEL_DIR" "${package#linux-image-}"
   echo "$package $version" > "$PACKAGE_FILE"
 }
