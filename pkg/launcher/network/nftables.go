@@ -6,6 +6,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/knftables"
 )
@@ -99,10 +100,11 @@ func bridgeRules(tx *knftables.Transaction, podIface string, guestMAC net.Hardwa
 // batch, which the kernel applies whole or not at all; nft's error quotes the rule it
 // refused.
 func loadRules(ctx context.Context, family knftables.Family, fill func(*knftables.Transaction) error) error {
-	nft, err := knftables.New(family, nftTable)
+	nft, err := nftInterfaces.get(family)
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
+	defer nftInterfaces.put(family, nft)
 	tx := nft.NewTransaction()
 	if err := fill(tx); err != nil {
 		return fmt.Errorf("nftables table %s %s: %w", family, nftTable, err)
@@ -111,4 +113,39 @@ func loadRules(ctx context.Context, family knftables.Family, fill func(*knftable
 		return fmt.Errorf("nftables table %s %s: %w", family, nftTable, err)
 	}
 	return nil
+}
+
+// nftInterfaces keeps knftables interfaces for reuse. knftables.New runs nft twice to
+// probe it (its version, then a dry run), which costs as much as the rules themselves;
+// what it learns is the binary's and the kernel's, the same in every network namespace, and
+// each Run executes nft in the calling thread's namespace. An interface serves one setup at
+// a time (Run holds a lock while nft runs), so concurrent setups each take their own.
+var nftInterfaces nftPool
+
+type nftPool struct {
+	mu   sync.Mutex
+	idle map[knftables.Family][]knftables.Interface
+}
+
+// get returns an idle interface for family, or probes nft for a new one.
+func (p *nftPool) get(family knftables.Family) (knftables.Interface, error) {
+	p.mu.Lock()
+	if idle := p.idle[family]; len(idle) > 0 {
+		nft := idle[len(idle)-1]
+		p.idle[family] = idle[:len(idle)-1]
+		p.mu.Unlock()
+		return nft, nil
+	}
+	p.mu.Unlock()
+	return knftables.New(family, nftTable)
+}
+
+// put hands nft back once its setup is done.
+func (p *nftPool) put(family knftables.Family, nft knftables.Interface) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idle == nil {
+		p.idle = map[knftables.Family][]knftables.Interface{}
+	}
+	p.idle[family] = append(p.idle[family], nft)
 }
