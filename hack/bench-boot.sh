@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prints boot figures in one run: bare QEMU booting the test guest (hack/guest/boot-bench.sh),
 # then VMIs on the local cluster from creation to the banner on their serial console (median,
-# p95 and the ratio to bare QEMU; each stage of the start path, from watch events and the
-# launcher's log), then BENCH_BURST VMIs created at once: the time until all printed the banner,
+# p95 and the ratio to bare QEMU; each stage of the start path, from watch events, the start
+# times of the launcher pod's processes and the launcher's log), then BENCH_BURST VMIs created at once: the time until all printed the banner,
 # each stage's median and p95 over the burst, the host memory per guest and the host's CPU
 # time meanwhile by component (guests, Hangar, Kubernetes and runtime), against as many
 # bare QEMUs started at once. The bursts run BENCH_BURST_RUNS times (3), alternating with bare

@@ -55,8 +55,8 @@ func bootOneByOne(t *testing.T, ns string, n int) {
 		_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: guestSpec()}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		require.NoError(t, waitBanner(ctx, ns, name, 120*time.Second))
-		clock.mark(name, bootStages[len(bootStages)-1])
-		clock.readLauncherLog(t, ctx, ns, name)
+		clock.mark(name, bootStages[stageBanner])
+		clock.readLauncher(t, ctx, ns, name)
 		times = append(times, time.Since(start))
 		if d, ok := clock.durations(name, start); ok {
 			stages = append(stages, d)
@@ -98,7 +98,7 @@ func bootAtOnce(t *testing.T, ns string, n int) {
 		go func() {
 			defer wg.Done()
 			err := waitBanner(ctx, ns, name, 600*time.Second)
-			clock.mark(name, bootStages[len(bootStages)-1])
+			clock.mark(name, bootStages[stageBanner])
 			errs <- err
 		}()
 	}
@@ -118,7 +118,7 @@ func bootAtOnce(t *testing.T, ns string, n int) {
 	var stages [][]time.Duration
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("burst-%d", i)
-		clock.readLauncherLog(t, ctx, ns, name)
+		clock.readLauncher(t, ctx, ns, name)
 		if d, ok := clock.durations(name, created[i]); ok {
 			stages = append(stages, d)
 		}

@@ -5,43 +5,78 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	hangarinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+	"github.com/hangarvm/hangar/test/procstat"
 )
 
 // bootStages are the steps from a VMI's creation to its banner, in order, each named by who
 // does it. Object timestamps have a resolution of one second, so the clock is this process's
-// (the moment a watch event first shows the step done; watch latency is a few milliseconds)
+// (the moment a watch event first shows the step done; watch latency is a few milliseconds),
+// a process's start time on the node (the benchmark runs on it; /proc counts in 10 ms ticks)
 // or, inside the launcher, the container runtime's timestamp of the launcher's log line.
 var bootStages = []string{
-	"launcher pod created (virt-controller)",
-	"pod bound to a node (scheduler)",
-	"launcher serving (kubelet: volumes, sandbox, container; virt-launcher: libvirtd)",
-	"guest starting (virt-handler: launcher found, pod network, sync)",
-	"guest running (libvirt: define, QEMU start, its queries of QEMU)",
-	"instance Running seen (status: virt-handler, virt-api, watch)",
-	"banner on the console (guest boot, console attach)",
+	stagePodCreated:       "launcher pod created (virt-controller)",
+	stageBound:            "pod bound to a node (scheduler)",
+	stageSandbox:          "pod sandbox running (kubelet: volumes; runtime: pod network, shim, pause)",
+	stageContainer:        "launcher container created (kubelet, runtime)",
+	stageLibvirtdStarting: "libvirtd starting (runtime: container start; virt-launcher: its own start)",
+	stageServing:          "launcher serving (libvirtd's start)",
+	stageGuestStarting:    "guest starting (virt-handler: launcher found, pod network, sync)",
+	stageGuestRunning:     "guest running (libvirt: define, QEMU start, its queries of QEMU)",
+	stageRunningSeen:      "instance Running seen (status: virt-handler, virt-api, watch)",
+	stageBanner:           "banner on the console (guest boot, console attach)",
 }
 
-// launcherLogStages are the launcher's log lines that mark stages 2-4 (cmd/virt-launcher,
+const (
+	stagePodCreated = iota
+	stageBound
+	stageSandbox
+	stageContainer
+	stageLibvirtdStarting
+	stageServing
+	stageGuestStarting
+	stageGuestRunning
+	stageRunningSeen
+	stageBanner
+)
+
+// podProcessStages are the processes of the launcher pod whose start marks a stage: the
+// sandbox's pause and the launcher's container. A container's process starts when the
+// runtime creates it (runc's init, which execs the command once the container is started).
+var podProcessStages = map[string]string{
+	"pause":         bootStages[stageSandbox],
+	"virt-launcher": bootStages[stageContainer],
+}
+
+// launcherLogStages are the launcher's log lines that mark stages (cmd/virt-launcher,
 // pkg/launcher): the first line containing each.
 var launcherLogStages = map[string]string{
-	`"serving"`:                      bootStages[2],
-	`"guest state" phase="Starting"`: bootStages[3],
-	`"guest state" phase="Running"`:  bootStages[4],
+	`"serving"`:                      bootStages[stageServing],
+	`"guest state" phase="Starting"`: bootStages[stageGuestStarting],
+	`"guest state" phase="Running"`:  bootStages[stageGuestRunning],
 }
+
+// libvirtdReady is the launcher's log line saying how long libvirtd took to answer: the line's
+// time less that is when the launcher started libvirtd.
+var libvirtdReady = regexp.MustCompile(`"libvirtd ready" .*after="([^"]+)"`)
 
 // bootClock records, per instance, when each stage was first seen done.
 type bootClock struct {
@@ -62,9 +97,10 @@ func (c *bootClock) markAt(vmi, stage string, at time.Time) {
 	}
 }
 
-// readLauncherLog marks the stages the launcher's log shows, from the runtime's timestamps
-// of its lines (kubectl logs --timestamps).
-func (c *bootClock) readLauncherLog(t *testing.T, ctx context.Context, ns, vmi string) {
+// readLauncher marks the stages the launcher pod's processes and the launcher's log show:
+// when the processes started, and the runtime's timestamps of the log's lines (kubectl logs
+// --timestamps). The pod must still run.
+func (c *bootClock) readLauncher(t *testing.T, ctx context.Context, ns, vmi string) {
 	t.Helper()
 	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
@@ -72,6 +108,7 @@ func (c *bootClock) readLauncherLog(t *testing.T, ctx context.Context, ns, vmi s
 		if len(pod.OwnerReferences) == 0 || pod.OwnerReferences[0].Name != vmi {
 			continue
 		}
+		c.readPodProcesses(t, vmi, pod.UID)
 		raw, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: launcherpod.ComputeContainer, Timestamps: true}).DoRaw(ctx)
 		require.NoError(t, err)
 		for _, line := range strings.Split(string(raw), "\n") {
@@ -83,6 +120,11 @@ func (c *bootClock) readLauncherLog(t *testing.T, ctx context.Context, ns, vmi s
 			if err != nil {
 				continue
 			}
+			if m := libvirtdReady.FindStringSubmatch(text); m != nil {
+				if after, err := time.ParseDuration(m[1]); err == nil {
+					c.markAt(vmi, bootStages[stageLibvirtdStarting], at.Add(-after))
+				}
+			}
 			for marker, stage := range launcherLogStages {
 				if strings.Contains(text, marker) {
 					c.markAt(vmi, stage, at)
@@ -90,6 +132,50 @@ func (c *bootClock) readLauncherLog(t *testing.T, ctx context.Context, ns, vmi s
 			}
 		}
 	}
+}
+
+// readPodProcesses marks when the pod's processes of podProcessStages started: it finds them
+// by the pod's cgroup, which names its UID (with underscores under the systemd driver).
+func (c *bootClock) readPodProcesses(t *testing.T, vmi string, uid types.UID) {
+	t.Helper()
+	boot, err := bootTime()
+	require.NoError(t, err)
+	names := []string{"pod" + string(uid), "pod" + strings.ReplaceAll(string(uid), "-", "_")}
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	found := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := procstat.Read(pid)
+		if err != nil {
+			continue
+		}
+		stage, ok := podProcessStages[st.Comm]
+		if !ok {
+			continue
+		}
+		cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil || !strings.Contains(string(cgroup), names[0]) && !strings.Contains(string(cgroup), names[1]) {
+			continue
+		}
+		c.markAt(vmi, stage, boot.Add(time.Duration(st.StartTicks)*procstat.ClockTick))
+		found++
+	}
+	if found < len(podProcessStages) {
+		t.Logf("%s: %d of the launcher pod's processes found on this host (the benchmark must run on the node)", vmi, found)
+	}
+}
+
+// bootTime is when the kernel's boot clock, which counts processes' start times, was zero.
+func bootTime() (time.Time, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now().Add(-time.Duration(ts.Nano())), nil
 }
 
 // durations returns each stage's duration for vmi, created at start; false if one is missing.
@@ -122,14 +208,14 @@ func watchBoots(t *testing.T, ctx context.Context, ns string) *bootClock {
 			return
 		}
 		vmi := pod.OwnerReferences[0].Name
-		c.mark(vmi, bootStages[0])
+		c.mark(vmi, bootStages[stagePodCreated])
 		if pod.Spec.NodeName != "" {
-			c.mark(vmi, bootStages[1])
+			c.mark(vmi, bootStages[stageBound])
 		}
 	}
 	onVMI := func(obj any) {
 		if vmi, ok := obj.(*v1.VirtualMachineInstance); ok && vmi.Status.Phase == v1.Running {
-			c.mark(vmi.Name, bootStages[5])
+			c.mark(vmi.Name, bootStages[stageRunningSeen])
 		}
 	}
 	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
