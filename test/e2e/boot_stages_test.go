@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,21 +136,11 @@ func (c *bootClock) readLauncher(t *testing.T, ctx context.Context, ns, vmi stri
 // by the pod's cgroup, which names its UID (with underscores under the systemd driver).
 func (c *bootClock) readPodProcesses(t *testing.T, vmi string, uid types.UID) {
 	t.Helper()
-	boot, err := bootTime()
-	require.NoError(t, err)
 	names := []string{"pod" + string(uid), "pod" + strings.ReplaceAll(string(uid), "-", "_")}
-	entries, err := os.ReadDir("/proc")
+	all, err := procstat.All()
 	require.NoError(t, err)
 	found := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procstat.Read(pid)
-		if err != nil {
-			continue
-		}
+	for pid, st := range all {
 		stage, ok := podProcessStages[st.Comm]
 		if !ok {
 			continue
@@ -161,21 +149,14 @@ func (c *bootClock) readPodProcesses(t *testing.T, vmi string, uid types.UID) {
 		if err != nil || !strings.Contains(string(cgroup), names[0]) && !strings.Contains(string(cgroup), names[1]) {
 			continue
 		}
-		c.markAt(vmi, stage, boot.Add(time.Duration(st.StartTicks)*procstat.ClockTick))
+		started, err := st.Started()
+		require.NoError(t, err)
+		c.markAt(vmi, stage, started)
 		found++
 	}
 	if found < len(podProcessStages) {
 		t.Logf("%s: %d of the launcher pod's processes found on this host (the benchmark must run on the node)", vmi, found)
 	}
-}
-
-// bootTime is when the kernel's boot clock, which counts processes' start times, was zero.
-func bootTime() (time.Time, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return time.Time{}, err
-	}
-	return time.Now().Add(-time.Duration(ts.Nano())), nil
 }
 
 // durations returns each stage's duration for vmi, created at start; false if one is missing.

@@ -42,16 +42,8 @@ func sampleCPU() cpuSample {
 			}
 		}
 	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procstat.Read(pid)
-		if err != nil {
-			continue // gone meanwhile
-		}
+	all, _ := procstat.All()
+	for pid, st := range all {
 		p := procCPU{name: st.Comm, start: st.StartTicks, cpu: st.CPU + st.ChildrenCPU}
 		if p.name == "etcd" && inPod(pid) {
 			p.name = "hangar-etcd"

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ClockTick is USER_HZ, the unit of /proc/PID/stat's times: 100 on every Linux architecture
@@ -37,6 +39,35 @@ func Read(pid int) (Stat, error) {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return s, nil
+}
+
+// All reads every process's stat, by PID; one that ends meanwhile is left out.
+func All() (map[int]Stat, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	all := make(map[int]Stat, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue // not a process
+		}
+		if st, err := Read(pid); err == nil {
+			all[pid] = st
+		}
+	}
+	return all, nil
+}
+
+// Started is when a process of this reading started, by the wall clock.
+func (s Stat) Started() (time.Time, error) {
+	// StartTicks counts on the boot clock (CLOCK_BOOTTIME), which the wall clock is not.
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now().Add(time.Duration(s.StartTicks)*ClockTick - time.Duration(ts.Nano())), nil
 }
 
 // Parse parses the content of a /proc/PID/stat file.

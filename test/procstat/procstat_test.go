@@ -47,3 +47,15 @@ func TestReadSelf(t *testing.T) {
 	_, err = Read(-1)
 	assert.Error(t, err)
 }
+
+// All finds this process, with the start time Started puts in the past, no earlier than boot.
+func TestAllFindsThisProcess(t *testing.T) {
+	all, err := All()
+	require.NoError(t, err)
+	self, ok := all[os.Getpid()]
+	require.True(t, ok, "this process is missing")
+	started, err := self.Started()
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), started, 10*time.Minute, "this test started moments ago")
+	assert.False(t, started.After(time.Now()))
+}
