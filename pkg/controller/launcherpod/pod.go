@@ -36,20 +36,20 @@ const (
 	// (below the kubelet's pods directory, by this name).
 	SocketVolume = names.SocketVolume
 	// SocketMountPath is where the launcher finds its socket directory.
-	SocketMountPath = "/var/run/hangar/sockets"
+	SocketMountPath = names.SocketMountPath
 	// PrivateVolume is the launcher's own emptyDir: libvirt's and QEMU's state, the serial
 	// socket, cloud-init ISOs, the console log. The root file system is read-only.
 	PrivateVolume = names.PrivateVolume
 	// PrivateMountPath is where the launcher keeps its private files.
-	PrivateMountPath = "/var/run/hangar/private"
+	PrivateMountPath = names.PrivateMountPath
 	// StateDir and RunDir are below PrivateMountPath: libvirt's session directories, and the
 	// guest's run-time files (virt-launcher's --state-dir and --run-dir).
-	StateDir = PrivateMountPath + "/libvirt"
-	RunDir   = PrivateMountPath + "/run"
+	StateDir = names.StateDir
+	RunDir   = names.RunDir
 	// EphemeralVolume holds the guest's ephemeral disks: containerDisk overlays, empty disks.
 	EphemeralVolume = names.EphemeralVolume
 	// EphemeralMountPath is virt-launcher's --ephemeral-dir.
-	EphemeralMountPath = "/var/run/hangar/ephemeral-disks"
+	EphemeralMountPath = names.EphemeralMountPath
 	// GracePeriodMargin is added to the instance's grace period: the guest gets the instance's
 	// grace period to power off, the launcher a little more to report and clean up.
 	GracePeriodMargin int64 = 15
@@ -62,7 +62,7 @@ const (
 	EnvNamespace = "HANGAR_VMI_NAMESPACE"
 	EnvName      = "HANGAR_VMI_NAME"
 	EnvUID       = "HANGAR_VMI_UID"
-	EnvSocketDir = "HANGAR_SOCKET_DIR"
+	EnvSocketDir = names.EnvSocketDir
 	EnvEmulation = "HANGAR_USE_EMULATION"
 )
 

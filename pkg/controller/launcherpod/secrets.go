@@ -19,7 +19,7 @@ import (
 const (
 	// SecretsDir holds each named Secret at <SecretsDir>/<secret name>/<key> in the compute
 	// container (pkg/launcher/cloudinit reads userdata or userData, networkdata or networkData).
-	SecretsDir = "/var/run/hangar/secrets"
+	SecretsDir = names.SecretsDir
 	// SecretVolumePrefix starts the pod volume of each Secret: hangar-secret-<n>, n counting
 	// the distinct Secrets in the order the instance's volumes name them.
 	SecretVolumePrefix = names.SecretVolumePrefix

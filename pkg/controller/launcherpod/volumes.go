@@ -19,13 +19,13 @@ import (
 const (
 	// KernelBootMountPath holds the kernelBoot image's files at their paths in the image:
 	// the kernel at <KernelBootMountPath>/<kernelPath>.
-	KernelBootMountPath = "/var/run/hangar/kernel-boot"
+	KernelBootMountPath = names.KernelBootMountPath
 	// ContainerDiskMountPath holds, per containerDisk volume, <path>/<volume>/ with the image's
 	// files at their paths in the image: <volume>/disk/<file>, or <volume>/<containerDisk.path>.
-	ContainerDiskMountPath = "/var/run/hangar/container-disks"
+	ContainerDiskMountPath = names.ContainerDiskMountPath
 	// PVCMountDir holds one directory per filesystem persistentVolumeClaim volume, with the
 	// guest's image at <PVCMountDir>/<volume>/disk.img, as in KubeVirt.
-	PVCMountDir = "/var/run/kubevirt-private/vmi-disks"
+	PVCMountDir = names.PVCMountDir
 	// BlockDeviceDir holds the device of each block persistentVolumeClaim volume as
 	// <BlockDeviceDir>/<volume>, KubeVirt's devicePath.
 	BlockDeviceDir = names.BlockDeviceDir

@@ -2,6 +2,8 @@ package domain
 
 import (
 	"path/filepath"
+
+	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 )
 
 // Layout is where a launcher keeps the files a domain refers to. The converter only names
@@ -43,7 +45,7 @@ func (l Layout) MigrationSocket(stream string) string {
 func DefaultLayout(run string) Layout {
 	return Layout{
 		EphemeralDir: filepath.Join(run, "ephemeral"),
-		PVCDir:       "/var/run/kubevirt-private/vmi-disks",
+		PVCDir:       names.PVCMountDir,
 		BlockDir:     "/dev",
 		SerialSocket: filepath.Join(run, "serial.sock"),
 		VNCSocket:    filepath.Join(run, "vnc.sock"),

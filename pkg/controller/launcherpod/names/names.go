@@ -2,7 +2,8 @@
 // init containers, pod volumes and device paths. API validation (pkg/apis/kubevirt/validation)
 // refuses volume names whose derived names would be invalid or clash, and the pod builder
 // (pkg/controller/launcherpod) derives them, both from here, so the two cannot drift apart.
-// It depends on nothing but the standard library, so the API packages can import it.
+// It also holds where the pod builder mounts what virt-launcher looks for. It depends on
+// nothing but the standard library, so the API packages and virt-launcher can import it.
 package names
 
 import "strings"
@@ -22,6 +23,35 @@ const MaxContainerDiskVolumeName = 63 - len(ContainerDiskContainerPrefix)
 func ContainerDiskContainer(volume string) string {
 	return ContainerDiskContainerPrefix + volume
 }
+
+// Paths in the compute container, where the pod builder mounts the pod's volumes and
+// virt-launcher finds them (its flags' defaults).
+const (
+	// SocketMountPath is where the launcher finds its socket directory.
+	SocketMountPath = "/var/run/hangar/sockets"
+	// PrivateMountPath is where the launcher keeps its private files.
+	PrivateMountPath = "/var/run/hangar/private"
+	// StateDir and RunDir are below PrivateMountPath: libvirt's session directories, and the
+	// guest's run-time files (virt-launcher's --state-dir and --run-dir).
+	StateDir = PrivateMountPath + "/libvirt"
+	RunDir   = PrivateMountPath + "/run"
+	// EphemeralMountPath is virt-launcher's --ephemeral-dir.
+	EphemeralMountPath = "/var/run/hangar/ephemeral-disks"
+	// KernelBootMountPath holds the kernelBoot image's files at their paths in the image:
+	// the kernel at <KernelBootMountPath>/<kernelPath>.
+	KernelBootMountPath = "/var/run/hangar/kernel-boot"
+	// ContainerDiskMountPath holds, per containerDisk volume, <path>/<volume>/ with the image's
+	// files at their paths in the image: <volume>/disk/<file>, or <volume>/<containerDisk.path>.
+	ContainerDiskMountPath = "/var/run/hangar/container-disks"
+	// PVCMountDir holds one directory per filesystem persistentVolumeClaim volume, with the
+	// guest's image at <PVCMountDir>/<volume>/disk.img, as in KubeVirt.
+	PVCMountDir = "/var/run/kubevirt-private/vmi-disks"
+	// SecretsDir holds each named Secret at <SecretsDir>/<secret name>/<key> in the compute
+	// container (pkg/launcher/cloudinit reads userdata or userData, networkdata or networkData).
+	SecretsDir = "/var/run/hangar/secrets"
+	// EnvSocketDir names the socket directory in the compute container's environment.
+	EnvSocketDir = "HANGAR_SOCKET_DIR"
+)
 
 // Containers of the launcher's own, beside one per containerDisk.
 const (
