@@ -15,11 +15,16 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 
 stage() {
-  local name=$1
+  local name=$1 status=0
   shift
   local start=${SECONDS}
   echo "=== [stage] ${name}"
-  "$@"
+  # Explicitly: a caller that tests a stage's outcome turns errexit off inside it.
+  "$@" || status=$?
+  if ((status != 0)); then
+    echo "=== [stage] ${name} failed ($((SECONDS - start))s)"
+    return "${status}"
+  fi
   echo "=== [stage] ${name} done ($((SECONDS - start))s)"
 }
 
@@ -31,6 +36,25 @@ cluster_running() {
 e2e_guest_images() {
   hack/guest/build-containerdisk.sh >/dev/null
   hack/cluster/image.sh hangar.local/containerdisk-guest:dev -dir _output/guest/containerdisk-rootfs
+}
+
+# e2e_diagnostics keeps what a failed end-to-end run leaves only in the cluster, which is
+# torn down next: the logs of Hangar's pods (the previous container's too, after a restart),
+# every pod's and instance's state and the events, in _cluster/logs/e2e/ beside the control
+# plane's own logs.
+e2e_diagnostics() {
+  local dir=_cluster/logs/e2e pod
+  local kubectl=(_output/bin/kubectl --kubeconfig _cluster/kubeconfig)
+  mkdir -p "${dir}"
+  for pod in $("${kubectl[@]}" get pods -n hangar -o name); do
+    "${kubectl[@]}" logs -n hangar "${pod}" --all-containers --timestamps >"${dir}/${pod#pod/}.log" 2>&1 || true
+    "${kubectl[@]}" logs -n hangar "${pod}" --all-containers --timestamps --previous \
+      >"${dir}/${pod#pod/}.previous.log" 2>/dev/null || rm -f "${dir}/${pod#pod/}.previous.log"
+  done
+  "${kubectl[@]}" get pods,vmis,vmims -A -o wide >"${dir}/objects.txt" 2>&1 || true
+  "${kubectl[@]}" get vmis,vmims -A -o yaml >"${dir}/kubevirt.yaml" 2>&1 || true
+  "${kubectl[@]}" get events -A --sort-by=.lastTimestamp >"${dir}/events.txt" 2>&1 || true
+  echo "e2e: the cluster's state and Hangar's logs are in ${dir}"
 }
 
 e2e() {
@@ -47,7 +71,8 @@ e2e() {
   stage "deploy" hack/deploy.sh
   # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
   stage "e2e guest images" e2e_guest_images
-  stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/...
+  stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/... ||
+    { e2e_diagnostics; return 1; }
   if [[ ${started_cluster} == false ]]; then
     echo "The cluster was running before the tests; it is left running."
   fi
