@@ -2,12 +2,13 @@
 # Prints boot figures in one run: bare QEMU booting the test guest (hack/guest/boot-bench.sh),
 # then VMIs on the local cluster from creation to the banner on their serial console (median,
 # p95 and the ratio to bare QEMU; each stage of the start path, from watch events, the start
-# times of the launcher pod's processes and the launcher's log), then BENCH_BURST VMIs created at once: the time until all printed the banner,
-# each stage's median and p95 over the burst, the host memory per guest and the host's CPU
-# time meanwhile by component (guests, Hangar, Kubernetes and runtime), against as many
-# bare QEMUs started at once. The bursts run BENCH_BURST_RUNS times (3), alternating with bare
-# QEMU's: on a shared machine one burst's time moves by ±10 % from run to run, for bare QEMU as
-# for Hangar, so the figure is the median of the pairs' ratios. Needs the cluster and Hangar
+# times of the launcher pod's processes and the launcher's log), then BENCH_BURST VMIs created
+# at once: the time until all printed the banner, each stage's median and p95 over the burst,
+# the host memory per guest and the host's CPU time meanwhile by component (guests, Hangar,
+# Kubernetes and runtime), against as many bare QEMUs started at once. The bursts run
+# BENCH_BURST_RUNS times (3), alternating with bare QEMU's: on a shared machine one burst's time
+# moves by ±10 % from run to run, for bare QEMU as for Hangar, so the figure is the median of
+# the pairs' ratios. Needs the cluster and Hangar
 # deployed (hack/local-up.sh). A benchmark, not a test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

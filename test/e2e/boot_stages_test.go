@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -25,6 +24,20 @@ import (
 	"github.com/hangarvm/hangar/test/procstat"
 )
 
+// The boot stages in order: indexes into bootStages.
+const (
+	stagePodCreated = iota
+	stageBound
+	stageSandbox
+	stageContainer
+	stageLibvirtdStarting
+	stageServing
+	stageGuestStarting
+	stageGuestRunning
+	stageRunningSeen
+	stageBanner
+)
+
 // bootStages are the steps from a VMI's creation to its banner, in order, each named by who
 // does it. Object timestamps have a resolution of one second, so the clock is this process's
 // (the moment a watch event first shows the step done; watch latency is a few milliseconds),
@@ -42,19 +55,6 @@ var bootStages = []string{
 	stageRunningSeen:      "instance Running seen (status: virt-handler, virt-api, watch)",
 	stageBanner:           "banner on the console (guest boot, console attach)",
 }
-
-const (
-	stagePodCreated = iota
-	stageBound
-	stageSandbox
-	stageContainer
-	stageLibvirtdStarting
-	stageServing
-	stageGuestStarting
-	stageGuestRunning
-	stageRunningSeen
-	stageBanner
-)
 
 // podProcessStages are the processes of the launcher pod whose start marks a stage: the
 // sandbox's pause and the launcher's container. A container's process starts when the
@@ -145,8 +145,8 @@ func (c *bootClock) readPodProcesses(t *testing.T, vmi string, uid types.UID) {
 		if !ok {
 			continue
 		}
-		cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err != nil || !strings.Contains(string(cgroup), names[0]) && !strings.Contains(string(cgroup), names[1]) {
+		cgroup, err := procstat.Cgroup(pid)
+		if err != nil || !strings.Contains(cgroup, names[0]) && !strings.Contains(cgroup, names[1]) {
 			continue
 		}
 		started, err := st.Started()

@@ -54,8 +54,8 @@ func sampleCPU() cpuSample {
 }
 
 func inPod(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	return err == nil && strings.Contains(string(data), "kubepods")
+	cgroup, err := procstat.Cgroup(pid)
+	return err == nil && strings.Contains(cgroup, "kubepods")
 }
 
 // cpuGroups sorts processes by who runs them; what no group names is "other" (the kernel's

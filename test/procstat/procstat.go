@@ -1,5 +1,6 @@
-// Package procstat reads what the benchmarks need of a process's /proc/PID/stat: its command
-// name, its CPU time and that of the children it waited for, and when it started.
+// Package procstat reads what the benchmarks need of a process from /proc: its command name,
+// its CPU time and that of the children it waited for, when it started (/proc/PID/stat), and
+// its control groups (/proc/PID/cgroup).
 package procstat
 
 import (
@@ -68,6 +69,13 @@ func (s Stat) Started() (time.Time, error) {
 		return time.Time{}, err
 	}
 	return time.Now().Add(time.Duration(s.StartTicks)*ClockTick - time.Duration(ts.Nano())), nil
+}
+
+// Cgroup is the content of /proc/PID/cgroup: a line per hierarchy, each with the process's
+// control group in it (a pod's names the pod's UID).
+func Cgroup(pid int) (string, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	return string(raw), err
 }
 
 // Parse parses the content of a /proc/PID/stat file.

@@ -59,3 +59,11 @@ func TestAllFindsThisProcess(t *testing.T) {
 	assert.WithinDuration(t, time.Now(), started, 10*time.Minute, "this test started moments ago")
 	assert.False(t, started.After(time.Now()))
 }
+
+func TestCgroupSelf(t *testing.T) {
+	cg, err := Cgroup(os.Getpid())
+	require.NoError(t, err)
+	assert.Contains(t, cg, ":/", "a line per hierarchy, hierarchy-ID:controllers:group")
+	_, err = Cgroup(-1)
+	assert.Error(t, err)
+}
