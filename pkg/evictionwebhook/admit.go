@@ -121,7 +121,7 @@ func (a *Admitter) Admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err := a.instances.MarkForEvacuation(ctx, vmi, pod.Spec.NodeName, isDryRun(req)); err != nil {
 		return denied(fmt.Sprintf("kubevirt failed marking the vmi for eviction: %v", err))
 	}
-	klog.V(2).InfoS("Eviction of a launcher pod turned into an evacuation", "vmi", klog.KObj(vmi), "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+	klog.InfoS("Eviction of a launcher pod turned into an evacuation", "vmi", klog.KObj(vmi), "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 	return denied(fmt.Sprintf(evictionFmt, vmi.Namespace, vmi.Name))
 }
 

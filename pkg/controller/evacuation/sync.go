@@ -55,7 +55,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		c.created[vmi.Namespace+"/"+vmi.Name] = c.now()
 		c.mu.Unlock()
 		c.recorder.Eventf(vmi, corev1.EventTypeNormal, SuccessfulCreateReason, "Created Migration %s", created.Name)
-		klog.V(2).InfoS("Evacuating instance", "vmi", klog.KObj(vmi), "node", vmi.Status.EvacuationNodeName, "migration", klog.KObj(created))
+		klog.InfoS("Evacuating instance", "vmi", klog.KObj(vmi), "node", vmi.Status.EvacuationNodeName, "migration", klog.KObj(created))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
