@@ -8,8 +8,8 @@
 # Kubernetes and runtime), against as many bare QEMUs started at once. The bursts run
 # BENCH_BURST_RUNS times (3), alternating with bare QEMU's: on a shared machine one burst's time
 # moves by ±10 % from run to run, for bare QEMU as for Hangar, so the figure is the median of
-# the pairs' ratios. Needs the cluster and Hangar
-# deployed (hack/local-up.sh). A benchmark, not a test.
+# the pairs' ratios. Needs the cluster and Hangar deployed (hack/local-up.sh). A benchmark,
+# not a test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
