@@ -16,11 +16,11 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 	"github.com/hangarvm/hangar/pkg/launcher"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
 	"github.com/hangarvm/hangar/pkg/launcher/network"
 	"github.com/hangarvm/hangar/pkg/launcher/virt"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 func main() {
@@ -34,20 +34,20 @@ func main() {
 		}
 		return def
 	}
-	emulation, _ := strconv.ParseBool(env("HANGAR_USE_EMULATION", "false"))
+	emulation, _ := strconv.ParseBool(env(layout.EnvEmulation, "false"))
 	var cfg launcher.Config
 	var stateDir string
-	flag.StringVar(&cfg.Namespace, "namespace", env("HANGAR_VMI_NAMESPACE", ""), "instance namespace ($HANGAR_VMI_NAMESPACE)")
-	flag.StringVar(&cfg.Name, "name", env("HANGAR_VMI_NAME", ""), "instance name ($HANGAR_VMI_NAME)")
-	flag.StringVar(&cfg.UID, "uid", env("HANGAR_VMI_UID", ""), "instance UID ($HANGAR_VMI_UID)")
-	flag.StringVar(&cfg.SocketDir, "socket-dir", env(names.EnvSocketDir, names.SocketMountPath), "directory shared with virt-handler ($HANGAR_SOCKET_DIR)")
-	flag.StringVar(&stateDir, "state-dir", names.StateDir, "private directory of libvirtd and QEMU (libvirt's session directories)")
-	flag.StringVar(&cfg.RunDir, "run-dir", names.RunDir, "private directory for QEMU's serial socket, cloud-init ISOs and the console log")
-	flag.StringVar(&cfg.EphemeralDir, "ephemeral-dir", names.EphemeralMountPath, "directory of the guest's ephemeral disks (containerDisk overlays, empty disks)")
+	flag.StringVar(&cfg.Namespace, "namespace", env(layout.EnvNamespace, ""), "instance namespace ($HANGAR_VMI_NAMESPACE)")
+	flag.StringVar(&cfg.Name, "name", env(layout.EnvName, ""), "instance name ($HANGAR_VMI_NAME)")
+	flag.StringVar(&cfg.UID, "uid", env(layout.EnvUID, ""), "instance UID ($HANGAR_VMI_UID)")
+	flag.StringVar(&cfg.SocketDir, "socket-dir", env(layout.EnvSocketDir, layout.SocketMountPath), "directory shared with virt-handler ($HANGAR_SOCKET_DIR)")
+	flag.StringVar(&stateDir, "state-dir", layout.StateDir, "private directory of libvirtd and QEMU (libvirt's session directories)")
+	flag.StringVar(&cfg.RunDir, "run-dir", layout.RunDir, "private directory for QEMU's serial socket, cloud-init ISOs and the console log")
+	flag.StringVar(&cfg.EphemeralDir, "ephemeral-dir", layout.EphemeralMountPath, "directory of the guest's ephemeral disks (containerDisk overlays, empty disks)")
 	flag.BoolVar(&cfg.UseEmulation, "use-emulation", emulation, "run the guest under TCG instead of KVM ($HANGAR_USE_EMULATION)")
-	flag.StringVar(&cfg.ContainerDiskRoot, "container-disk-root", names.ContainerDiskMountPath, "per containerDisk volume, <dir>/<volume> holds the image's files")
-	flag.StringVar(&cfg.KernelBootRoot, "kernel-boot-root", names.KernelBootMountPath, "the files of the kernelBoot image")
-	flag.StringVar(&cfg.SecretsDir, "secrets-dir", names.SecretsDir, "per Secret the cloud-init volumes name, <dir>/<secret> holds its keys (the pod's secret volumes)")
+	flag.StringVar(&cfg.ContainerDiskRoot, "container-disk-root", layout.ContainerDiskMountPath, "per containerDisk volume, <dir>/<volume> holds the image's files")
+	flag.StringVar(&cfg.KernelBootRoot, "kernel-boot-root", layout.KernelBootMountPath, "the files of the kernelBoot image")
+	flag.StringVar(&cfg.SecretsDir, "secrets-dir", layout.SecretsDir, "per Secret the cloud-init volumes name, <dir>/<secret> holds its keys (the pod's secret volumes)")
 	flag.StringVar(&cfg.VMStateDir, "vm-state-dir", "", "where the VM's state claim is mounted (persistent EFI variables and TPM state); none when empty")
 	flag.DurationVar(&cfg.FinalWait, "final-wait", 30*time.Second, "how long the final state waits for virt-handler before the launcher exits")
 	capabilitiesOut := flag.String("write-qemu-capabilities", "",

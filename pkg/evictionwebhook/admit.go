@@ -26,6 +26,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Path is where virt-api serves the webhook (KubeVirt's path).
@@ -70,7 +71,7 @@ func (a *Admitter) Admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if pod.Labels[v1.AppLabel] != v1.LauncherAppLabelValue || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return allowed()
 	}
-	vmiName, ok := pod.Annotations[launcherDomainAnnotation]
+	vmiName, ok := pod.Annotations[layout.DomainAnnotation]
 	if !ok {
 		return allowed()
 	}
@@ -124,11 +125,6 @@ func (a *Admitter) Admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	klog.InfoS("Eviction of a launcher pod turned into an evacuation", "vmi", klog.KObj(vmi), "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 	return denied(fmt.Sprintf(evictionFmt, vmi.Namespace, vmi.Name))
 }
-
-// launcherDomainAnnotation carries the instance's name on its launcher pods
-// (pkg/controller/launcherpod.DomainAnnotation, not imported to keep virt-api's webhook
-// free of the pod builder).
-const launcherDomainAnnotation = "kubevirt.io/domain"
 
 // isMigratable is KubeVirt's test: the LiveMigratable condition is True (an instance not yet
 // assessed is not migratable).

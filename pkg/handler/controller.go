@@ -30,6 +30,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/network"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Config is a handler's node and how it reaches launcher pods.
@@ -250,7 +251,7 @@ func (c *Controller) launcherFor(key string, vmi *v1.VirtualMachineInstance) (*l
 	if ok && l.uid == vmi.UID && l.dir.PodUID() == podUID {
 		return l, nil
 	}
-	dir, err := c.sockets.Pods.Dir(podUID, api.SocketVolume)
+	dir, err := c.sockets.Pods.Dir(podUID, layout.SocketVolume)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/handler/vmimetrics"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
@@ -30,7 +29,7 @@ func (c *Controller) MetricsTargets() []vmimetrics.Target {
 	for _, vmi := range vmis {
 		t := vmimetrics.Target{
 			Name: vmi.Name, Namespace: vmi.Namespace, UID: vmi.UID, Phase: string(vmi.Status.Phase),
-			Interfaces: map[string]bool{}, Disks: map[string]bool{}, VCPUs: int(launcherpod.VCPUs(vmi)),
+			Interfaces: map[string]bool{}, Disks: map[string]bool{}, VCPUs: int(vmi.Spec.Domain.VCPUs()),
 		}
 		for _, i := range vmi.Spec.Domain.Devices.Interfaces {
 			t.Interfaces[i.Name] = true

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // A live migration as the two handlers see it. virt-controller owns status.migrationState's
@@ -76,7 +77,7 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 		if err != nil {
 			return launcherSocketRecheck, nil // the target pod is not here yet
 		}
-		dir, err := c.sockets.Pods.Dir(podUID, api.SocketVolume)
+		dir, err := c.sockets.Pods.Dir(podUID, layout.SocketVolume)
 		if err != nil {
 			return launcherSocketRecheck, nil
 		}

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/pkg/migration/identity"
 	"github.com/hangarvm/hangar/pkg/migration/tunnel"
 )
@@ -70,7 +70,7 @@ func migrationTargetNode(t *testing.T, ca *migrationCA) (addr string, vmiUID typ
 	pods := newTestPods(t)
 	vmiUID = "vmi-1"
 	podUID := testPodUID("target")
-	dir := filepath.Join(pods.dir, string(podUID), "volumes", "kubernetes.io~empty-dir", api.SocketVolume)
+	dir := filepath.Join(pods.dir, string(podUID), "volumes", "kubernetes.io~empty-dir", layout.SocketVolume)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	ln := listenUnix(t, filepath.Join(dir, tunnel.SocketName))
 	t.Cleanup(func() { ln.Close() })
@@ -92,7 +92,7 @@ func migrationTargetNode(t *testing.T, ca *migrationCA) (addr string, vmiUID typ
 			}()
 		}
 	}()
-	sockets, err := pods.root.Dir(podUID, api.SocketVolume)
+	sockets, err := pods.root.Dir(podUID, layout.SocketVolume)
 	require.NoError(t, err)
 	c := &Controller{
 		cfg: Config{NodeName: "node-b", Migration: ca.identity(t, "node-b", ca)},

@@ -12,7 +12,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // testPods is a kubelet pods directory for unit tests. The fake launchers are goroutines of
@@ -66,7 +66,7 @@ func listenUnix(t *testing.T, path string) net.Listener {
 func (p *testPods) socketDir(vmi *v1.VirtualMachineInstance) string {
 	for uid, node := range vmi.Status.ActivePods {
 		if node == "node-a" {
-			return filepath.Join(p.dir, string(uid), "volumes", "kubernetes.io~empty-dir", api.SocketVolume)
+			return filepath.Join(p.dir, string(uid), "volumes", "kubernetes.io~empty-dir", layout.SocketVolume)
 		}
 	}
 	panic("no launcher pod on node-a")

@@ -7,7 +7,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Sockets finds the socket directory of an instance's launcher pod on this node.
@@ -49,5 +49,5 @@ func (s *Sockets) Dir(vmi *v1.VirtualMachineInstance) (*podsockets.Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Pods.Dir(uid, api.SocketVolume)
+	return s.Pods.Dir(uid, layout.SocketVolume)
 }

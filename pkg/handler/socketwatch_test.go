@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // The watch wakes its instance when the command socket appears (bound in place, or renamed
@@ -20,7 +21,7 @@ func TestSocketWatchWakesOnTheCommandSocketOnly(t *testing.T) {
 	vmi := scheduledVMI("w1")
 	dirPath := pods.socketDir(vmi)
 	require.NoError(t, os.MkdirAll(dirPath, 0o755))
-	dir, err := pods.root.Dir(testPodUID("w1"), api.SocketVolume)
+	dir, err := pods.root.Dir(testPodUID("w1"), layout.SocketVolume)
 	require.NoError(t, err)
 	defer dir.Close()
 

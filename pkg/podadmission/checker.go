@@ -5,7 +5,7 @@
 // makes the instance's create (or the VM's start) fail with the same rule named, instead of
 // an instance that stays Pending for ever.
 //
-// The pod is built by virt-controller's own code (pkg/controller/launcherpod) under the
+// The pod is built by virt-controller's own code (pkg/launcherpod) under the
 // cluster configuration virt-controller reads (the hangar-config ConfigMap), so the pod
 // checked is the pod that will be created. The namespace's state is read from informers:
 // namespaces (labels), ResourceQuotas and LimitRanges, all read-only.
@@ -33,9 +33,9 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
-	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	configwatch "github.com/hangarvm/hangar/pkg/clusterconfig/watch"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 // readyTimeout is how long a request waits for the informers' first lists, as kube's
@@ -84,7 +84,7 @@ type Checker struct {
 	limitRanges corelisters.LimitRangeLister
 	synced      []cache.InformerSynced
 
-	config                      *config.Store
+	config                      *clusterconfig.Store
 	configNamespace, configName string
 	configSynced                atomic.Pointer[cache.InformerSynced]
 
@@ -106,13 +106,13 @@ func New(factory informers.SharedInformerFactory, kube kubernetes.Interface, cfg
 	ns := factory.Core().V1().Namespaces()
 	quotas := factory.Core().V1().ResourceQuotas()
 	limitRanges := factory.Core().V1().LimitRanges()
-	c := newChecker(kube, ns.Lister(), quotas.Lister(), limitRanges.Lister(), config.NewStore(config.Defaults()), cfg)
+	c := newChecker(kube, ns.Lister(), quotas.Lister(), limitRanges.Lister(), clusterconfig.NewStore(clusterconfig.Defaults()), cfg)
 	c.synced = []cache.InformerSynced{ns.Informer().HasSynced, quotas.Informer().HasSynced, limitRanges.Informer().HasSynced}
 	return c
 }
 
 func newChecker(kube kubernetes.Interface, ns corelisters.NamespaceLister, quotas corelisters.ResourceQuotaLister,
-	limitRanges corelisters.LimitRangeLister, store *config.Store, cfg Config) *Checker {
+	limitRanges corelisters.LimitRangeLister, store *clusterconfig.Store, cfg Config) *Checker {
 	return &Checker{
 		kube:            kube,
 		namespaces:      ns,
@@ -126,7 +126,7 @@ func newChecker(kube kubernetes.Interface, ns corelisters.NamespaceLister, quota
 }
 
 // ClusterConfig is the cluster configuration in effect (the defaults until it is read).
-func (c *Checker) ClusterConfig() *config.ClusterConfig { return c.config.Get() }
+func (c *Checker) ClusterConfig() *clusterconfig.ClusterConfig { return c.config.Get() }
 
 // Run starts reading the cluster configuration; it returns at once.
 func (c *Checker) Run(ctx context.Context) error {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 )
 
 func q(s string) resource.Quantity { return resource.MustParse(s) }
@@ -56,7 +56,7 @@ func checkerWith(t *testing.T, ps *PodSecurity, objs ...runtime.Object) *Checker
 	}
 	c := newChecker(fake.NewClientset(), corelisters.NewNamespaceLister(indexer("ns")),
 		corelisters.NewResourceQuotaLister(indexer("quota")), corelisters.NewLimitRangeLister(indexer("limitrange")),
-		config.NewStore(config.Defaults()), Config{PodSecurity: ps})
+		clusterconfig.NewStore(clusterconfig.Defaults()), Config{PodSecurity: ps})
 	synced := cache.InformerSynced(func() bool { return true })
 	c.configSynced.Store(&synced)
 	return c

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/test/integration/framework"
@@ -57,7 +57,7 @@ func startCluster(t testing.TB) *cluster {
 	dir := filepath.Join(framework.RepoRoot(), "artifacts", "base", "virt-controller")
 	out, err := c.Kubectl("apply", "-f", filepath.Join(dir, "rbac.yaml"), "-f", filepath.Join(dir, "config.yaml"))
 	require.NoError(t, err, out)
-	c.setConfig(map[string]string{config.KeyUseEmulation: "true", config.KeyLauncherImage: testLauncherImage})
+	c.setConfig(map[string]string{clusterconfig.KeyUseEmulation: "true", clusterconfig.KeyLauncherImage: testLauncherImage})
 
 	token, err := c.Kube.CoreV1().ServiceAccounts(controllerNamespace).CreateToken(ctx, controllerServiceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},

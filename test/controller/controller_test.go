@@ -20,10 +20,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	vmicontroller "github.com/hangarvm/hangar/pkg/controller/vmi"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Run with `go test -tags kube ./test/controller/` (hack/cluster/build.sh builds kube-apiserver).
@@ -70,8 +71,8 @@ func TestController(t *testing.T) {
 		assert.Equal(t, corev1.PodPending, pod.Status.Phase, "no scheduler here")
 		compute := pod.Spec.Containers[0]
 		assert.Equal(t, testLauncherImage, compute.Image, "the image of the ConfigMap")
-		assert.NotContains(t, compute.Resources.Requests, launcherpod.KVMResource, "useEmulation: no /dev/kvm")
-		assert.Contains(t, compute.Env, corev1.EnvVar{Name: launcherpod.EnvEmulation, Value: "true"})
+		assert.NotContains(t, compute.Resources.Requests, layout.KVMResource, "useEmulation: no /dev/kvm")
+		assert.Contains(t, compute.Env, corev1.EnvVar{Name: layout.EnvEmulation, Value: "true"})
 
 		waitFor(t, wait, "printableStatus Starting", func() (bool, error) {
 			return c.vm(ns, "web").Status.PrintableStatus == v1.VirtualMachineStatusStarting, nil
@@ -393,9 +394,9 @@ func TestController(t *testing.T) {
 		c := c.with(t)
 		c.startController()
 		ns := c.namespace("reconfigured")
-		c.setConfig(map[string]string{config.KeyUseEmulation: "false", config.KeyLauncherImage: "hangar.local/virt-launcher:v2"})
+		c.setConfig(map[string]string{clusterconfig.KeyUseEmulation: "false", clusterconfig.KeyLauncherImage: "hangar.local/virt-launcher:v2"})
 		t.Cleanup(func() {
-			c.setConfig(map[string]string{config.KeyUseEmulation: "true", config.KeyLauncherImage: testLauncherImage})
+			c.setConfig(map[string]string{clusterconfig.KeyUseEmulation: "true", clusterconfig.KeyLauncherImage: testLauncherImage})
 		})
 		// The controller sees the change through its watch, a moment later.
 		time.Sleep(time.Second)
@@ -404,7 +405,7 @@ func TestController(t *testing.T) {
 		waitFor(t, wait, "a pod asking for /dev/kvm", func() (bool, error) {
 			for _, pods := range c.launcherPods(ns) {
 				compute := pods[0].Spec.Containers[0]
-				_, kvm := compute.Resources.Limits[launcherpod.KVMResource]
+				_, kvm := compute.Resources.Limits[layout.KVMResource]
 				return kvm && compute.Image == "hangar.local/virt-launcher:v2", nil
 			}
 			return false, nil

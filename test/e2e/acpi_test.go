@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // powerdownMarker is what the test guest prints when its ACPI power button is pressed, right
@@ -67,7 +67,7 @@ func watchInstance(t *testing.T, ns string, vmi *v1.VirtualMachineInstance, pod 
 				continue
 			}
 			for _, s := range p.Status.ContainerStatuses {
-				if s.Name == launcherpod.ComputeContainer && s.State.Terminated != nil {
+				if s.Name == layout.ComputeContainer && s.State.Terminated != nil {
 					h.mu.Lock()
 					h.exits = append(h.exits, s.State.Terminated.ExitCode)
 					h.mu.Unlock()

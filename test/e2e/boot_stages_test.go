@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	hangarinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/test/procstat"
 )
 
@@ -107,7 +107,7 @@ func (c *bootClock) readLauncher(t *testing.T, ctx context.Context, ns, vmi stri
 			continue
 		}
 		c.readPodProcesses(t, vmi, pod.UID)
-		raw, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: launcherpod.ComputeContainer, Timestamps: true}).DoRaw(ctx)
+		raw, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: layout.ComputeContainer, Timestamps: true}).DoRaw(ctx)
 		require.NoError(t, err)
 		for _, line := range strings.Split(string(raw), "\n") {
 			stamp, text, ok := strings.Cut(line, " ")

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	launcherapi "github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -182,7 +183,7 @@ func TestConsoleFigures(t *testing.T) {
 	for uid := range running.Status.ActivePods {
 		podUID = uid
 	}
-	dir, err := pods.Dir(podUID, launcherapi.SocketVolume)
+	dir, err := pods.Dir(podUID, layout.SocketVolume)
 	require.NoError(t, err)
 	defer dir.Close()
 	direct := func() *consoleConn {

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	clusterconfig "github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 // TestGuestImagesMountedOrCopied boots the kernelBoot guest twice: with the ImageVolume gate

@@ -15,14 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // exec runs a command in an instance's compute container, as a user with pods/exec (the edit
 // role) can.
 func execCompute(t *testing.T, ns string, pod corev1.Pod, command string) (string, error) {
 	t.Helper()
-	out, stderr, err := kubectlStdout(t, "-n", ns, "exec", pod.Name, "-c", launcherpod.ComputeContainer, "--", "sh", "-c", command)
+	out, stderr, err := kubectlStdout(t, "-n", ns, "exec", pod.Name, "-c", layout.ComputeContainer, "--", "sh", "-c", command)
 	if err != nil {
 		return out + stderr, err
 	}
@@ -107,8 +107,8 @@ func TestTenantCannotRedirectTheHandler(t *testing.T) {
 	require.Len(t, podsB, 1)
 	podA, podB := podsA[0], podsB[0]
 
-	dir := launcherpod.SocketMountPath
-	otherConsole := fmt.Sprintf("../../../../%s/volumes/kubernetes.io~empty-dir/%s/console.sock", podB.UID, launcherpod.SocketVolume)
+	dir := layout.SocketMountPath
+	otherConsole := fmt.Sprintf("../../../../%s/volumes/kubernetes.io~empty-dir/%s/console.sock", podB.UID, layout.SocketVolume)
 	attacks := []struct {
 		name, socket, stream, link string
 	}{

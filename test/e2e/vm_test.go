@@ -34,7 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/test/browser"
 )
 
@@ -215,7 +215,7 @@ func TestVMIBoots(t *testing.T) {
 	// probed, instead of probing QEMU in this launcher again.
 	pods := launcherPods(t, ns, vmi.UID)
 	require.Len(t, pods, 1)
-	logs, err := kube.CoreV1().Pods(ns).GetLogs(pods[0].Name, &corev1.PodLogOptions{Container: launcherpod.ComputeContainer}).DoRaw(ctx)
+	logs, err := kube.CoreV1().Pods(ns).GetLogs(pods[0].Name, &corev1.PodLogOptions{Container: layout.ComputeContainer}).DoRaw(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, string(logs), `"QEMU capabilities from virt-handler" used=true`)
 

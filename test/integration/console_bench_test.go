@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	launcherapi "github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
@@ -39,7 +40,7 @@ func (a *nodeAgent) echoConsole(t *testing.T, vmi *v1.VirtualMachineInstance, bu
 	for uid := range vmi.Status.ActivePods {
 		podUID = uid
 	}
-	dir, err := a.pods.Dir(podUID, launcherapi.SocketVolume)
+	dir, err := a.pods.Dir(podUID, layout.SocketVolume)
 	require.NoError(t, err)
 	t.Cleanup(func() { dir.Close() })
 	payload := bytes.Repeat([]byte("0123456789abcdef"), burst/16)

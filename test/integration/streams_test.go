@@ -28,6 +28,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	"github.com/hangarvm/hangar/pkg/handler"
 	launcherapi "github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
 	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
@@ -89,7 +90,7 @@ func (a *nodeAgent) serve(t *testing.T, client versioned.Interface) {
 func (a *nodeAgent) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) string {
 	t.Helper()
 	uid := types.UID(uuid.NewUUID())
-	dir := filepath.Join(a.podsDir, string(uid), "volumes", "kubernetes.io~empty-dir", launcherapi.SocketVolume)
+	dir := filepath.Join(a.podsDir, string(uid), "volumes", "kubernetes.io~empty-dir", layout.SocketVolume)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	vmi.Status.ActivePods = map[types.UID]string{uid: "node-a"}
 	return dir

@@ -22,6 +22,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
@@ -105,7 +106,7 @@ func TestTenantCannotRedirectTheHandler(t *testing.T) {
 	}
 
 	t.Run("console: relative symlink to another tenant's console", func(t *testing.T) {
-		target := filepath.Join("..", "..", "..", "..", string(podB), "volumes", "kubernetes.io~empty-dir", api.SocketVolume, api.ConsoleSocketName)
+		target := filepath.Join("..", "..", "..", "..", string(podB), "volumes", "kubernetes.io~empty-dir", layout.SocketVolume, api.ConsoleSocketName)
 		plant(t, api.ConsoleSocketName, "relative link", func(p string) error { return os.Symlink(target, p) })
 		refused(t, "console")
 	})

@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // uefiVMI is hack/guest's UEFI guest (build-uefi.sh): Debian's signed shim, GRUB and kernel,
@@ -58,7 +59,7 @@ func uefiDiskRoot(t *testing.T) string {
 // vmStateDir is a VM's state claim as the launcher's user sees it mounted.
 func vmStateDir(t *testing.T) string {
 	dir := launcherDir(t)
-	require.NoError(t, os.Chown(dir, api.LauncherUID, api.LauncherUID))
+	require.NoError(t, os.Chown(dir, layout.LauncherUID, layout.LauncherUID))
 	return dir
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 var counterLine = regexp.MustCompile(`c-(\d+)`)
@@ -108,7 +109,7 @@ func TestBenchLiveMigration(t *testing.T) {
 	n := testNode(t)
 	bench := filepath.Join(n.base, "b")
 	require.NoError(t, os.MkdirAll(bench, 0o755))
-	require.NoError(t, os.Chown(bench, api.LauncherUID, api.LauncherUID))
+	require.NoError(t, os.Chown(bench, layout.LauncherUID, layout.LauncherUID))
 	for _, size := range []string{"128Mi", "1Gi"} {
 		t.Run(size, func(t *testing.T) {
 			vmi := kernelBootVMI("bench-"+map[string]string{"128Mi": "small", "1Gi": "large"}[size], func(v *v1.VirtualMachineInstance) {
@@ -154,7 +155,7 @@ func TestBenchLiveMigration(t *testing.T) {
 			go virshWatch.followAcross(b.dir, c.dir)
 			time.Sleep(time.Second)
 			domain := vmi.Namespace + "_" + vmi.Name
-			virsh := exec.Command("setpriv", fmt.Sprintf("--reuid=%d", api.LauncherUID), fmt.Sprintf("--regid=%d", api.LauncherUID), "--clear-groups",
+			virsh := exec.Command("setpriv", fmt.Sprintf("--reuid=%d", layout.LauncherUID), fmt.Sprintf("--regid=%d", layout.LauncherUID), "--clear-groups",
 				"virsh", "-c", "qemu+unix:///session?socket="+libvirtd.Socket(b.stateDir),
 				"migrate", "--live", "--p2p", domain, "qemu+unix:///session?socket="+libvirtd.Socket(c.stateDir),
 				"--migrateuri", "unix://"+filepath.Join(bench, "mem.sock"))

@@ -25,12 +25,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -89,7 +90,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	vmi, err = va.Client.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, vmi, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	cfg.UseEmulation = true
 	cfg.LauncherImage = "hangar.local/virt-launcher:dev"
 	pod, err := launcherpod.Build(vmi, nil, &cfg)
@@ -165,7 +166,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 
 	// The guest, through the relay in the shared directory, answers; its DHCP lease came
 	// from the launcher in the pod.
-	dir, err := pods.Dir(created.UID, api.SocketVolume)
+	dir, err := pods.Dir(created.UID, layout.SocketVolume)
 	require.NoError(t, err)
 	defer dir.Close()
 	console, err := dir.Dial(api.ConsoleSocketName)

@@ -25,6 +25,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // The node tests run each virt-launcher as its pod would run it, without a kubelet:
@@ -117,8 +118,8 @@ func newNode(env env) (*node, error) {
 	n.pods = pods
 	// The launcher image's user.
 	for _, f := range []struct{ host, line string }{
-		{"/etc/passwd", fmt.Sprintf("qemu:x:%d:%d:qemu:/nonexistent:/usr/sbin/nologin\n", api.LauncherUID, api.LauncherUID)},
-		{"/etc/group", fmt.Sprintf("qemu:x:%d:\n", api.LauncherUID)},
+		{"/etc/passwd", fmt.Sprintf("qemu:x:%d:%d:qemu:/nonexistent:/usr/sbin/nologin\n", layout.LauncherUID, layout.LauncherUID)},
+		{"/etc/group", fmt.Sprintf("qemu:x:%d:\n", layout.LauncherUID)},
 	} {
 		b, err := os.ReadFile(f.host)
 		if err != nil {
@@ -139,7 +140,7 @@ func newNode(env env) (*node, error) {
 	if err := unix.Mknod(n.tun, unix.S_IFCHR|0o600, int(unix.Mkdev(10, 200))); err != nil {
 		return nil, fmt.Errorf("mknod tun: %w", err)
 	}
-	if err := os.Chown(n.tun, api.LauncherUID, api.LauncherUID); err != nil {
+	if err := os.Chown(n.tun, layout.LauncherUID, layout.LauncherUID); err != nil {
 		return nil, err
 	}
 	for _, h := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
@@ -159,7 +160,7 @@ func newNode(env env) (*node, error) {
 
 // socketVolume is the host directory of a launcher pod's socket volume.
 func (n *node) socketVolume(podUID types.UID) string {
-	return filepath.Join(n.podsDir, string(podUID), "volumes", "kubernetes.io~empty-dir", api.SocketVolume)
+	return filepath.Join(n.podsDir, string(podUID), "volumes", "kubernetes.io~empty-dir", layout.SocketVolume)
 }
 
 // launcherRun is one virt-launcher process, run as in its pod, and its directories.
@@ -218,7 +219,7 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 	}
 	require.NoError(t, os.Chmod(private, 0o755))
 	for _, d := range []string{private, r.socketDir, r.stateDir, r.runDir, r.ephemeralDir} {
-		require.NoError(t, os.Chown(d, api.LauncherUID, api.LauncherUID))
+		require.NoError(t, os.Chown(d, layout.LauncherUID, layout.LauncherUID))
 	}
 	t.Cleanup(func() { os.RemoveAll(filepath.Join(n.podsDir, string(o.podUID))) })
 	// Inside the launcher's mount namespace the socket volume is at a short path, as in the
@@ -253,7 +254,7 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 		"mount --bind " + n.tun + " /dev/net/tun",
 		"mount --bind " + r.socketDir + " " + mountPoint,
 		"mount --bind " + r.runDir + " " + runDirArg, // the same directory unless sharedRunPath
-		fmt.Sprintf(`exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"`, api.LauncherUID, api.LauncherUID),
+		fmt.Sprintf(`exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"`, layout.LauncherUID, layout.LauncherUID),
 	}, "\n")
 	argv := []string{"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "launcher", n.launcher}
 	argv = append(argv, args...)
@@ -275,7 +276,7 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 	t.Cleanup(r.kill)
 
 	// As virt-handler: the pod's socket volume, every connection to a verified process of it.
-	r.dir, err = n.pods.Dir(o.podUID, api.SocketVolume)
+	r.dir, err = n.pods.Dir(o.podUID, layout.SocketVolume)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.dir.Close() })
 	r.client = api.NewDialClient(func(context.Context) (net.Conn, error) { return r.dir.Dial(api.SocketName) })

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions/kubevirt/v1"
@@ -44,7 +44,7 @@ type Controller struct {
 	vmiLister       kvlisters.VirtualMachineInstanceLister
 	migrationLister kvlisters.VirtualMachineInstanceMigrationLister
 	synced          []cache.InformerSynced
-	config          *config.Store
+	config          *clusterconfig.Store
 	recorder        record.EventRecorder
 	queue           workqueue.TypedRateLimitingInterface[string]
 	now             func() time.Time
@@ -61,7 +61,7 @@ const createdTTL = 30 * time.Second
 
 // New wires the controller to its informers.
 func New(kubevirt versioned.Interface, vmiInformer kvinformers.VirtualMachineInstanceInformer,
-	migrationInformer kvinformers.VirtualMachineInstanceMigrationInformer, cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
+	migrationInformer kvinformers.VirtualMachineInstanceMigrationInformer, cfg *clusterconfig.Store, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		kubevirt:        kubevirt,
 		vmiLister:       vmiInformer.Lister(),

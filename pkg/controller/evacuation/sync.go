@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 )
 
@@ -96,7 +96,7 @@ func createdAfter(migrations []*v1.VirtualMachineInstanceMigration, key string, 
 // decide picks the instances to migrate: marked to leave the node they are on, wanting to
 // migrate on eviction, migratable, with no migration in flight and not backing off, oldest
 // mark first, within the free slots of the cluster and of their node.
-func decide(vmis []*v1.VirtualMachineInstance, migrations []*v1.VirtualMachineInstanceMigration, cfg *config.ClusterConfig,
+func decide(vmis []*v1.VirtualMachineInstance, migrations []*v1.VirtualMachineInstanceMigration, cfg *clusterconfig.ClusterConfig,
 	pending map[string]bool, now time.Time) plan {
 	byKey := map[string]*v1.VirtualMachineInstance{}
 	for _, vmi := range vmis {
@@ -184,7 +184,7 @@ func decide(vmis []*v1.VirtualMachineInstance, migrations []*v1.VirtualMachineIn
 // LiveMigrateIfPossible and the instance is migratable. External leaves the instance to
 // whoever watches the mark; None never marks. A LiveMigrate instance not (yet) migratable
 // waits: its migration would be refused.
-func migratesOnEviction(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) bool {
+func migratesOnEviction(vmi *v1.VirtualMachineInstance, cfg *clusterconfig.ClusterConfig) bool {
 	strategy := cfg.EvictionStrategy
 	if vmi.Spec.EvictionStrategy != nil {
 		strategy = *vmi.Spec.EvictionStrategy

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/testutil"
 	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
@@ -67,7 +67,7 @@ func names(vmis []*v1.VirtualMachineInstance) []string {
 }
 
 func TestDecide(t *testing.T) {
-	cfg := config.Defaults() // 5 per cluster, 2 per node
+	cfg := clusterconfig.Defaults() // 5 per cluster, 2 per node
 	tests := []struct {
 		name       string
 		vmis       []*v1.VirtualMachineInstance
@@ -136,11 +136,11 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideHonoursConfiguredLimits(t *testing.T) {
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	cfg.Migrations.ParallelMigrationsPerCluster = ptr.To[uint32](1)
 	p := decide([]*v1.VirtualMachineInstance{marked("a", "node-a"), marked("b", "node-b")}, nil, &cfg, nil, now)
 	assert.Equal(t, []string{"a"}, names(p.migrate))
-	cfg = config.Defaults()
+	cfg = clusterconfig.Defaults()
 	cfg.Migrations.ParallelOutboundMigrationsPerNode = ptr.To[uint32](3)
 	p = decide([]*v1.VirtualMachineInstance{marked("a", "node-a"), marked("b", "node-a"), marked("c", "node-a")}, nil, &cfg, nil, now)
 	assert.Equal(t, []string{"a", "b", "c"}, names(p.migrate))
@@ -155,7 +155,7 @@ func TestSync(t *testing.T) {
 	factory := kvinformers.NewSharedInformerFactory(kv, 0)
 	vmiInformer, migrationInformer := factory.Kubevirt().V1().VirtualMachineInstances(), factory.Kubevirt().V1().VirtualMachineInstanceMigrations()
 	recorder := record.NewFakeRecorder(10)
-	c, err := New(kv, vmiInformer, migrationInformer, config.NewStore(config.Defaults()), recorder)
+	c, err := New(kv, vmiInformer, migrationInformer, clusterconfig.NewStore(clusterconfig.Defaults()), recorder)
 	require.NoError(t, err)
 	c.now = func() time.Time { return now }
 	for _, o := range vmis {

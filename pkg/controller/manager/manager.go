@@ -23,8 +23,8 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
-	configwatch "github.com/hangarvm/hangar/pkg/controller/config/watch"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	configwatch "github.com/hangarvm/hangar/pkg/clusterconfig/watch"
 	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/migration"
@@ -47,7 +47,7 @@ type Options struct {
 	// ConfigNamespace and ConfigName locate the cluster configuration ConfigMap.
 	ConfigNamespace, ConfigName string
 	// Defaults apply where the ConfigMap says nothing.
-	Defaults config.ClusterConfig
+	Defaults clusterconfig.ClusterConfig
 	// Workers per controller.
 	VMWorkers, VMIWorkers, ReplicaSetWorkers int
 	// Resync is the informers' resync period (0: none).
@@ -64,7 +64,7 @@ type Options struct {
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
 func DefaultOptions() Options {
-	return Options{ConfigNamespace: "hangar", ConfigName: "hangar-config", Defaults: config.Defaults(),
+	return Options{ConfigNamespace: "hangar", ConfigName: "hangar-config", Defaults: clusterconfig.Defaults(),
 		VMWorkers: 3, VMIWorkers: 10, ReplicaSetWorkers: 3, Resync: 10 * time.Minute,
 		Migration: migration.Options{
 			HandlerNamespace: "hangar", HandlerPort: 18187,
@@ -78,7 +78,7 @@ func DefaultOptions() Options {
 // kube-apiserver in a cluster), kube the core API (pods, events, the ConfigMap).
 func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Interface, o Options) error {
 	metrics.Register()
-	cfg := config.NewStore(o.Defaults)
+	cfg := clusterconfig.NewStore(o.Defaults)
 	if err := configwatch.Watch(ctx, cfg, kube, o.ConfigNamespace, o.ConfigName); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before the configuration was read

@@ -22,7 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions/kubevirt/v1"
@@ -68,7 +68,7 @@ type Controller struct {
 	handlers   corelisters.PodLister
 	claims     corelisters.PersistentVolumeClaimLister
 	synced     []cache.InformerSynced
-	config     *config.Store
+	config     *clusterconfig.Store
 	recorder   record.EventRecorder
 	queue      workqueue.TypedRateLimitingInterface[string]
 	opts       Options
@@ -79,7 +79,7 @@ type Controller struct {
 // claimInformer the claims a target pod mounts or maps by their volumeMode.
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, migInformer kvinformers.VirtualMachineInstanceMigrationInformer,
 	vmiInformer kvinformers.VirtualMachineInstanceInformer, podInformer, handlerInformer coreinformers.PodInformer,
-	claimInformer coreinformers.PersistentVolumeClaimInformer, cfg *config.Store, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	claimInformer coreinformers.PersistentVolumeClaimInformer, cfg *clusterconfig.Store, recorder record.EventRecorder, opts Options) (*Controller, error) {
 	RegisterMetrics(migInformer.Lister())
 	c := &Controller{
 		kubevirt: kubevirt, kube: kube,

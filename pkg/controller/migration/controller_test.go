@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/controller/testutil"
 	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
@@ -56,8 +56,8 @@ func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.V
 	migInf, vmiInf := kvf.Kubevirt().V1().VirtualMachineInstanceMigrations(), kvf.Kubevirt().V1().VirtualMachineInstances()
 	podInf := kf.Core().V1().Pods()
 	handlerInf := informers.NewSharedInformerFactory(f.kube, 0).Core().V1().Pods()
-	cfg := config.Defaults()
-	c, err := New(f.kv, f.kube, migInf, vmiInf, podInf, handlerInf, kf.Core().V1().PersistentVolumeClaims(), config.NewStore(cfg), record.NewFakeRecorder(100), Options{
+	cfg := clusterconfig.Defaults()
+	c, err := New(f.kv, f.kube, migInf, vmiInf, podInf, handlerInf, kf.Core().V1().PersistentVolumeClaims(), clusterconfig.NewStore(cfg), record.NewFakeRecorder(100), Options{
 		HandlerNamespace: "hangar", HandlerPort: 18187,
 		HandlerSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "virt-handler"}),
 	})

@@ -21,14 +21,14 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/controller/expectations"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions/kubevirt/v1"
 	kvlisters "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 // podsByOwnerIndex indexes launcher pods by the namespace/name of the instance that controls them.
@@ -53,7 +53,7 @@ type Controller struct {
 	nodeLister corelisters.NodeLister
 	synced     []cache.InformerSynced
 
-	config       *config.Store
+	config       *clusterconfig.Store
 	recorder     record.EventRecorder
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *expectations.Expectations // pod creations, by instance UID
@@ -71,7 +71,7 @@ type Controller struct {
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kvinformers.VirtualMachineInstanceInformer,
 	podInformer coreinformers.PodInformer, pvcInformer coreinformers.PersistentVolumeClaimInformer,
 	eventInformer coreinformers.EventInformer, nodeInformer coreinformers.NodeInformer,
-	cfg *config.Store, recorder record.EventRecorder) (*Controller, error) {
+	cfg *clusterconfig.Store, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		kubevirt:     kubevirt,
 		kube:         kube,

@@ -21,12 +21,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/controller/testutil"
 	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 type fixture struct {
@@ -58,11 +59,11 @@ func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	vmiInformer, podInformer := kvf.Kubevirt().V1().VirtualMachineInstances(), kf.Core().V1().Pods()
 	pvcInformer, eventInformer := kf.Core().V1().PersistentVolumeClaims(), kf.Core().V1().Events()
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	cfg.UseEmulation = true
 	nodeInformer := kf.Core().V1().Nodes()
 	f.nodes = nodeInformer.Informer().GetIndexer()
-	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, eventInformer, nodeInformer, config.NewStore(cfg), f.recorder)
+	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, eventInformer, nodeInformer, clusterconfig.NewStore(cfg), f.recorder)
 	require.NoError(t, err)
 	for _, o := range claims {
 		require.NoError(t, pvcInformer.Informer().GetIndexer().Add(o))
@@ -159,7 +160,7 @@ func bound(node string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.
 func emulation(value string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "compute",
-			Env: []corev1.EnvVar{{Name: launcherpod.EnvEmulation, Value: value}}})
+			Env: []corev1.EnvVar{{Name: layout.EnvEmulation, Value: value}}})
 	}
 }
 
@@ -179,7 +180,7 @@ func notReadySince(ago time.Duration) func(*corev1.Pod) {
 func computeEnded(ago time.Duration) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: launcherpod.ComputeContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Name: layout.ComputeContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ExitCode: 1, FinishedAt: metav1.NewTime(time.Now().Add(-ago))}},
 		})
 	}
@@ -243,7 +244,7 @@ func TestSync(t *testing.T) {
 				for _, m := range c.VolumeMounts {
 					mounts = append(mounts, m.MountPath)
 				}
-				assert.Equal(t, []string{launcherpod.SocketMountPath, launcherpod.PrivateMountPath, launcherpod.EphemeralMountPath, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
+				assert.Equal(t, []string{layout.SocketMountPath, layout.PrivateMountPath, layout.EphemeralMountPath, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
 			},
 		},
 		{
@@ -425,7 +426,7 @@ func TestSync(t *testing.T) {
 			name: "a Running instance is Ready when its launcher is",
 			vmi:  newVMI(v1.Running, func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }),
 			pods: []*corev1.Pod{newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodRunning), func(p *corev1.Pod) {
-				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: launcherpod.ComputeContainer, Ready: true}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: layout.ComputeContainer, Ready: true}}
 			})},
 			wantPhase: v1.Running, wantNode: "node-a",
 			check: func(t *testing.T, _ *fixture, vmi *v1.VirtualMachineInstance) {

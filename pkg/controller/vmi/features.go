@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // ReasonSoftwareEmulation is the reason of FeaturesDropped: the launcher pod runs the guest
@@ -34,7 +34,7 @@ func setFeaturesDropped(s *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachi
 func podUsesEmulation(pod *corev1.Pod) bool {
 	for _, c := range pod.Spec.Containers {
 		for _, e := range c.Env {
-			if e.Name == launcherpod.EnvEmulation {
+			if e.Name == layout.EnvEmulation {
 				return e.Value == "true"
 			}
 		}

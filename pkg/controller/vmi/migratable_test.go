@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 func TestSyncMigratable(t *testing.T) {
@@ -23,7 +23,7 @@ func TestSyncMigratable(t *testing.T) {
 	}
 	running := func(v *v1.VirtualMachineInstance) { v.Status.NodeName = "node-a" }
 	readyPod := newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodRunning), func(p *corev1.Pod) {
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: launcherpod.ComputeContainer, Ready: true}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: layout.ComputeContainer, Ready: true}}
 	})
 	tests := []struct {
 		name       string

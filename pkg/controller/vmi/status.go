@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Reasons in status.reason of an instance that failed before the node agent took it over.
@@ -172,7 +172,7 @@ func awaitingNodeAgent(pod *corev1.Pod, now metav1.Time) time.Duration {
 		ended = c.LastTransitionTime.Time
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == launcherpod.ComputeContainer && cs.State.Terminated != nil && cs.State.Terminated.FinishedAt.After(ended) {
+		if cs.Name == layout.ComputeContainer && cs.State.Terminated != nil && cs.State.Terminated.FinishedAt.After(ended) {
 			ended = cs.State.Terminated.FinishedAt.Time
 		}
 	}
@@ -197,7 +197,7 @@ func podReady(pod *corev1.Pod) bool {
 		return false
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == launcherpod.ComputeContainer {
+		if cs.Name == layout.ComputeContainer {
 			return cs.Ready
 		}
 	}

@@ -17,8 +17,8 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 // Finalizer keeps a deleted instance in the API until its launcher pod is gone, so a

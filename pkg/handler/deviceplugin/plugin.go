@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/klog/v2"
@@ -39,11 +40,11 @@ type Plugin struct {
 
 // KVM and TUN are the two plugins virt-handler runs.
 func KVM(dir string) *Plugin {
-	return &Plugin{Resource: "devices.kubevirt.io/kvm", DevicePath: "/dev/kvm", PluginDir: dir}
+	return &Plugin{Resource: layout.KVMResource, DevicePath: "/dev/kvm", PluginDir: dir}
 }
 
 func TUN(dir string) *Plugin {
-	return &Plugin{Resource: "devices.kubevirt.io/tun", DevicePath: "/dev/net/tun", PluginDir: dir}
+	return &Plugin{Resource: layout.TunResource, DevicePath: "/dev/net/tun", PluginDir: dir}
 }
 
 func (p *Plugin) socketPath() string {

@@ -8,20 +8,10 @@ import (
 	"time"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 )
 
 // Version is the protocol version; it is the first path element of every call.
 const Version = "v1"
-
-// LauncherUID is the user (and group) virt-launcher, libvirtd and QEMU run as in a launcher
-// pod: KubeVirt's qemu user. Launcher pods set it as runAsUser; virt-handler makes the guest's
-// taps for it.
-const LauncherUID = 107
-
-// SocketVolume is the launcher pod's emptyDir volume that holds its sockets: virt-handler
-// finds it below the kubelet's pods directory by this name.
-const SocketVolume = names.SocketVolume
 
 // SocketName is the command socket's name in an instance's socket directory.
 const SocketName = "launcher.sock"

@@ -139,7 +139,7 @@ func setCPU(d *libvirtxml.Domain, spec *v1.DomainSpec, emulation bool) {
 		sockets, cores, threads = orOne(c.Sockets), orOne(c.Cores), orOne(c.Threads)
 		model = c.Model
 	}
-	d.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(sockets * cores * threads)}
+	d.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(spec.VCPUs())}
 	cpu := &libvirtxml.DomainCPU{Topology: &libvirtxml.DomainCPUTopology{
 		Sockets: int(sockets), Cores: int(cores), Threads: int(threads),
 	}}

@@ -295,6 +295,5 @@ func MultiQueueInterface(vmi *v1.VirtualMachineInstance, iface v1.Interface) boo
 	if mq == nil || !*mq || (iface.Model != "" && iface.Model != v1.DefaultInterfaceModel) {
 		return false
 	}
-	c := vmi.Spec.Domain.CPU
-	return c != nil && uint64(orOne(c.Cores))*uint64(orOne(c.Sockets))*uint64(orOne(c.Threads)) > 1
+	return vmi.Spec.Domain.VCPUs() > 1
 }

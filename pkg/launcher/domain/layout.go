@@ -3,7 +3,7 @@ package domain
 import (
 	"path/filepath"
 
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Layout is where a launcher keeps the files a domain refers to. The converter only names
@@ -45,7 +45,7 @@ func (l Layout) MigrationSocket(stream string) string {
 func DefaultLayout(run string) Layout {
 	return Layout{
 		EphemeralDir: filepath.Join(run, "ephemeral"),
-		PVCDir:       names.PVCMountDir,
+		PVCDir:       layout.PVCMountDir,
 		BlockDir:     "/dev",
 		SerialSocket: filepath.Join(run, "serial.sock"),
 		VNCSocket:    filepath.Join(run, "vnc.sock"),

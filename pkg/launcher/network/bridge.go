@@ -13,7 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"sigs.k8s.io/knftables"
 
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // bridgeRecordTag starts the alias of a bridge binding's bridge. After the first setup the
@@ -206,7 +206,7 @@ func bridgeSteps(h *netlink.Handle, p Plan, pod BridgedPod, l *bridgeLinks) []st
 		{fmt.Sprintf("link %s: learning off", podIf), func() error { return h.LinkSetLearning(l.pod, false) }},
 	}
 	if l.tap == nil {
-		steps = append(steps, step{fmt.Sprintf("link %s: add tap for uid %d", p.Tap, api.LauncherUID), func() (err error) {
+		steps = append(steps, step{fmt.Sprintf("link %s: add tap for uid %d", p.Tap, layout.LauncherUID), func() (err error) {
 			l.tap, err = addTap(h, p.Tap)
 			return err
 		}})

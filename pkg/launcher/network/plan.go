@@ -22,8 +22,8 @@ import (
 	"net/netip"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // DefaultVMNetworkCIDR is the guest's private network when the pod network names none.
@@ -81,7 +81,7 @@ func Plans(vmi *v1.VirtualMachineInstance) ([]Plan, error) {
 			Bridge:    fmt.Sprintf("hangar-br%d", i),
 			Tap:       fmt.Sprintf("hangar-tap%d", i),
 			// The pod's hostname, so the guest and its pod agree.
-			Hostname: names.Hostname(vmi.Name, vmi.Spec.Hostname),
+			Hostname: layout.Hostname(vmi.Name, vmi.Spec.Hostname),
 		}
 		switch {
 		case iface.Masquerade != nil:

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
 
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Pod is the pod's side of the network: the interface the default route leaves through, its
@@ -195,8 +195,8 @@ func addTap(h *netlink.Handle, name string) (netlink.Link, error) {
 		LinkAttrs: netlink.LinkAttrs{Name: name},
 		Mode:      netlink.TUNTAP_MODE_TAP,
 		Flags:     netlink.TUNTAP_NO_PI | netlink.TUNTAP_TUN_EXCL,
-		Owner:     api.LauncherUID,
-		Group:     api.LauncherUID,
+		Owner:     layout.LauncherUID,
+		Group:     layout.LauncherUID,
 	}
 	if err := h.LinkAdd(tap); err != nil {
 		return nil, fmt.Errorf("link %s: add tap: %w", name, err)

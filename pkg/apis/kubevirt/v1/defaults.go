@@ -4,7 +4,6 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -72,19 +71,14 @@ func setDefaultMemory(domain *DomainSpec) {
 	if domain.Memory != nil && domain.Memory.Guest != nil {
 		return
 	}
-	var guest *resource.Quantity
-	if q, ok := domain.Resources.Requests[corev1.ResourceMemory]; ok {
-		guest = ptr.To(q.DeepCopy())
-	} else if q, ok := domain.Resources.Limits[corev1.ResourceMemory]; ok {
-		guest = ptr.To(q.DeepCopy())
-	}
-	if guest == nil {
+	guest, ok := domain.GuestMemory()
+	if !ok {
 		return // validation reports the missing memory
 	}
 	if domain.Memory == nil {
 		domain.Memory = &Memory{}
 	}
-	domain.Memory.Guest = guest
+	domain.Memory.Guest = ptr.To(guest.DeepCopy())
 }
 
 // setDefaultCPU gives a guest without a topology one core per requested (or limited) CPU,

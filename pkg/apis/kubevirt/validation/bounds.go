@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // The bounds on what a user sets. Each accepts what KubeVirt's validating webhook accepts,
@@ -50,5 +50,5 @@ const (
 	MaxSerialLength = 256
 	// MaxContainerDiskVolumeName: the volume's init container, container-disk-<volume>, must
 	// be a DNS label (63 characters), so the volume name has 48.
-	MaxContainerDiskVolumeName = names.MaxContainerDiskVolumeName
+	MaxContainerDiskVolumeName = layout.MaxContainerDiskVolumeName
 )

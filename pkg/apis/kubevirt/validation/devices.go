@@ -12,7 +12,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 var (
@@ -57,12 +57,12 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 			*allErrs = append(*allErrs, podrules.ValidateObjectName(s.ClaimName, idx.Child("persistentVolumeClaim", "claimName"))...)
 			// The claim becomes a pod volume of the volume's name, mounted or (a block claim,
 			// known only when the pod is built) a device at /dev/<name>.
-			if names.IsReservedPodVolume(v.Name) {
+			if layout.IsReservedPodVolume(v.Name) {
 				*allErrs = append(*allErrs, field.Invalid(idx.Child("name"), v.Name, "is the name of one of the launcher pod's own volumes"))
 			}
-			if names.ShadowsContainerDevice(v.Name) {
+			if layout.ShadowsContainerDevice(v.Name) {
 				*allErrs = append(*allErrs, field.Invalid(idx.Child("name"), v.Name,
-					fmt.Sprintf("a block claim is given to the launcher as %s/%s, which the container needs", names.BlockDeviceDir, v.Name)))
+					fmt.Sprintf("a block claim is given to the launcher as %s/%s, which the container needs", layout.BlockDeviceDir, v.Name)))
 			}
 		}
 		if s := v.CloudInitNoCloud; s != nil {
@@ -82,7 +82,7 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 				*allErrs = append(*allErrs, field.TooLongMaxLength(idx.Child("name"), v.Name, MaxContainerDiskVolumeName))
 			}
 			// Mounted as an image volume, the disk is a pod volume of the volume's name.
-			if names.IsReservedPodVolume(v.Name) {
+			if layout.IsReservedPodVolume(v.Name) {
 				*allErrs = append(*allErrs, field.Invalid(idx.Child("name"), v.Name, "is the name of one of the launcher pod's own volumes"))
 			}
 		}

@@ -133,7 +133,6 @@ func validateCPU(cpu *kubevirt.CPU, path *field.Path) field.ErrorList {
 		return nil
 	}
 	var allErrs field.ErrorList
-	vcpus := uint64(1)
 	for _, f := range []struct {
 		name string
 		n    uint32
@@ -144,10 +143,8 @@ func validateCPU(cpu *kubevirt.CPU, path *field.Path) field.ErrorList {
 		case f.n > MaxVCPUs:
 			allErrs = append(allErrs, field.Invalid(path.Child(f.name), f.n, fmt.Sprintf("must be at most %d", MaxVCPUs)))
 		}
-		// Each factor is capped before multiplying, so the product stays far below 2^64.
-		vcpus *= uint64(min(max(f.n, 1), MaxVCPUs+1))
 	}
-	if len(allErrs) == 0 && vcpus > MaxVCPUs {
+	if vcpus := cpu.VCPUs(); len(allErrs) == 0 && vcpus > MaxVCPUs {
 		allErrs = append(allErrs, field.Invalid(path, fmt.Sprintf("cores=%d sockets=%d threads=%d", cpu.Cores, cpu.Sockets, cpu.Threads),
 			fmt.Sprintf("cores × sockets × threads is %d vCPUs; the q35 machine takes at most %d", vcpus, MaxVCPUs)))
 	}

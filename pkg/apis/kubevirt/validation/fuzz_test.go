@@ -21,10 +21,10 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
-	"github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 	"github.com/hangarvm/hangar/pkg/launcher/network"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 // The fuzz targets hold validation to its promise: whatever it accepts, the rest of Hangar
@@ -103,7 +103,7 @@ func watchdog(input any) func() {
 func checkRunnable(t *testing.T, vmi *v1.VirtualMachineInstance) {
 	t.Helper()
 	vmi.UID = "6a1a24a1-4061-4607-8bf4-a3963d0c5895"
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	for _, mode := range []corev1.PersistentVolumeMode{corev1.PersistentVolumeFilesystem, corev1.PersistentVolumeBlock} {
 		modes := launcherpod.VolumeModes{}
 		for _, c := range launcherpod.ClaimNames(vmi) {

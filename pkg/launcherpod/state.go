@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // What a guest keeps across restarts of its VM (EFI variables with efi.persistent, the TPM's
@@ -20,7 +20,7 @@ const (
 	// StateClaimPrefix starts the state claim's name: persistent-state-for-<VM>, KubeVirt's.
 	StateClaimPrefix = "persistent-state-for-"
 	// VMStateVolume is the claim's pod volume.
-	VMStateVolume = names.VMStateVolume
+	VMStateVolume = layout.VMStateVolume
 	// VMStateMountPath is where the compute container has it.
 	VMStateMountPath = "/var/run/hangar/vm-state"
 )
@@ -60,6 +60,6 @@ func tpmTmp(vmi *v1.VirtualMachineInstance) (*corev1.Volume, *corev1.VolumeMount
 	if !vmi.Spec.HasTPM() {
 		return nil, nil
 	}
-	vol := sizedEmptyDir(names.TmpVolume, tmpVolumeSize)
-	return &vol, &corev1.VolumeMount{Name: names.TmpVolume, MountPath: "/tmp"}
+	vol := sizedEmptyDir(layout.TmpVolume, tmpVolumeSize)
+	return &vol, &corev1.VolumeMount{Name: layout.TmpVolume, MountPath: "/tmp"}
 }

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 )
 
 func cloudInit(name string, src v1.CloudInitNoCloudSource) v1.Volume {
@@ -83,7 +83,7 @@ func TestCloudInitSecretVolumes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Defaults()
+			cfg := clusterconfig.Defaults()
 			pod, err := Build(testVMI(tt.vmi), tt.modes, &cfg)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)

@@ -9,7 +9,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // The Secrets a cloudInitNoCloud volume names (secretRef, networkDataSecretRef) reach the
@@ -19,10 +19,10 @@ import (
 const (
 	// SecretsDir holds each named Secret at <SecretsDir>/<secret name>/<key> in the compute
 	// container (pkg/launcher/cloudinit reads userdata or userData, networkdata or networkData).
-	SecretsDir = names.SecretsDir
+	SecretsDir = layout.SecretsDir
 	// SecretVolumePrefix starts the pod volume of each Secret: hangar-secret-<n>, n counting
 	// the distinct Secrets in the order the instance's volumes name them.
-	SecretVolumePrefix = names.SecretVolumePrefix
+	SecretVolumePrefix = layout.SecretVolumePrefix
 )
 
 // CloudInitSecretNames are the Secrets the instance's cloudInitNoCloud volumes name, each once.

@@ -13,7 +13,8 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 func testVMI(mutate func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
@@ -42,8 +43,8 @@ func TestResources(t *testing.T) {
 		{
 			name: "guest memory from the request plus overhead, 100m per vCPU, KVM",
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), KVMResource: q("1")},
-				Limits:   corev1.ResourceList{KVMResource: q("1")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), layout.KVMResource: q("1")},
+				Limits:   corev1.ResourceList{layout.KVMResource: q("1")},
 			},
 		},
 		{
@@ -79,8 +80,8 @@ func TestResources(t *testing.T) {
 				vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default"}}
 			},
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), KVMResource: q("1"), TunResource: q("1")},
-				Limits:   corev1.ResourceList{KVMResource: q("1"), TunResource: q("1")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), layout.KVMResource: q("1"), layout.TunResource: q("1")},
+				Limits:   corev1.ResourceList{layout.KVMResource: q("1"), layout.TunResource: q("1")},
 			},
 		},
 		{
@@ -90,8 +91,8 @@ func TestResources(t *testing.T) {
 			},
 			emulation: true,
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), TunResource: q("1")},
-				Limits:   corev1.ResourceList{TunResource: q("1")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), layout.TunResource: q("1")},
+				Limits:   corev1.ResourceList{layout.TunResource: q("1")},
 			},
 		},
 		{
@@ -116,7 +117,7 @@ func TestResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Defaults()
+			cfg := clusterconfig.Defaults()
 			cfg.UseEmulation = tt.emulation
 			got, err := Resources(testVMI(tt.vmi), &cfg)
 			if tt.wantErr {
@@ -142,7 +143,7 @@ func assertList(t *testing.T, want, got corev1.ResourceList, what string) {
 }
 
 func TestBuild(t *testing.T) {
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	cfg.LauncherImage = "reg/launcher:v1"
 	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
@@ -167,7 +168,7 @@ func TestBuild(t *testing.T) {
 	assert.Empty(t, pod.Name)
 	assert.Equal(t, "ns", pod.Namespace)
 	assert.Equal(t, map[string]string{"app": "web", v1.AppLabel: v1.LauncherAppLabelValue, v1.CreatedByLabel: "uid-1"}, pod.Labels)
-	assert.Equal(t, "vm1", pod.Annotations[DomainAnnotation])
+	assert.Equal(t, "vm1", pod.Annotations[layout.DomainAnnotation])
 
 	ref := metav1.GetControllerOf(pod)
 	require.NotNil(t, ref)
@@ -194,7 +195,7 @@ func TestBuild(t *testing.T) {
 
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-	assert.Equal(t, ComputeContainer, c.Name)
+	assert.Equal(t, layout.ComputeContainer, c.Name)
 	assert.Equal(t, "reg/launcher:v1", c.Image)
 	assert.False(t, *c.SecurityContext.Privileged)
 	assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
@@ -208,16 +209,16 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, int64(107), *psc.RunAsGroup)
 	assert.Equal(t, int64(107), *psc.FSGroup)
 	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
-	assert.Equal(t, []string{"--state-dir=" + StateDir, "--run-dir=" + RunDir, "--ephemeral-dir=" + EphemeralMountPath}, c.Args)
+	assert.Equal(t, []string{"--state-dir=" + layout.StateDir, "--run-dir=" + layout.RunDir, "--ephemeral-dir=" + layout.EphemeralMountPath}, c.Args)
 	env := map[string]string{}
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
-	assert.Equal(t, map[string]string{EnvNamespace: "ns", EnvName: "vm1", EnvUID: "uid-1", EnvSocketDir: SocketMountPath, EnvEmulation: "false"}, env)
+	assert.Equal(t, map[string]string{layout.EnvNamespace: "ns", layout.EnvName: "vm1", layout.EnvUID: "uid-1", layout.EnvSocketDir: layout.SocketMountPath, layout.EnvEmulation: "false"}, env)
 	assert.Equal(t, []corev1.VolumeMount{
-		{Name: SocketVolume, MountPath: SocketMountPath},
-		{Name: PrivateVolume, MountPath: PrivateMountPath},
-		{Name: EphemeralVolume, MountPath: EphemeralMountPath},
+		{Name: layout.SocketVolume, MountPath: layout.SocketMountPath},
+		{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath},
+		{Name: layout.EphemeralVolume, MountPath: layout.EphemeralMountPath},
 	}, c.VolumeMounts)
 
 	// Only emptyDirs, each with a size limit: nothing of the node's, and a guest that fills
@@ -227,21 +228,21 @@ func TestBuild(t *testing.T) {
 		require.NotNil(t, vol.EmptyDir, "volume %s", vol.Name)
 		require.NotNil(t, vol.EmptyDir.SizeLimit, "volume %s", vol.Name)
 	}
-	assert.Equal(t, []string{SocketVolume, PrivateVolume, EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
+	assert.Equal(t, []string{layout.SocketVolume, layout.PrivateVolume, layout.EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
 
 	// The builder must not modify its input.
 	assert.Equal(t, "spoofed", vmi.Labels[v1.AppLabel])
 }
 
 func TestBuildDefaults(t *testing.T) {
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	pod, err := Build(testVMI(func(vmi *v1.VirtualMachineInstance) {
 		vmi.Name = "a-very-long-name-0123456789012345678901234567890123456789012345678901234567890123"
 	}), nil, &cfg)
 	require.NoError(t, err)
 	assert.Equal(t, DefaultGracePeriodSeconds+GracePeriodMargin, *pod.Spec.TerminationGracePeriodSeconds)
 	assert.Len(t, pod.Spec.Hostname, 63, "a hostname is a DNS label")
-	assert.Equal(t, config.DefaultLauncherImage, pod.Spec.Containers[0].Image)
+	assert.Equal(t, clusterconfig.DefaultLauncherImage, pod.Spec.Containers[0].Image)
 	assert.Nil(t, pod.Spec.NodeSelector)
 	assert.Nil(t, pod.Spec.Affinity)
 }
@@ -283,13 +284,13 @@ func TestVCPUsDoNotWrap(t *testing.T) {
 	vmi := testVMI(func(vmi *v1.VirtualMachineInstance) {
 		vmi.Spec.Domain.CPU = &v1.CPU{Cores: 1 << 21, Sockets: 1 << 21, Threads: 1 << 21}
 	})
-	assert.Equal(t, int64(math.MaxInt64), VCPUs(vmi))
-	cfg := config.Defaults()
+	assert.Equal(t, int64(math.MaxInt64), vmi.Spec.Domain.VCPUs())
+	cfg := clusterconfig.Defaults()
 	r, err := Resources(vmi, &cfg)
 	require.NoError(t, err)
 	assert.Positive(t, r.Requests.Cpu().Sign())
 
-	assert.Equal(t, int64(24), VCPUs(testVMI(func(vmi *v1.VirtualMachineInstance) {
+	assert.Equal(t, int64(24), testVMI(func(vmi *v1.VirtualMachineInstance) {
 		vmi.Spec.Domain.CPU = &v1.CPU{Cores: 4, Sockets: 2, Threads: 3}
-	})))
+	}).Spec.Domain.VCPUs())
 }

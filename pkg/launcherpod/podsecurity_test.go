@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 )
 
 // TestLauncherPodsMeetPodSecurityRestricted evaluates launcher pods with Pod Security
@@ -70,7 +70,7 @@ func TestLauncherPodsMeetPodSecurityRestricted(t *testing.T) {
 		for _, imageVolumes := range []bool{false, true} {
 			for _, tt := range tests {
 				t.Run(fmt.Sprintf("%s/emulation=%t/imageVolumes=%t", tt.name, emulation, imageVolumes), func(t *testing.T) {
-					cfg := config.Defaults()
+					cfg := clusterconfig.Defaults()
 					cfg.UseEmulation = emulation
 					cfg.ImageVolumes = imageVolumes
 					pod, err := Build(testVMI(tt.mutate), tt.modes, &cfg)
@@ -88,7 +88,7 @@ func TestLauncherPodsMeetPodSecurityRestricted(t *testing.T) {
 func TestPodSecurityEvaluatorRefuses(t *testing.T) {
 	evaluator, err := policy.NewEvaluator(policy.DefaultChecks())
 	require.NoError(t, err)
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	pod, err := Build(testVMI(nil), nil, &cfg)
 	require.NoError(t, err)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run/hangar"}}})

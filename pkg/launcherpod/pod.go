@@ -15,41 +15,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
-// Annotations and names KubeVirt gives launcher pods; tools select pods by them and by the
-// labels v1.AppLabel (v1.LauncherAppLabelValue) and v1.CreatedByLabel.
+// Grace periods of the launcher pod.
 const (
-	// DomainAnnotation carries the instance's name.
-	DomainAnnotation = "kubevirt.io/domain"
-	// ComputeContainer is the container that runs virt-launcher and the guest.
-	ComputeContainer = names.ComputeContainer
-	// KVMResource is the device-plugin resource that exposes /dev/kvm to an unprivileged pod.
-	KVMResource corev1.ResourceName = "devices.kubevirt.io/kvm"
-	// TunResource is the device-plugin resource that exposes /dev/net/tun, for the taps of
-	// the guest's interfaces.
-	TunResource corev1.ResourceName = "devices.kubevirt.io/tun"
-	// SocketVolume is the emptyDir of the sockets virt-handler reaches the launcher through
-	// (below the kubelet's pods directory, by this name).
-	SocketVolume = names.SocketVolume
-	// SocketMountPath is where the launcher finds its socket directory.
-	SocketMountPath = names.SocketMountPath
-	// PrivateVolume is the launcher's own emptyDir: libvirt's and QEMU's state, the serial
-	// socket, cloud-init ISOs, the console log. The root file system is read-only.
-	PrivateVolume = names.PrivateVolume
-	// PrivateMountPath is where the launcher keeps its private files.
-	PrivateMountPath = names.PrivateMountPath
-	// StateDir and RunDir are below PrivateMountPath: libvirt's session directories, and the
-	// guest's run-time files (virt-launcher's --state-dir and --run-dir).
-	StateDir = names.StateDir
-	RunDir   = names.RunDir
-	// EphemeralVolume holds the guest's ephemeral disks: containerDisk overlays, empty disks.
-	EphemeralVolume = names.EphemeralVolume
-	// EphemeralMountPath is virt-launcher's --ephemeral-dir.
-	EphemeralMountPath = names.EphemeralMountPath
 	// GracePeriodMargin is added to the instance's grace period: the guest gets the instance's
 	// grace period to power off, the launcher a little more to report and clean up.
 	GracePeriodMargin int64 = 15
@@ -57,63 +28,17 @@ const (
 	DefaultGracePeriodSeconds int64 = 30
 )
 
-// Environment of the compute container: who the launcher is and where its sockets go.
-const (
-	EnvNamespace = "HANGAR_VMI_NAMESPACE"
-	EnvName      = "HANGAR_VMI_NAME"
-	EnvUID       = "HANGAR_VMI_UID"
-	EnvSocketDir = names.EnvSocketDir
-	EnvEmulation = "HANGAR_USE_EMULATION"
-)
-
 // GenerateName is the prefix of a launcher pod's name; the API server appends 5 characters.
 func GenerateName(vmi *v1.VirtualMachineInstance) string {
 	return "virt-launcher-" + vmi.Name + "-"
 }
 
-// GuestMemory is the memory the guest sees: memory.guest, else the memory request, else the limit.
-func GuestMemory(vmi *v1.VirtualMachineInstance) (resource.Quantity, bool) {
-	d := vmi.Spec.Domain
-	if d.Memory != nil && d.Memory.Guest != nil {
-		return *d.Memory.Guest, true
-	}
-	if q, ok := d.Resources.Requests[corev1.ResourceMemory]; ok {
-		return q, true
-	}
-	if q, ok := d.Resources.Limits[corev1.ResourceMemory]; ok {
-		return q, true
-	}
-	return resource.Quantity{}, false
-}
-
-// VCPUs is the number of virtual CPUs of the guest. Validation bounds the product
-// (validation.MaxVCPUs); the product of three uint32s can still exceed an int64, so an
-// unvalidated topology saturates at math.MaxInt64 instead of wrapping to a small or
-// negative count.
-func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
-	cpu := vmi.Spec.Domain.CPU
-	if cpu == nil {
-		return 1
-	}
-	n := int64(1)
-	for _, f := range []uint32{cpu.Cores, cpu.Sockets, cpu.Threads} {
-		if f == 0 {
-			continue
-		}
-		if n > math.MaxInt64/int64(f) {
-			return math.MaxInt64
-		}
-		n *= int64(f)
-	}
-	return n
-}
-
 // Resources is the compute container's requests and limits.
-func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev1.ResourceRequirements, error) {
+func Resources(vmi *v1.VirtualMachineInstance, cfg *clusterconfig.ClusterConfig) (corev1.ResourceRequirements, error) {
 	r := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
 	spec := vmi.Spec.Domain.Resources
 
-	guest, ok := GuestMemory(vmi)
+	guest, ok := vmi.Spec.Domain.GuestMemory()
 	if !ok {
 		return r, fmt.Errorf("instance %s/%s has no memory size", vmi.Namespace, vmi.Name)
 	}
@@ -139,7 +64,7 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 		if ratio < 1 {
 			ratio = 1
 		}
-		vcpus := min(VCPUs(vmi), math.MaxInt64/1000)
+		vcpus := min(vmi.Spec.Domain.VCPUs(), math.MaxInt64/1000)
 		request := *resource.NewMilliQuantity(vcpus*1000/ratio, resource.DecimalSI)
 		if hasLimit && request.Cmp(limit) > 0 {
 			request = limit.DeepCopy()
@@ -152,12 +77,12 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 
 	if !cfg.UseEmulation {
 		// Extended resources must be requested and limited alike.
-		r.Requests[KVMResource] = resource.MustParse("1")
-		r.Limits[KVMResource] = resource.MustParse("1")
+		r.Requests[layout.KVMResource] = resource.MustParse("1")
+		r.Limits[layout.KVMResource] = resource.MustParse("1")
 	}
 	if len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
-		r.Requests[TunResource] = resource.MustParse("1")
-		r.Limits[TunResource] = resource.MustParse("1")
+		r.Requests[layout.TunResource] = resource.MustParse("1")
+		r.Limits[layout.TunResource] = resource.MustParse("1")
 	}
 	if len(r.Limits) == 0 {
 		r.Limits = nil
@@ -167,7 +92,7 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *config.ClusterConfig) (corev
 
 // Build returns the launcher pod of vmi under the configuration cfg; modes holds the
 // volumeMode of each claim the instance names (see ClaimNames).
-func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.ClusterConfig) (*corev1.Pod, error) {
+func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *clusterconfig.ClusterConfig) (*corev1.Pod, error) {
 	res, err := Resources(vmi, cfg)
 	if err != nil {
 		return nil, err
@@ -194,14 +119,14 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 		grace = *vmi.Spec.TerminationGracePeriodSeconds
 	}
 
-	hostname := names.Hostname(vmi.Name, vmi.Spec.Hostname)
+	hostname := layout.Hostname(vmi.Name, vmi.Spec.Hostname)
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: GenerateName(vmi),
 			Namespace:    vmi.Namespace,
 			Labels:       labels,
-			Annotations:  map[string]string{DomainAnnotation: vmi.Name},
+			Annotations:  map[string]string{layout.DomainAnnotation: vmi.Name},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         v1.SchemeGroupVersion.String(),
 				Kind:               "VirtualMachineInstance",
@@ -232,33 +157,33 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 			InitContainers:        files.initContainers,
 			SecurityContext:       podSecurityContext(),
 			Containers: []corev1.Container{{
-				Name:            ComputeContainer,
+				Name:            layout.ComputeContainer,
 				Image:           cfg.LauncherImage,
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Env: []corev1.EnvVar{
-					{Name: EnvNamespace, Value: vmi.Namespace},
-					{Name: EnvName, Value: vmi.Name},
-					{Name: EnvUID, Value: string(vmi.UID)},
-					{Name: EnvSocketDir, Value: SocketMountPath},
-					{Name: EnvEmulation, Value: fmt.Sprint(cfg.UseEmulation)},
+					{Name: layout.EnvNamespace, Value: vmi.Namespace},
+					{Name: layout.EnvName, Value: vmi.Name},
+					{Name: layout.EnvUID, Value: string(vmi.UID)},
+					{Name: layout.EnvSocketDir, Value: layout.SocketMountPath},
+					{Name: layout.EnvEmulation, Value: fmt.Sprint(cfg.UseEmulation)},
 				},
 				Args: []string{
-					"--state-dir=" + StateDir,
-					"--run-dir=" + RunDir,
-					"--ephemeral-dir=" + EphemeralMountPath,
+					"--state-dir=" + layout.StateDir,
+					"--run-dir=" + layout.RunDir,
+					"--ephemeral-dir=" + layout.EphemeralMountPath,
 				},
 				Resources:       res,
 				SecurityContext: containerSecurityContext(),
 				VolumeMounts: append([]corev1.VolumeMount{
-					{Name: SocketVolume, MountPath: SocketMountPath},
-					{Name: PrivateVolume, MountPath: PrivateMountPath},
-					{Name: EphemeralVolume, MountPath: EphemeralMountPath},
+					{Name: layout.SocketVolume, MountPath: layout.SocketMountPath},
+					{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath},
+					{Name: layout.EphemeralVolume, MountPath: layout.EphemeralMountPath},
 				}, files.mounts...),
 				VolumeDevices: files.devices,
 			}},
 			Volumes: append([]corev1.Volume{
-				sizedEmptyDir(SocketVolume, socketVolumeSize),
-				sizedEmptyDir(PrivateVolume, privateVolumeSize),
+				sizedEmptyDir(layout.SocketVolume, socketVolumeSize),
+				sizedEmptyDir(layout.PrivateVolume, privateVolumeSize),
 				ephemeralVolume(vmi),
 			}, files.volumes...),
 		},
@@ -283,7 +208,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *config.Cluste
 // and /dev/net/tun from virt-handler's device plugins, the taps from virt-handler, which
 // makes them in the pod's network namespace for this user.
 func podSecurityContext() *corev1.PodSecurityContext {
-	uid := int64(api.LauncherUID)
+	uid := int64(layout.LauncherUID)
 	return &corev1.PodSecurityContext{
 		RunAsNonRoot: ptr.To(true),
 		RunAsUser:    ptr.To(uid),
@@ -327,12 +252,12 @@ func ephemeralVolume(vmi *v1.VirtualMachineInstance) corev1.Volume {
 	for _, vol := range vmi.Spec.Volumes {
 		switch {
 		case vol.ContainerDisk != nil:
-			return emptyDir(EphemeralVolume)
+			return emptyDir(layout.EphemeralVolume)
 		case vol.EmptyDisk != nil:
 			total.Add(vol.EmptyDisk.Capacity)
 		}
 	}
-	return sizedEmptyDir(EphemeralVolume, total)
+	return sizedEmptyDir(layout.EphemeralVolume, total)
 }
 
 func sizedEmptyDir(name string, size resource.Quantity) corev1.Volume {

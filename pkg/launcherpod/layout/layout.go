@@ -1,12 +1,18 @@
-// Package names holds the names a launcher pod derives from an instance's volume names:
-// init containers, pod volumes and device paths. API validation (pkg/apis/kubevirt/validation)
-// refuses volume names whose derived names would be invalid or clash, and the pod builder
-// (pkg/controller/launcherpod) derives them, both from here, so the two cannot drift apart.
-// It also holds where the pod builder mounts what virt-launcher looks for. It depends on
-// nothing but the standard library, so the API packages and virt-launcher can import it.
-package names
+// Package layout is the launcher pod's contract: what virt-controller builds (pkg/launcherpod),
+// virt-api validates and admits, virt-handler reaches and virt-launcher looks for must agree on
+// the pod's container and volume names, the paths its volumes are mounted at, and the user the
+// launcher runs as. API validation (pkg/apis/kubevirt/validation) refuses volume names whose
+// derived names would be invalid or clash, and the pod builder derives them, both from here, so
+// the two cannot drift apart. It depends on nothing but the standard library, so every floor
+// above it, the API packages included, may import it.
+package layout
 
 import "strings"
+
+// LauncherUID is the user (and group) virt-launcher, libvirtd and QEMU run as in a launcher
+// pod: KubeVirt's qemu user. Launcher pods set it as runAsUser; virt-handler makes the guest's
+// taps for it.
+const LauncherUID = 107
 
 // ContainerDiskContainerPrefix starts the name of a containerDisk's init container:
 // ContainerDiskContainerPrefix + the volume's name.
@@ -49,8 +55,28 @@ const (
 	// SecretsDir holds each named Secret at <SecretsDir>/<secret name>/<key> in the compute
 	// container (pkg/launcher/cloudinit reads userdata or userData, networkdata or networkData).
 	SecretsDir = "/var/run/hangar/secrets"
-	// EnvSocketDir names the socket directory in the compute container's environment.
+)
+
+// The compute container's environment: who the launcher is, where its sockets go, and whether
+// the guest runs under TCG (virt-launcher's flags default to these).
+const (
+	EnvNamespace = "HANGAR_VMI_NAMESPACE"
+	EnvName      = "HANGAR_VMI_NAME"
+	EnvUID       = "HANGAR_VMI_UID"
 	EnvSocketDir = "HANGAR_SOCKET_DIR"
+	EnvEmulation = "HANGAR_USE_EMULATION"
+)
+
+// DomainAnnotation carries the instance's name on its launcher pods, as KubeVirt's; tools
+// select launcher pods by it and by the labels v1.AppLabel (v1.LauncherAppLabelValue) and
+// v1.CreatedByLabel.
+const DomainAnnotation = "kubevirt.io/domain"
+
+// Device-plugin resources virt-handler offers and launcher pods request: /dev/kvm and
+// /dev/net/tun reach an unprivileged pod only this way (the devices cgroup).
+const (
+	KVMResource = "devices.kubevirt.io/kvm"
+	TunResource = "devices.kubevirt.io/tun"
 )
 
 // Containers of the launcher's own, beside one per containerDisk.

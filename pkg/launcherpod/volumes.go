@@ -10,8 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/launcherpod/names"
-	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Where the launcher (pkg/launcher, cmd/virt-launcher's defaults and domain.DefaultLayout)
@@ -19,16 +18,16 @@ import (
 const (
 	// KernelBootMountPath holds the kernelBoot image's files at their paths in the image:
 	// the kernel at <KernelBootMountPath>/<kernelPath>.
-	KernelBootMountPath = names.KernelBootMountPath
+	KernelBootMountPath = layout.KernelBootMountPath
 	// ContainerDiskMountPath holds, per containerDisk volume, <path>/<volume>/ with the image's
 	// files at their paths in the image: <volume>/disk/<file>, or <volume>/<containerDisk.path>.
-	ContainerDiskMountPath = names.ContainerDiskMountPath
+	ContainerDiskMountPath = layout.ContainerDiskMountPath
 	// PVCMountDir holds one directory per filesystem persistentVolumeClaim volume, with the
 	// guest's image at <PVCMountDir>/<volume>/disk.img, as in KubeVirt.
-	PVCMountDir = names.PVCMountDir
+	PVCMountDir = layout.PVCMountDir
 	// BlockDeviceDir holds the device of each block persistentVolumeClaim volume as
 	// <BlockDeviceDir>/<volume>, KubeVirt's devicePath.
-	BlockDeviceDir = names.BlockDeviceDir
+	BlockDeviceDir = layout.BlockDeviceDir
 )
 
 // VolumeModes are the volumeModes of the claims an instance's persistentVolumeClaim volumes
@@ -62,25 +61,25 @@ const (
 	// CopyHelperDir is where the init containers mount the helper's emptyDir.
 	CopyHelperDir = "/var/run/hangar/bin"
 	// CopyHelperContainer is the init container that installs the helper.
-	CopyHelperContainer = names.CopyHelperContainer
+	CopyHelperContainer = layout.CopyHelperContainer
 	// KernelBootContainer is the init container that copies the kernelBoot image's files.
-	KernelBootContainer = names.KernelBootContainer
+	KernelBootContainer = layout.KernelBootContainer
 	// ContainerDiskContainerPrefix starts the name of a containerDisk's init container.
-	ContainerDiskContainerPrefix = names.ContainerDiskContainerPrefix
+	ContainerDiskContainerPrefix = layout.ContainerDiskContainerPrefix
 )
 
 // Pod volumes of the launcher's own; persistentVolumeClaim volumes are named as the
 // instance's volumes are (as in KubeVirt), so an instance volume may not take these names
-// (names.IsReservedPodVolume), nor any starting with SecretVolumePrefix.
+// (layout.IsReservedPodVolume), nor any starting with SecretVolumePrefix.
 const (
-	CopyHelperVolume    = names.CopyHelperVolume
-	KernelBootVolume    = names.KernelBootVolume
-	ContainerDiskVolume = names.ContainerDiskVolume
+	CopyHelperVolume    = layout.CopyHelperVolume
+	KernelBootVolume    = layout.KernelBootVolume
+	ContainerDiskVolume = layout.ContainerDiskVolume
 )
 
 // copyUser is the user the copying init containers run as: KubeVirt's qemu user, whose
 // containerDisk images are made readable to (KubeVirt documents chown 107:107).
-const copyUser int64 = api.LauncherUID
+const copyUser int64 = layout.LauncherUID
 
 // guestFiles is what the instance's storage and kernel adds to the launcher pod.
 type guestFiles struct {
@@ -151,27 +150,27 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			}
 			// Validation keeps these names DNS labels and unique; an index as a fallback
 			// could equal another volume's derived name ("container-disk-0").
-			if len(vol.Name) > names.MaxContainerDiskVolumeName {
+			if len(vol.Name) > layout.MaxContainerDiskVolumeName {
 				return g, fmt.Errorf("instance %s/%s: containerDisk volume name %s is longer than %d characters: its init container name would not be a DNS label",
-					vmi.Namespace, vmi.Name, vol.Name, names.MaxContainerDiskVolumeName)
+					vmi.Namespace, vmi.Name, vol.Name, layout.MaxContainerDiskVolumeName)
 			}
 			dest := path.Join(ContainerDiskMountPath, path.Clean("/"+vol.Name))
 			addSecret(cd.ImagePullSecret)
 			if imageVolumes {
 				// The pod volume takes the instance volume's name, unique among them, as a
 				// claim's does; validation keeps the launcher's own names free.
-				if names.IsReservedPodVolume(vol.Name) {
+				if layout.IsReservedPodVolume(vol.Name) {
 					return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
 				}
 				g.volumes = append(g.volumes, imageVolume(vol.Name, cd.Image, cd.ImagePullPolicy))
 				g.mounts = append(g.mounts, corev1.VolumeMount{Name: vol.Name, MountPath: dest, ReadOnly: true})
 				continue
 			}
-			name := names.ContainerDiskContainer(vol.Name)
+			name := layout.ContainerDiskContainer(vol.Name)
 			copies = append(copies, copyContainer(name, cd.Image, cd.ImagePullPolicy, ContainerDiskVolume, ContainerDiskMountPath, dest, []string{src}, guaranteed))
 			containerDisks = true
 		case vol.PersistentVolumeClaim != nil:
-			if names.IsReservedPodVolume(vol.Name) {
+			if layout.IsReservedPodVolume(vol.Name) {
 				return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
 			}
 			claim := vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource
@@ -185,7 +184,7 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			})
 			switch mode {
 			case corev1.PersistentVolumeBlock:
-				if names.ShadowsContainerDevice(vol.Name) {
+				if layout.ShadowsContainerDevice(vol.Name) {
 					return g, fmt.Errorf("instance %s/%s: block volume %s would shadow %s/%s in the launcher", vmi.Namespace, vmi.Name, vol.Name, BlockDeviceDir, vol.Name)
 				}
 				g.devices = append(g.devices, corev1.VolumeDevice{Name: vol.Name, DevicePath: path.Join(BlockDeviceDir, vol.Name)})

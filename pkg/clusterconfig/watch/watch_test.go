@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 )
 
 // TestWatch checks that the store follows the ConfigMap: created, changed, deleted.
@@ -25,10 +25,10 @@ func TestWatch(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "hangar", Name: "other"},
 		Data:       map[string]string{"launcherImage": "wrong"},
 	})
-	s := config.NewStore(config.Defaults())
+	s := clusterconfig.NewStore(clusterconfig.Defaults())
 	require.NoError(t, Watch(ctx, s, client, "hangar", "hangar-config"))
 	assert.True(t, s.Get().UseEmulation)
-	assert.Equal(t, config.DefaultLauncherImage, s.Get().LauncherImage)
+	assert.Equal(t, clusterconfig.DefaultLauncherImage, s.Get().LauncherImage)
 
 	cms := client.CoreV1().ConfigMaps("hangar")
 	_, err := cms.Update(ctx, &corev1.ConfigMap{
@@ -39,5 +39,5 @@ func TestWatch(t *testing.T) {
 	assert.Eventually(t, func() bool { return s.Get().LauncherImage == "reg/l:2" && !s.Get().UseEmulation }, 5*time.Second, 10*time.Millisecond)
 
 	require.NoError(t, cms.Delete(ctx, "hangar-config", metav1.DeleteOptions{}))
-	assert.Eventually(t, func() bool { return s.Get().LauncherImage == config.DefaultLauncherImage }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return s.Get().LauncherImage == clusterconfig.DefaultLauncherImage }, 5*time.Second, 10*time.Millisecond)
 }

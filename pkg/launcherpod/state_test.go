@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 )
 
 func TestStateClaim(t *testing.T) {
@@ -44,7 +44,7 @@ func TestStateClaim(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vmi := testVMI(tt.mutate)
-			cfg := config.Defaults()
+			cfg := clusterconfig.Defaults()
 			pod, err := Build(vmi, tt.modes, &cfg)
 			if tt.wantErr != "" {
 				require.Error(t, err)
@@ -93,7 +93,7 @@ func TestTPMTmp(t *testing.T) {
 			if vmi.Spec.NeedsStateClaim() {
 				modes["persistent-state-for-vm1"] = corev1.PersistentVolumeFilesystem
 			}
-			cfg := config.Defaults()
+			cfg := clusterconfig.Defaults()
 			pod, err := Build(vmi, modes, &cfg)
 			require.NoError(t, err)
 			mount := corev1.VolumeMount{Name: "hangar-tmp", MountPath: "/tmp"}

@@ -1,8 +1,9 @@
-// Package config is virt-controller's cluster configuration: a ConfigMap, watched (by
-// package watch) so a change (say, turning on software emulation) applies to the next
+// Package clusterconfig is Hangar's cluster configuration: the ConfigMap hangar-config, which
+// virt-controller builds launcher pods and migrates by and virt-api admits them by. Both watch
+// it (package watch), so a change (say, turning on software emulation) applies to the next
 // launcher pod without a restart. It does not import client-go, so the launcher pod builder,
 // which takes a ClusterConfig, builds without it (the fuzz tests instrument every dependency).
-package config
+package clusterconfig
 
 import (
 	"fmt"

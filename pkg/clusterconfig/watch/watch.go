@@ -1,4 +1,4 @@
-// Package watch keeps a config.Store in step with virt-controller's ConfigMap.
+// Package watch keeps a clusterconfig.Store in step with the ConfigMap hangar-config.
 package watch
 
 import (
@@ -12,12 +12,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
 )
 
 // Watch keeps the store s in step with the ConfigMap namespace/name until ctx ends. It returns
 // once the first list has been applied, so the controllers start with the real configuration.
-func Watch(ctx context.Context, s *config.Store, client kubernetes.Interface, namespace, name string) error {
+func Watch(ctx context.Context, s *clusterconfig.Store, client kubernetes.Interface, namespace, name string) error {
 	synced, err := Start(ctx, s, client, namespace, name)
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func Watch(ctx context.Context, s *config.Store, client kubernetes.Interface, na
 // first list has been applied. virt-api uses it, waiting for the list only when a request
 // needs the configuration. The list and watch name the one ConfigMap (a field selector on
 // metadata.name), so RBAC can grant them by resourceNames.
-func Start(ctx context.Context, s *config.Store, client kubernetes.Interface, namespace, name string) (cache.InformerSynced, error) {
+func Start(ctx context.Context, s *clusterconfig.Store, client kubernetes.Interface, namespace, name string) (cache.InformerSynced, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {

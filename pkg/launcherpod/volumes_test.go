@@ -9,7 +9,8 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation/podrules"
-	"github.com/hangarvm/hangar/pkg/controller/config"
+	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // initContainer is the part of an init container these tests pin down.
@@ -35,9 +36,9 @@ var (
 // launcherMounts are the compute container's mounts of the launcher's own volumes.
 func launcherMounts() []corev1.VolumeMount {
 	return []corev1.VolumeMount{
-		{Name: SocketVolume, MountPath: SocketMountPath},
-		{Name: PrivateVolume, MountPath: PrivateMountPath},
-		{Name: EphemeralVolume, MountPath: EphemeralMountPath},
+		{Name: layout.SocketVolume, MountPath: layout.SocketMountPath},
+		{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath},
+		{Name: layout.EphemeralVolume, MountPath: layout.EphemeralMountPath},
 	}
 }
 
@@ -205,7 +206,7 @@ func TestBuildGuestFiles(t *testing.T) {
 		},
 		{
 			name:    "a claim may not take the name of a launcher volume",
-			vmi:     withVolumes(pvc(SocketVolume, "claim-a", false)),
+			vmi:     withVolumes(pvc(layout.SocketVolume, "claim-a", false)),
 			modes:   VolumeModes{"claim-a": corev1.PersistentVolumeFilesystem},
 			wantErr: "reserved",
 		},
@@ -245,7 +246,7 @@ func TestBuildGuestFiles(t *testing.T) {
 		},
 		{
 			name:      "ImageVolume: a containerDisk may not take the name of a launcher volume",
-			vmi:       withVolumes(containerDisk(PrivateVolume, v1.ContainerDiskSource{Image: "reg/d:1"})),
+			vmi:       withVolumes(containerDisk(layout.PrivateVolume, v1.ContainerDiskSource{Image: "reg/d:1"})),
 			imageVols: true,
 			wantErr:   "reserved",
 		},
@@ -267,7 +268,7 @@ func TestBuildGuestFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Defaults()
+			cfg := clusterconfig.Defaults()
 			cfg.LauncherImage = "reg/launcher:v1"
 			cfg.ImageVolumes = tt.imageVols
 			pod, err := Build(testVMI(tt.vmi), tt.modes, &cfg)
@@ -295,7 +296,7 @@ func TestBuildGuestFiles(t *testing.T) {
 
 			// The launcher's own three volumes come first (TestBuild checks them).
 			require.GreaterOrEqual(t, len(spec.Volumes), 3)
-			assert.Equal(t, []string{SocketVolume, PrivateVolume, EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
+			assert.Equal(t, []string{layout.SocketVolume, layout.PrivateVolume, layout.EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
 			gotVolumes := map[string]corev1.VolumeSource{}
 			for _, v := range spec.Volumes[3:] {
 				gotVolumes[v.Name] = v.VolumeSource
@@ -324,7 +325,7 @@ func TestBuildGuestFiles(t *testing.T) {
 // A compute container with limits equal to its requests keeps the pod Guaranteed only if the
 // init containers' limits equal their requests as well.
 func TestCopyResourcesKeepGuaranteedQoS(t *testing.T) {
-	cfg := config.Defaults()
+	cfg := clusterconfig.Defaults()
 	pod, err := Build(testVMI(func(vmi *v1.VirtualMachineInstance) {
 		vmi.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
 		vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
