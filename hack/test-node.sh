@@ -3,7 +3,7 @@
 # namespaces (build tag `libvirt`, in test/node), after the unit tests of the node packages.
 #   1. installs the Debian packages (hack/install-node-deps.sh);
 #   2. builds the kernelBoot, containerDisk and UEFI test guests (hack/guest; cached);
-#   3. go test ./pkg/launcher/... ./pkg/handler/... (no libvirtd needed);
+#   3. go test ./pkg/launcher/... ./pkg/podnetwork/... ./pkg/handler/... (no libvirtd needed);
 #   4. go test -tags libvirt ./test/node/...: a private libvirtd per virt-launcher (its
 #      state, QEMU's capability cache included, under _output/node-test/libvirt), the guest
 #      under TCG, network namespaces named hangar-test-*; all of them are stopped and
@@ -31,7 +31,7 @@ hack/install-node-deps.sh
 hack/guest/build-kernelboot.sh >/dev/null
 hack/guest/build-containerdisk.sh >/dev/null
 hack/guest/build-uefi.sh >/dev/null
-go test ./pkg/launcher/... ./pkg/handler/...
+go test ./pkg/launcher/... ./pkg/podnetwork/... ./pkg/handler/...
 # Names what this run leaves on the host (see runID in test/node), so the check below is
 # not fooled by another run on the same machine.
 export HANGAR_NODE_TEST_RUN=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')

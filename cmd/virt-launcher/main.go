@@ -18,7 +18,6 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/launcher"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
-	"github.com/hangarvm/hangar/pkg/launcher/network"
 	"github.com/hangarvm/hangar/pkg/launcher/virt"
 	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
@@ -70,7 +69,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "virt-launcher: refusing to run as root; run it as an unprivileged user (the launcher pod sets runAsUser)")
 		os.Exit(2)
 	}
-	podNetwork := &network.PodNetwork{}
+	podNetwork := &launcher.PodNetwork{}
 	cfg.Network = podNetwork
 	err := run(cfg, stateDir)
 	podNetwork.Close()

@@ -29,8 +29,9 @@ import (
 	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
-	"github.com/hangarvm/hangar/pkg/launcher/network"
 	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
+	"github.com/hangarvm/hangar/pkg/podnetwork/setup"
 )
 
 // Config is a handler's node and how it reaches launcher pods.
@@ -406,7 +407,7 @@ func (c *Controller) syncLauncher(ctx context.Context, vmi *v1.VirtualMachineIns
 // namespace: that of the process behind the launcher's socket, once podsockets has verified
 // it is a process of the launcher pod.
 func (c *Controller) setupNetwork(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
-	plans, err := network.Plans(vmi)
+	plans, err := podnetwork.Plans(vmi)
 	if err != nil {
 		return err
 	}
@@ -420,7 +421,7 @@ func (c *Controller) setupNetwork(ctx context.Context, vmi *v1.VirtualMachineIns
 		return err
 	}
 	defer netns.Close()
-	_, err = network.SetupPod(ctx, netns, plans)
+	_, err = setup.Pod(ctx, netns, plans)
 	return err
 }
 

@@ -17,7 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/launcher/network"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
+	"github.com/hangarvm/hangar/pkg/podnetwork/setup"
 )
 
 // podLink is what the test reads of a link in a namespace.
@@ -90,14 +91,14 @@ func TestBridgeBinding(t *testing.T) {
 	n := newPodNetwork(t)
 	origMAC := showLink(t, n.pod, "eth0").Address
 	vmi := bridgeVMI("bridge")
-	plans, err := network.Plans(vmi)
+	plans, err := podnetwork.Plans(vmi)
 	require.NoError(t, err)
 
 	ctx := context.Background()
 	netns, err := os.Open("/run/netns/" + n.pod)
 	require.NoError(t, err)
 	defer netns.Close()
-	first, err := network.SetupPod(ctx, netns, plans)
+	first, err := setup.Pod(ctx, netns, plans)
 	require.NoError(t, err)
 	require.Len(t, first, 1)
 	a := first[0]
@@ -123,11 +124,11 @@ func TestBridgeBinding(t *testing.T) {
 
 	// A restarted handler sets up again: the pod interface has nothing left to read, the
 	// record on the bridge answers the same.
-	again, err := network.SetupPod(ctx, netns, plans)
+	again, err := setup.Pod(ctx, netns, plans)
 	require.NoError(t, err)
 	assert.Equal(t, first, again)
 	assert.Equal(t, eth0.Address, showLink(t, n.pod, "eth0").Address)
-	inspected, err := network.InspectPod(netns, plans)
+	inspected, err := podnetwork.InspectPod(netns, plans)
 	require.NoError(t, err)
 	assert.Equal(t, first, inspected)
 

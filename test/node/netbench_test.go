@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/launcher/network"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
+	"github.com/hangarvm/hangar/pkg/podnetwork/setup"
 )
 
 // TestNetworkSetupFigures measures what virt-handler spends per instance on the pod side of
-// its network (network.SetupPod from outside the pod's namespace, as the handler calls it),
+// its network (setup.Pod from outside the pod's namespace, as the handler calls it),
 // HANGAR_BENCH_RUNS times per binding (skipped without it), each in a fresh pod stand-in.
 // hack/bench-network.sh prints the figures.
 func TestNetworkSetupFigures(t *testing.T) {
@@ -34,7 +35,7 @@ func TestNetworkSetupFigures(t *testing.T) {
 		{"bridge", bridgeVMI("bench-bridge")},
 	}
 	for _, b := range bindings {
-		plans, err := network.Plans(b.vmi)
+		plans, err := podnetwork.Plans(b.vmi)
 		require.NoError(t, err)
 		var took []time.Duration
 		for i := range runs {
@@ -44,7 +45,7 @@ func TestNetworkSetupFigures(t *testing.T) {
 				require.NoError(t, err)
 				defer ns.Close()
 				start := time.Now()
-				_, err = network.SetupPod(context.Background(), ns, plans)
+				_, err = setup.Pod(context.Background(), ns, plans)
 				took = append(took, time.Since(start))
 				require.NoError(t, err)
 			})

@@ -20,7 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/launcher/network"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
+	"github.com/hangarvm/hangar/pkg/podnetwork/setup"
 )
 
 // podNetwork is a stand-in for a launcher pod's network: namespace pod with eth0 =
@@ -54,14 +55,14 @@ func newPodNetwork(t *testing.T) podNetwork {
 
 // setup does what virt-handler does before Sync: the pod side of vmi's interfaces, from
 // outside the pod's namespace, through an open descriptor of it.
-func (n podNetwork) setup(t *testing.T, vmi *v1.VirtualMachineInstance) []network.Attachment {
+func (n podNetwork) setup(t *testing.T, vmi *v1.VirtualMachineInstance) []podnetwork.Attachment {
 	t.Helper()
-	plans, err := network.Plans(vmi)
+	plans, err := podnetwork.Plans(vmi)
 	require.NoError(t, err)
 	ns, err := os.Open("/run/netns/" + n.pod)
 	require.NoError(t, err)
 	defer ns.Close()
-	atts, err := network.SetupPod(context.Background(), ns, plans)
+	atts, err := setup.Pod(context.Background(), ns, plans)
 	require.NoError(t, err)
 	return atts
 }
@@ -142,11 +143,11 @@ func TestNetworkSetupErrorsNameTheLink(t *testing.T) {
 		kernelBootVMI("masq", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.AutoattachPodInterface = nil }),
 		bridgeVMI("bridge"),
 	} {
-		plans, err := network.Plans(vmi)
+		plans, err := podnetwork.Plans(vmi)
 		require.NoError(t, err)
 		ns, err := os.Open("/run/netns/" + n.pod)
 		require.NoError(t, err)
-		_, err = network.SetupPod(context.Background(), ns, plans)
+		_, err = setup.Pod(context.Background(), ns, plans)
 		ns.Close()
 		assert.EqualError(t, err, "interface default: link hangar-br0: a veth, not a bridge", vmi.Name)
 	}

@@ -171,7 +171,7 @@ var (
 )
 
 // vmNetworkProblem says what makes cidr unusable as the masquerade binding's guest network,
-// or "". The binding (pkg/launcher/network) takes the network's first address for the
+// or "". The binding (pkg/podnetwork) takes the network's first address for the
 // gateway and the second for the guest, so the prefix needs four addresses (network,
 // gateway, guest, broadcast), and both must be unicast addresses a guest can use.
 func vmNetworkProblem(cidr string) string {

@@ -23,8 +23,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
-	"github.com/hangarvm/hangar/pkg/launcher/network"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
 )
 
 // The fuzz targets hold validation to its promise: whatever it accepts, the rest of Hangar
@@ -148,7 +148,7 @@ func checkRunnable(t *testing.T, vmi *v1.VirtualMachineInstance) {
 	if _, err := d.Marshal(); err != nil {
 		t.Fatalf("accepted instance, domain XML fails: %v\n%s", err, dump(vmi))
 	}
-	if _, err := network.Plans(vmi); err != nil {
+	if _, err := podnetwork.Plans(vmi); err != nil {
 		t.Fatalf("accepted instance, network plan fails: %v\n%s", err, dump(vmi))
 	}
 }

@@ -1,4 +1,4 @@
-package network
+package setup
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/hangarvm/hangar/pkg/podnetwork"
 )
 
 // nftTable is the name of Hangar's nftables table in a pod's namespace, in the ip family
@@ -37,7 +39,7 @@ func replaceTable(tx *knftables.Transaction) {
 // masqueradeRules fills tx with the masquerade binding's table (family ip): the guest's
 // egress is NATed to the pod's address, and the declared ports (all TCP and UDP when none
 // are declared) arriving on the pod interface go to the guest.
-func masqueradeRules(tx *knftables.Transaction, plan Plan, podIface string) error {
+func masqueradeRules(tx *knftables.Transaction, plan podnetwork.Plan, podIface string) error {
 	if err := checkInterfaceName(podIface); err != nil {
 		return err
 	}

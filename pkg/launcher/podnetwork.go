@@ -1,4 +1,4 @@
-package network
+package launcher
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
+	"github.com/hangarvm/hangar/pkg/podnetwork/dhcp"
 )
 
 // PodNetwork is the launcher's side of the bindings (launcher.Network): virt-handler has set
@@ -27,11 +29,11 @@ type PodNetwork struct {
 
 // Setup prepares the interfaces of vmi and starts their DHCP servers.
 func (m *PodNetwork) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) (map[string]string, []api.Interface, error) {
-	plans, err := Plans(vmi)
+	plans, err := podnetwork.Plans(vmi)
 	if err != nil {
 		return nil, nil, err
 	}
-	atts, err := InspectPod(nil, plans)
+	atts, err := podnetwork.InspectPod(nil, plans)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,7 +41,7 @@ func (m *PodNetwork) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 	if resolv == "" {
 		resolv = "/etc/resolv.conf"
 	}
-	dns, domain := ResolvConf(resolv)
+	dns, domain := dhcp.ResolvConf(resolv)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -52,14 +54,14 @@ func (m *PodNetwork) Setup(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 	var ifaces []api.Interface
 	for _, a := range atts {
 		p := a.Plan
-		lease := Lease{
+		lease := dhcp.Lease{
 			MAC: a.MAC, IP: a.Lease, Router: a.Router, DNS: dns, Domain: domain,
 			Hostname: p.Hostname, MTU: uint16(a.MTU), Duration: 24 * time.Hour,
 		}
 		m.done.Add(1)
-		go func(p Plan) {
+		go func(p podnetwork.Plan) {
 			defer m.done.Done()
-			if err := ServeDHCP(serveCtx, p.Bridge, p.Gateway.Addr(), lease); err != nil {
+			if err := dhcp.Serve(serveCtx, p.Bridge, p.Gateway.Addr(), lease); err != nil {
 				klog.ErrorS(err, "DHCP server stopped", "interface", p.Interface)
 			}
 		}(p)

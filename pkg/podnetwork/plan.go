@@ -1,4 +1,4 @@
-// Package network connects a guest to its launcher pod's network with one of KubeVirt's
+// Package podnetwork connects a guest to its launcher pod's network with one of KubeVirt's
 // bindings, both built from a bridge and a tap for QEMU inside the pod's network namespace
 // and a DHCP server in the launcher:
 //
@@ -9,13 +9,16 @@
 //     address, gateway and MAC; the guest is reached at the pod's address directly. (IPv6 is
 //     not handed over: the pod keeps its IPv6 addresses.)
 //
-// The privileged part (SetupPod: links and addresses over netlink, nftables rules through
-// knftables, sysctls) needs CAP_NET_ADMIN in the pod's network namespace, which a launcher
-// container does not have; virt-handler runs it from the host on a thread that entered the
-// launcher's namespace, or a launcher with the capability runs it itself. The DHCP server
-// needs no privilege and runs in the launcher, which reads what it serves (netlink, read
-// only) with InspectPod.
-package network
+// It has two users with different rights, and a package for each beside what they share:
+//
+//   - this package: the plan of each interface (Plans), the record the bridge binding keeps
+//     on its bridge, and InspectPod, which reads over netlink what the setup made. Read only,
+//     no privilege: both sides use it.
+//   - setup: links, addresses, nftables rules and sysctls made in the pod's network namespace.
+//     It needs CAP_NET_ADMIN there, which a launcher container does not have: virt-handler
+//     (privileged) runs it from the host on a thread that entered the launcher's namespace.
+//   - dhcp: the DHCP server the launcher (unprivileged) runs on the bridge for its guest.
+package podnetwork
 
 import (
 	"fmt"

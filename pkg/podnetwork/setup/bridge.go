@@ -1,130 +1,25 @@
-package network
+package setup
 
 import (
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"sigs.k8s.io/knftables"
 
 	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
+	"github.com/hangarvm/hangar/pkg/podnetwork"
+	"github.com/hangarvm/hangar/pkg/podnetwork/internal/nlutil"
 )
-
-// bridgeRecordTag starts the alias of a bridge binding's bridge. After the first setup the
-// pod interface no longer holds the pod's address, so what setup learnt from it is kept on
-// the bridge itself: it lives exactly as long as the pod's namespace, and a restarted
-// virt-handler and the (unprivileged) launcher both read it over netlink.
-const bridgeRecordTag = "hangar-bridge/v1"
-
-// BridgedPod is what the bridge binding takes over from the pod interface.
-type BridgedPod struct {
-	// Interface is the pod interface, a port of the bridge after setup.
-	Interface string
-	// IP is the pod's address and prefix: the guest's lease.
-	IP netip.Prefix
-	// Gateway is the pod's default route's next hop (invalid when the route has none).
-	Gateway netip.Addr
-	// MAC is the pod interface's original MAC, which the guest takes unless the spec names
-	// one: the CNI's neighbour entries for the pod's address keep working.
-	MAC net.HardwareAddr
-	MTU int
-}
-
-// String is the bridge's alias for p (at most 255 bytes, IFALIASZ).
-func (p BridgedPod) String() string {
-	gw := "none"
-	if p.Gateway.IsValid() {
-		gw = p.Gateway.String()
-	}
-	return fmt.Sprintf("%s if=%s ip=%s gw=%s mac=%s mtu=%d", bridgeRecordTag, p.Interface, p.IP, gw, p.MAC, p.MTU)
-}
-
-// parseBridgedPod reads a bridge's alias; ok is false when it holds no complete record.
-func parseBridgedPod(alias string) (p BridgedPod, ok bool, err error) {
-	fields := strings.Fields(alias)
-	if len(fields) == 0 || fields[0] != bridgeRecordTag {
-		return p, false, nil
-	}
-	seen := map[string]bool{}
-	for _, f := range fields[1:] {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "if":
-			p.Interface = v
-		case "ip":
-			p.IP, err = netip.ParsePrefix(v)
-		case "gw":
-			if v != "none" {
-				p.Gateway, err = netip.ParseAddr(v)
-			}
-		case "mac":
-			p.MAC, err = net.ParseMAC(v)
-		case "mtu":
-			p.MTU, err = strconv.Atoi(v)
-		default:
-			continue
-		}
-		if err != nil {
-			return p, false, fmt.Errorf("bridge record %q: %s: %w", alias, k, err)
-		}
-		seen[k] = true
-	}
-	for _, k := range []string{"if", "ip", "gw", "mac", "mtu"} {
-		if !seen[k] {
-			return p, false, fmt.Errorf("bridge record %q: no %s", alias, k)
-		}
-	}
-	return p, true, nil
-}
-
-// replacementMAC is the pod interface's MAC once the guest has taken its original: derived
-// from the original, so a repeated setup sets the same one; locally administered, unicast.
-func replacementMAC(orig net.HardwareAddr) net.HardwareAddr {
-	sum := sha256.Sum256(append([]byte("hangar-bridge-port/"), orig...))
-	mac := net.HardwareAddr(sum[:6])
-	mac[0] = mac[0]&^0x01 | 0x02
-	return mac
-}
-
-// readBridgedPod is the record on the plan's bridge; ok is false before the first setup
-// has written it.
-func readBridgedPod(h *netlink.Handle, p Plan) (BridgedPod, bool, error) {
-	br, exists, err := linkByName(h, p.Bridge)
-	if err != nil || !exists {
-		return BridgedPod{}, false, err
-	}
-	return parseBridgedPod(br.Attrs().Alias)
-}
-
-// lookupBridgedPod reads the pod interface before the bridge binding takes it over.
-func lookupBridgedPod(h *netlink.Handle) (BridgedPod, error) {
-	pod, err := lookupPod(h)
-	if err != nil {
-		return BridgedPod{}, err
-	}
-	l, err := h.LinkByName(pod.Interface)
-	if err != nil {
-		return BridgedPod{}, fmt.Errorf("link %s: %w", pod.Interface, err)
-	}
-	mac := l.Attrs().HardwareAddr
-	if len(mac) != 6 {
-		return BridgedPod{}, fmt.Errorf("pod interface %s: not an Ethernet link (address %q)", pod.Interface, mac)
-	}
-	return BridgedPod{Interface: pod.Interface, IP: pod.Prefix, Gateway: pod.Gateway,
-		MAC: slices.Clone(mac), MTU: l.Attrs().MTU}, nil
-}
 
 // setupBridge hands the pod interface over to the guest: a bridge with the interface (new
 // MAC, no IPv4 address) and the tap as ports, and the link-local address the DHCP server
 // answers from. Every step checks or replaces, so it can run again at any point.
-func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, error) {
-	pod, recorded, err := readBridgedPod(h, p)
+func setupBridge(ctx context.Context, h *netlink.Handle, p podnetwork.Plan) (podnetwork.BridgedPod, error) {
+	pod, recorded, err := podnetwork.ReadBridgedPod(h, p)
 	if err != nil {
 		return pod, err
 	}
@@ -146,7 +41,7 @@ func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, er
 	if links.bridge, err = ensureBridge(h, p.Bridge); err != nil {
 		return pod, err
 	}
-	podLink, ok, err := linkByName(h, pod.Interface)
+	podLink, ok, err := nlutil.LinkByName(h, pod.Interface)
 	if err != nil {
 		return pod, err
 	}
@@ -154,7 +49,7 @@ func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, er
 		return pod, fmt.Errorf("pod interface %s recorded on %s is gone", pod.Interface, p.Bridge)
 	}
 	links.pod = podLink
-	if links.tap, _, err = linkByName(h, p.Tap); err != nil {
+	if links.tap, _, err = nlutil.LinkByName(h, p.Tap); err != nil {
 		return pod, err
 	}
 	for _, s := range bridgeSteps(h, p, pod, &links) {
@@ -162,7 +57,7 @@ func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, er
 			return pod, fmt.Errorf("%s: %w", s.what, err)
 		}
 	}
-	mac, err := guestMAC(p, pod.MAC)
+	mac, err := podnetwork.GuestMAC(p, pod.MAC)
 	if err != nil {
 		return pod, fmt.Errorf("guest MAC: %w", err)
 	}
@@ -172,6 +67,33 @@ func setupBridge(ctx context.Context, h *netlink.Handle, p Plan) (BridgedPod, er
 		return pod, err
 	}
 	return pod, allowLauncherDHCP()
+}
+
+// lookupBridgedPod reads the pod interface before the bridge binding takes it over.
+func lookupBridgedPod(h *netlink.Handle) (podnetwork.BridgedPod, error) {
+	pod, err := podnetwork.ReadPod(h)
+	if err != nil {
+		return podnetwork.BridgedPod{}, err
+	}
+	l, err := h.LinkByName(pod.Interface)
+	if err != nil {
+		return podnetwork.BridgedPod{}, fmt.Errorf("link %s: %w", pod.Interface, err)
+	}
+	mac := l.Attrs().HardwareAddr
+	if len(mac) != 6 {
+		return podnetwork.BridgedPod{}, fmt.Errorf("pod interface %s: not an Ethernet link (address %q)", pod.Interface, mac)
+	}
+	return podnetwork.BridgedPod{Interface: pod.Interface, IP: pod.Prefix, Gateway: pod.Gateway,
+		MAC: slices.Clone(mac), MTU: l.Attrs().MTU}, nil
+}
+
+// replacementMAC is the pod interface's MAC once the guest has taken its original: derived
+// from the original, so a repeated setup sets the same one; locally administered, unicast.
+func replacementMAC(orig net.HardwareAddr) net.HardwareAddr {
+	sum := sha256.Sum256(append([]byte("hangar-bridge-port/"), orig...))
+	mac := net.HardwareAddr(sum[:6])
+	mac[0] = mac[0]&^0x01 | 0x02
+	return mac
 }
 
 // bridgeLinks are the links of a bridge binding; tap is nil until it exists.
@@ -187,7 +109,7 @@ type step struct {
 
 // bridgeSteps give the recorded pod interface to the guest; each checks or replaces, so
 // they can run again.
-func bridgeSteps(h *netlink.Handle, p Plan, pod BridgedPod, l *bridgeLinks) []step {
+func bridgeSteps(h *netlink.Handle, p podnetwork.Plan, pod podnetwork.BridgedPod, l *bridgeLinks) []step {
 	podIf := pod.Interface
 	newMAC := replacementMAC(pod.MAC)
 	steps := []step{
@@ -222,7 +144,7 @@ func bridgeSteps(h *netlink.Handle, p Plan, pod BridgedPod, l *bridgeLinks) []st
 
 // flushIPv4 removes every IPv4 address of l (`ip -4 addr flush`).
 func flushIPv4(h *netlink.Handle, l netlink.Link) error {
-	addrs, err := retryInterrupted(func() ([]netlink.Addr, error) { return h.AddrList(l, netlink.FAMILY_V4) })
+	addrs, err := nlutil.RetryInterrupted(func() ([]netlink.Addr, error) { return h.AddrList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,6 @@
-package network
+// Package dhcp is the DHCPv4 server the launcher runs for its guest: unprivileged, bound to the
+// in-pod bridge virt-handler made (pkg/podnetwork/setup), answering only the guest's MAC.
+package dhcp
 
 import (
 	"bufio"
@@ -129,10 +131,10 @@ func (l Lease) handler(server netip.Addr) server4.Handler {
 	}
 }
 
-// ServeDHCP answers the guest's DHCP on the bridge link until ctx ends. server is the
+// Serve answers the guest's DHCP on the bridge link until ctx ends. server is the
 // bridge's address. It needs no privilege: virt-handler made port 67 unprivileged in the
 // pod's namespace, and binding a socket to a device is allowed to anyone.
-func ServeDHCP(ctx context.Context, bridge string, server netip.Addr, lease Lease) error {
+func Serve(ctx context.Context, bridge string, server netip.Addr, lease Lease) error {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
