@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # install-prometheus.sh: Debian's prometheus (the server and promtool) for the monitoring
-# end-to-end test and hack/bench-metrics.sh, which run it as a plain process against the local
+# end-to-end test and hack/bench/metrics.sh, which run it as a plain process against the local
 # cluster. The package's service is not started: policy-rc.d refuses it (one is put in place
 # for the install if the machine has none), and there is no systemd here anyway.
 # Installs only what is missing; apt-get update runs only then.

@@ -1,7 +1,7 @@
 //go:build bench
 
 // Package bench measures Hangar's API against the same schema served as a CRD by the same
-// kube-apiserver. Run it with hack/bench-api.sh; it prints figures and fails only on errors.
+// kube-apiserver. Run it with hack/bench/api.sh; it prints figures and fails only on errors.
 package bench
 
 import (
@@ -273,11 +273,11 @@ func percentile(d []time.Duration, p int) time.Duration {
 	return sorted[idx]
 }
 
-// virtAPIBinary is the virt-api build hack/bench-api.sh makes ($HANGAR_VIRT_API).
+// virtAPIBinary is the virt-api build hack/bench/api.sh makes ($HANGAR_VIRT_API).
 func virtAPIBinary(t *testing.T) string {
 	path := os.Getenv("HANGAR_VIRT_API")
 	if path == "" {
-		t.Fatal("HANGAR_VIRT_API must name a build of cmd/virt-api: run hack/bench-api.sh")
+		t.Fatal("HANGAR_VIRT_API must name a build of cmd/virt-api: run hack/bench/api.sh")
 	}
 	abs, err := filepath.Abs(path)
 	require.NoError(t, err)

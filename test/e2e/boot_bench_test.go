@@ -24,8 +24,8 @@ import (
 
 // TestBootFigures prints how long a VMI takes from creation to its banner on the serial
 // console, over BENCH_BOOTS boots one after the other, then with BENCH_BURST VMIs created at
-// once, and the host memory each guest costs (either may be 0: hack/bench-boot.sh runs
-// bursts alone, alternating with bare QEMU's). hack/bench-boot.sh runs it next to bare QEMU
+// once, and the host memory each guest costs (either may be 0: hack/bench/boot.sh runs
+// bursts alone, alternating with bare QEMU's). hack/bench/boot.sh runs it next to bare QEMU
 // booting the same kernel and initramfs. A benchmark: it fails only on errors.
 func TestBootFigures(t *testing.T) {
 	boots, burst := benchCount("BENCH_BOOTS", 10), benchCount("BENCH_BURST", 20)

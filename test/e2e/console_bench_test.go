@@ -155,7 +155,7 @@ func burst(t *testing.T, c *consoleConn, lines int) (int, int, time.Duration) {
 
 // TestConsoleFigures prints the keystroke round trip through the console chain against the
 // launcher's console socket read directly on the node, for the same guest, and the guest
-// output throughput on both. hack/bench-console.sh runs it. A benchmark: it fails only on
+// output throughput on both. hack/bench/console.sh runs it. A benchmark: it fails only on
 // errors. The direct socket is the launcher's relay of QEMU's serial socket (QEMU's own
 // socket has one client, the relay), so the ratio is what virt-api, virt-handler and
 // kube-apiserver add.

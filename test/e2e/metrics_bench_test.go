@@ -23,7 +23,7 @@ import (
 // BENCH_METRICS_VMS (20) instances running on its node: the scrape's wall time (median, p95)
 // and the handler's CPU per scrape (its process_cpu_seconds_total over the scrapes, less what
 // it spent idle over as long). Scrapes are spaced past the collector's reuse interval (1 s),
-// so that every one asks every launcher. hack/bench-metrics.sh runs it. A benchmark: it fails
+// so that every one asks every launcher. hack/bench/metrics.sh runs it. A benchmark: it fails
 // only on errors.
 func TestMetricsFigures(t *testing.T) {
 	ns := namespace(t, "bench-metrics")

@@ -81,7 +81,7 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 // chain (client -> kube-apiserver -> virt-api -> virt-handler -> console socket) against the
 // same socket read directly, and the chain's throughput for a burst of output. The echo on
 // the socket stands in for the guest, so the figures are what Hangar adds. A benchmark: it
-// fails only on errors. Run with hack/bench-console.sh.
+// fails only on errors. Run with hack/bench/console.sh.
 func TestConsoleLatencyAndThroughput(t *testing.T) {
 	const keystrokes, burst = 500, 32 << 20
 	agent := newNodeAgent(t)

@@ -104,7 +104,7 @@ func startCounter(t *testing.T, r *launcherRun) {
 // TestBenchLiveMigration prints, for a 128 MiB and a 1 GiB guest under TCG, the migration
 // time and the gap in a 20 ms console counter: Hangar's migration (launcher to launcher
 // through the migration sockets) and, in the same run, `virsh migrate --live --p2p` between
-// two libvirtds of the same kind, and the ratio. Run by hack/bench-migration.sh.
+// two libvirtds of the same kind, and the ratio. Run by hack/bench/migration.sh.
 func TestBenchLiveMigration(t *testing.T) {
 	n := testNode(t)
 	bench := filepath.Join(n.base, "b")

@@ -21,7 +21,7 @@ import (
 // TestNetworkSetupFigures measures what virt-handler spends per instance on the pod side of
 // its network (setup.Pod from outside the pod's namespace, as the handler calls it),
 // HANGAR_BENCH_RUNS times per binding (skipped without it), each in a fresh pod stand-in.
-// hack/bench-network.sh prints the figures.
+// hack/bench/network.sh prints the figures.
 func TestNetworkSetupFigures(t *testing.T) {
 	runs, _ := strconv.Atoi(os.Getenv("HANGAR_BENCH_RUNS"))
 	if runs <= 0 {

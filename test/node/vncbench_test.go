@@ -15,7 +15,7 @@ import (
 // asked for before ZRLE: raw, copy-rect, desktop size): the first full screen, then
 // HANGAR_BENCH_VNC_SECONDS of a console scrolling the kernel's log at up to 20 lines a
 // second, both clients watching the same screen at once. Skipped without that variable;
-// hack/bench-vnc.sh prints the figures.
+// hack/bench/vnc.sh prints the figures.
 func TestVNCBytesFigures(t *testing.T) {
 	seconds, _ := strconv.Atoi(os.Getenv("HANGAR_BENCH_VNC_SECONDS"))
 	if seconds <= 0 {

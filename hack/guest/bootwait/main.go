@@ -2,9 +2,8 @@
 // on a serial console, and checks that the console answers a typed command.
 //
 // It is the measuring half of Hangar's boot benchmarks: hack/guest/boot-bench.sh
-// runs it around bare QEMU, hack/guest/libvirt-trial.sh around a libvirt
-// domain, and a later benchmark can run it against a Hangar VMI's console
-// socket, so all of them measure the same thing the same way.
+// runs it around bare QEMU, and a later benchmark can run it against a Hangar
+// VMI's console socket, so both measure the same thing the same way.
 //
 // The clock starts when bootwait starts the command given after "--" (or
 // when bootwait itself starts, without a command) and stops when a console

@@ -6,9 +6,9 @@
 # times (default 1). Needs root as the node tests do; run it under the host lock. A
 # benchmark, not a test: under TCG on a shared machine the figures move with the load.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${ROOT}"
-[[ $(id -u) == 0 ]] || { echo "bench-uefi: needs root (as the node tests)" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || { echo "bench/uefi.sh: needs root (as the node tests)" >&2; exit 1; }
 hack/install-node-deps.sh
 hack/guest/build-uefi.sh >/dev/null
 go test -v -tags libvirt -count="${BENCH_RUNS:-1}" -timeout 30m \

@@ -7,9 +7,9 @@
 # to the browser. Needs root as the node tests do; run it under the host lock. A benchmark,
 # not a test.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${ROOT}"
-[[ $(id -u) == 0 ]] || { echo "bench-vnc: needs root (as the node tests)" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || { echo "bench/vnc.sh: needs root (as the node tests)" >&2; exit 1; }
 hack/install-node-deps.sh
 hack/guest/build-kernelboot.sh >/dev/null
 HANGAR_BENCH_VNC_SECONDS=${BENCH_SECONDS:-60} go test -v -tags libvirt -count=1 -timeout 10m \

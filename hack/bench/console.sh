@@ -8,7 +8,7 @@
 #     shell echo through the chain against the launcher's console socket on the node, and the
 #     guest's output throughput; needs the cluster with Hangar deployed (hack/local-up.sh).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${ROOT}"
 filter() { grep -v -E '^[IWE][0-9]{4} |^\{"level"|^=== RUN|^--- PASS|^PASS|^ok '; }
 

@@ -15,7 +15,7 @@
 # and kube-apiserver during each row's creates. Needs the Kubernetes binaries
 # (hack/cluster/build.sh). A benchmark, not a test: it fails only on errors.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${ROOT}"
 hack/cluster/build.sh
 mkdir -p _output/bench

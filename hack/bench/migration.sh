@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# bench-migration.sh: live migration figures on this host (root; libvirtd and QEMU under TCG,
+# hack/bench/migration.sh: live migration figures on this host (root; libvirtd and QEMU under TCG,
 # the node-test harness): migration time and the gap in a guest's 20 ms console counter, for a
 # 128 MiB and a 1 GiB guest, Hangar's launcher-to-launcher migration against
 # `virsh migrate --live --p2p` between two libvirtds of the same kind, in one run.
-# Usage: hack/bench-migration.sh
+# Usage: hack/bench/migration.sh
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-[[ $(id -u) == 0 ]] || { echo "bench-migration: needs root (libvirtd, namespaces)" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || { echo "bench/migration.sh: needs root (libvirtd, namespaces)" >&2; exit 1; }
 hack/install-node-deps.sh >/dev/null
 hack/guest/build-kernelboot.sh >/dev/null
 export HANGAR_NODE_TEST_RUN=bm$$

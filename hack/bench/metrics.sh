@@ -4,7 +4,7 @@
 # (test/e2e/metrics_bench_test.go). Needs the cluster and Hangar deployed (hack/local-up.sh).
 # A benchmark, not a test.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${ROOT}"
 export KUBECONFIG=${KUBECONFIG:-${ROOT}/_cluster/kubeconfig}
 go test -count=1 -v -tags e2e,bench -timeout 40m -run '^TestMetricsFigures$' ./test/e2e/ 2>&1 |

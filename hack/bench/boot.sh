@@ -11,7 +11,7 @@
 # the pairs' ratios. Needs the cluster and Hangar deployed (hack/local-up.sh). A benchmark,
 # not a test.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${ROOT}"
 export KUBECONFIG=${KUBECONFIG:-${ROOT}/_cluster/kubeconfig}
 runs=${BENCH_BOOTS:-10}
