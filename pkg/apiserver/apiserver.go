@@ -13,11 +13,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/hangarvm/hangar/pkg/admission/eviction"
+	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
-	"github.com/hangarvm/hangar/pkg/evictionwebhook"
-	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
@@ -33,7 +33,7 @@ type ExtraConfig struct {
 	Nodes virtualmachineinstance.Nodes
 	// LauncherPods checks the launcher pod of a VM being started; nil when the checks are off
 	// (standalone, or the HangarLauncherPod admission plugin disabled).
-	LauncherPods *podadmission.Checker
+	LauncherPods *podpolicy.Checker
 }
 
 // Config is the configuration of virt-api.
@@ -101,7 +101,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		vms.VirtualMachine.SetClaimExists(claimExists(kube))
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
-		genericServer.Handler.NonGoRestfulMux.Handle(evictionwebhook.Path, evictionwebhook.New(launcherPods{kube: kube},
+		genericServer.Handler.NonGoRestfulMux.Handle(eviction.Path, eviction.New(launcherPods{kube: kube},
 			evacuations{vmis: vmis.VirtualMachineInstance, status: vmis.Status},
 			func() kubevirt.EvictionStrategy {
 				if checker == nil {

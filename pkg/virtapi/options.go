@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/pflag"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
+	"github.com/hangarvm/hangar/pkg/admission/eviction"
+	"github.com/hangarvm/hangar/pkg/admission/noderestriction"
+	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
-	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
-	"github.com/hangarvm/hangar/pkg/evictionwebhook"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
-	"github.com/hangarvm/hangar/pkg/podadmission"
 )
 
 // etcdPathPrefix is where virt-api keeps its objects in etcd (under it, <group>/<resource>).
@@ -55,7 +55,7 @@ type Options struct {
 	AuthorizeWebhookCallers bool
 }
 
-// LauncherPodOptions configure the HangarLauncherPod admission plugin (pkg/podadmission).
+// LauncherPodOptions configure the HangarLauncherPod admission plugin (pkg/admission/podpolicy).
 type LauncherPodOptions struct {
 	// ConfigNamespace and ConfigName locate virt-controller's cluster configuration, so the
 	// pod checked is the pod virt-controller will create.
@@ -94,8 +94,8 @@ func NewOptions() *Options {
 	o.LauncherPods = LauncherPodOptions{ConfigNamespace: "hangar", ConfigName: "hangar-config",
 		PodSecurityDefaultLevel: "privileged", PodSecurityDefaultVersion: "latest"}
 	// Launcher pods are checked last, after the webhooks and policies of the cluster.
-	podadmission.Register(admissionOpts.Plugins)
-	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, podadmission.PluginName)
+	podpolicy.Register(admissionOpts.Plugins)
+	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, podpolicy.PluginName)
 	return o
 }
 
@@ -125,7 +125,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
 		"For development: reach every node's virt-handler at this URL instead of finding the handler pod of the node.")
 	fs.BoolVar(&o.AuthorizeWebhookCallers, "authorize-webhook-callers", o.AuthorizeWebhookCallers,
-		"Authorize calls of the eviction webhook ("+evictionwebhook.Path+") as any non-resource request: the caller needs the verb post on that path "+
+		"Authorize calls of the eviction webhook ("+eviction.Path+") as any non-resource request: the caller needs the verb post on that path "+
 			"(ClusterRole hangar:webhook-caller). Needs a kube-apiserver whose admission configuration gives it credentials for virt-api's Service. "+
 			"Off, the path is open, as kube-apiserver calls webhooks without credentials by default.")
 	lp := &o.LauncherPods
@@ -167,8 +167,8 @@ func (o *Options) Complete() error {
 	} else if !o.AuthorizeWebhookCallers {
 		// kube-apiserver calls admission webhooks without credentials unless its admission
 		// configuration gives it some, so the eviction webhook is open as /readyz is. It
-		// acts only on what it reads back from the API (pkg/evictionwebhook).
-		o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, evictionwebhook.Path)
+		// acts only on what it reads back from the API (pkg/admission/eviction).
+		o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, eviction.Path)
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (o *Options) Validate() error {
 	if o.WriteKubeconfig != "" && !o.Standalone {
 		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))
 	}
-	if _, err := podadmission.ParseLevelVersion(o.LauncherPods.PodSecurityDefaultLevel, o.LauncherPods.PodSecurityDefaultVersion); err != nil {
+	if _, err := podpolicy.ParseLevelVersion(o.LauncherPods.PodSecurityDefaultLevel, o.LauncherPods.PodSecurityDefaultVersion); err != nil {
 		errs = append(errs, fmt.Errorf("--pod-security-default-level/--pod-security-default-version: %w", err))
 	}
 	if o.ShutdownDelay < 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hangarvm/hangar/pkg/evictionwebhook"
+	"github.com/hangarvm/hangar/pkg/admission/eviction"
 )
 
 // TestWebhookPath: the eviction webhook's path is open unless its callers are to be authorized.
@@ -27,7 +27,7 @@ func TestWebhookPath(t *testing.T) {
 			o.AuthorizeWebhookCallers = tc.authorize
 			require.NoError(t, o.Complete())
 			require.NoError(t, o.Validate())
-			assert.Equal(t, tc.open, slices.Contains(o.RecommendedOptions.Authorization.AlwaysAllowPaths, evictionwebhook.Path))
+			assert.Equal(t, tc.open, slices.Contains(o.RecommendedOptions.Authorization.AlwaysAllowPaths, eviction.Path))
 		})
 	}
 }

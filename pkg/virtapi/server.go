@@ -22,14 +22,14 @@ import (
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/klog/v2"
 
+	"github.com/hangarvm/hangar/pkg/admission/noderestriction"
+	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apiserver/frontproxy"
-	"github.com/hangarvm/hangar/pkg/apiserver/noderestriction"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
-	"github.com/hangarvm/hangar/pkg/podadmission"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
@@ -118,30 +118,30 @@ func (o *Options) Config() (*apiserver.Config, error) {
 // launcherPodChecks arranges for the HangarLauncherPod admission plugin to get its checker
 // when the admission chain is built; the function returned gives the checker afterwards, or
 // nil when there is no admission (standalone) or the plugin is disabled.
-func (o *Options) launcherPodChecks() func() *podadmission.Checker {
+func (o *Options) launcherPodChecks() func() *podpolicy.Checker {
 	if o.RecommendedOptions.Admission == nil {
-		return func() *podadmission.Checker { return nil }
+		return func() *podpolicy.Checker { return nil }
 	}
-	var checker *podadmission.Checker
+	var checker *podpolicy.Checker
 	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 		kube, err := kubernetes.NewForConfig(c.ClientConfig)
 		if err != nil {
 			return nil, err
 		}
 		lp := o.LauncherPods
-		def, err := podadmission.ParseLevelVersion(lp.PodSecurityDefaultLevel, lp.PodSecurityDefaultVersion)
+		def, err := podpolicy.ParseLevelVersion(lp.PodSecurityDefaultLevel, lp.PodSecurityDefaultVersion)
 		if err != nil {
 			return nil, err
 		}
-		podSecurity, err := podadmission.NewPodSecurity(def, lp.PodSecurityExemptNamespaces, lp.PodSecurityExempt)
+		podSecurity, err := podpolicy.NewPodSecurity(def, lp.PodSecurityExemptNamespaces, lp.PodSecurityExempt)
 		if err != nil {
 			return nil, err
 		}
-		checker = podadmission.New(c.SharedInformerFactory, kube, podadmission.Config{
+		checker = podpolicy.New(c.SharedInformerFactory, kube, podpolicy.Config{
 			ConfigNamespace: lp.ConfigNamespace, ConfigName: lp.ConfigName, PodSecurity: podSecurity})
-		return []admission.PluginInitializer{podadmission.NewInitializer(checker)}, nil
+		return []admission.PluginInitializer{podpolicy.NewInitializer(checker)}, nil
 	}
-	return func() *podadmission.Checker {
+	return func() *podpolicy.Checker {
 		if checker == nil || !checker.InUse() {
 			return nil
 		}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
-	"github.com/hangarvm/hangar/pkg/podadmission"
+	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
 	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
@@ -87,7 +87,7 @@ func TestAPIThroughput(t *testing.T) {
 		t.Run(fmt.Sprintf("run%d", run+1), func(t *testing.T) {
 			c := framework.StartAggregatedProcess(t, binary, func(o *virtapi.Options) {
 				if !checks {
-					o.RecommendedOptions.Admission.DisablePlugins = []string{podadmission.PluginName}
+					o.RecommendedOptions.Admission.DisablePlugins = []string{podpolicy.PluginName}
 				}
 			})
 			cl := newClients(t, c)

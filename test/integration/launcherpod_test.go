@@ -133,7 +133,7 @@ func TestLauncherPodAdmission(t *testing.T) {
 	t.Run("Pod Security levels", func(t *testing.T) {
 		// Launcher pods meet restricted: every level admits them. Nothing in an instance's spec
 		// can make its pod break a level any more, so the refusals are covered by
-		// pkg/podadmission's unit tests with pods that do (a hostPath, root, capabilities).
+		// pkg/admission/podpolicy's unit tests with pods that do (a hostPath, root, capabilities).
 		assertPodSecurity(t, c, "psa-privileged", "privileged", true, "")
 		assertPodSecurity(t, c, "psa-baseline", "baseline", true, "")
 		assertPodSecurity(t, c, "psa-restricted", "restricted", true, "")

@@ -1,6 +1,6 @@
 // Package evacuation is the evacuation controller: an instance marked to leave its node
 // (status.evacuationNodeName, set by virt-api when an eviction of its launcher pod was
-// refused, pkg/evictionwebhook) gets a VirtualMachineInstanceMigration, within the cluster
+// refused, pkg/admission/eviction) gets a VirtualMachineInstanceMigration, within the cluster
 // configuration's limits on migrations in flight in the cluster and out of one node. The
 // migration controller carries migrations out; this one only starts them, retrying a failed
 // evacuation after a back-off until the instance has left or is no longer marked.

@@ -24,7 +24,7 @@ type LauncherPods interface {
 }
 
 // StartChecker refuses the start of a VM whose launcher pod the cluster would refuse
-// (pkg/podadmission), with the API error to answer.
+// (pkg/admission/podpolicy), with the API error to answer.
 type StartChecker interface {
 	CheckStart(ctx context.Context, vm *kubevirt.VirtualMachine) error
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hangarvm/hangar/pkg/podadmission"
+	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
 	"github.com/hangarvm/hangar/pkg/virtapi"
 )
 
@@ -34,12 +34,12 @@ func TestOptionFlags(t *testing.T) {
 		{
 			name: "admission plugin disabled",
 			set: func(o *virtapi.Options) {
-				o.RecommendedOptions.Admission.DisablePlugins = []string{podadmission.PluginName}
+				o.RecommendedOptions.Admission.DisablePlugins = []string{podpolicy.PluginName}
 			},
 			want: func(t *testing.T, o *virtapi.Options) {
-				assert.Equal(t, []string{podadmission.PluginName}, o.RecommendedOptions.Admission.DisablePlugins)
+				assert.Equal(t, []string{podpolicy.PluginName}, o.RecommendedOptions.Admission.DisablePlugins)
 			},
-			args:  []string{"--disable-admission-plugins=" + podadmission.PluginName},
+			args:  []string{"--disable-admission-plugins=" + podpolicy.PluginName},
 			exact: true,
 		},
 		{

@@ -1,4 +1,4 @@
-package podadmission
+package podpolicy
 
 import (
 	"context"

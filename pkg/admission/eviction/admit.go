@@ -1,4 +1,4 @@
-// Package evictionwebhook turns the eviction of a launcher pod into the evacuation of its
+// Package eviction turns the eviction of a launcher pod into the evacuation of its
 // instance, as KubeVirt's pod eviction admitter does: a validating webhook on pods/eviction,
 // served by virt-api. For an instance whose eviction strategy asks for a migration, the
 // eviction is refused with 429 (kubectl drain retries it) and the instance is marked with
@@ -10,7 +10,7 @@
 // controller recorded as one of the instance's (status.activePods, written by virt-controller
 // alone) counts as its launcher; a pod that merely carries the launcher's label and
 // annotation is evicted like any other.
-package evictionwebhook
+package eviction
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package evictionwebhook
+package eviction
 
 import (
 	"encoding/json"

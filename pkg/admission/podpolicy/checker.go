@@ -1,4 +1,4 @@
-// Package podadmission checks, when an instance is created or a VirtualMachine is started,
+// Package podpolicy checks, when an instance is created or a VirtualMachine is started,
 // the launcher pod virt-controller will create for it against what kube-apiserver will
 // enforce on that pod: pod validation of what only the built pod shows, the namespace's
 // LimitRanges, its Pod Security level and its ResourceQuotas. A pod that would be refused
@@ -9,7 +9,7 @@
 // cluster configuration virt-controller reads (the hangar-config ConfigMap), so the pod
 // checked is the pod that will be created. The namespace's state is read from informers:
 // namespaces (labels), ResourceQuotas and LimitRanges, all read-only.
-package podadmission
+package podpolicy
 
 import (
 	"context"
