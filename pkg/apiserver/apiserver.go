@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
@@ -18,7 +17,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
-	"github.com/hangarvm/hangar/pkg/registry/action"
+	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
@@ -74,12 +73,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	optsGetter := c.GenericConfig.RESTOptionsGetter
-	vms, err := virtualmachine.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	vms.VirtualMachine.SetAuthorizer(c.GenericConfig.Authorization.Authorizer)
-	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter)
+	authz := c.GenericConfig.Authorization.Authorizer
+	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, authz)
 	if err != nil {
 		return nil, err
 	}
@@ -91,14 +86,18 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pods virtualmachine.LauncherPods
+	vmDeps := virtualmachine.Dependencies{VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
+		Authorizer: authz}
+	if c.ExtraConfig.LauncherPods != nil {
+		vmDeps.Starts = c.ExtraConfig.LauncherPods
+	}
 	if c.ExtraConfig.KubeClientConfig != nil {
 		kube, err := kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig)
 		if err != nil {
 			return nil, err
 		}
-		pods = launcherPods{kube: kube}
-		vms.VirtualMachine.SetClaimExists(claimExists(kube))
+		vmDeps.LauncherPods = launcherPods{kube: kube}
+		vmDeps.ClaimExists = claimExists(kube)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
 		genericServer.Handler.NonGoRestfulMux.Handle(eviction.Path, eviction.New(launcherPods{kube: kube},
@@ -110,65 +109,20 @@ func (c CompletedConfig) New() (*Server, error) {
 				return kubevirt.EvictionStrategy(checker.ClusterConfig().EvictionStrategy)
 			}))
 	}
-	vmActions := virtualmachine.NewActions(vms, vmis.VirtualMachineInstance, pods)
-	vmActions.SetMigrations(migrations.VirtualMachineInstanceMigration)
-	if c.ExtraConfig.LauncherPods != nil {
-		vmActions.CheckStarts(c.ExtraConfig.LauncherPods)
-	}
-	commands := virtualmachineinstance.NewCommands(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes)
-	authz := c.GenericConfig.Authorization.Authorizer
-	console := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "console")
-	vnc := virtualmachineinstance.NewStreamREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz, "vnc")
-	screenshot := virtualmachineinstance.NewScreenshotREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, authz)
-
-	resources := map[string]rest.Storage{
-		"virtualmachines":                          vms.VirtualMachine,
-		"virtualmachines/status":                   vms.Status,
-		"virtualmachines/start":                    action.New(vmActions.Start),
-		"virtualmachines/stop":                     action.New(vmActions.Stop),
-		"virtualmachines/restart":                  action.New(vmActions.Restart),
-		"virtualmachines/migrate":                  action.New(vmActions.Migrate),
-		"virtualmachineinstances":                  vmis.VirtualMachineInstance,
-		"virtualmachineinstances/status":           vmis.Status,
-		"virtualmachineinstances/pause":            action.New(commands.Pause),
-		"virtualmachineinstances/unpause":          action.New(commands.Unpause),
-		"virtualmachineinstances/softreboot":       action.New(commands.SoftReboot),
-		"virtualmachineinstances/console":          console,
-		"virtualmachineinstances/vnc":              vnc,
-		"virtualmachineinstancereplicasets":        replicaSets.VirtualMachineInstanceReplicaSet,
-		"virtualmachineinstancereplicasets/status": replicaSets.Status,
-		"virtualmachineinstancereplicasets/scale":  replicaSets.Scale,
-		"virtualmachineinstancemigrations":         migrations.VirtualMachineInstanceMigration,
-		"virtualmachineinstancemigrations/status":  migrations.Status,
+	vms, err := virtualmachine.NewStorage(Scheme, optsGetter, vmDeps)
+	if err != nil {
+		return nil, err
 	}
 
+	resources := []serving.Resource{vms.Serving(), vmis.Serving(), replicaSets.Serving(), migrations.Serving()}
+	storage := serving.Storage(resources...)
 	group := genericapiserver.NewDefaultAPIGroupInfo(kubevirt.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.VersionedResourcesStorageMap[v1.SchemeGroupVersion.Version] = resources
-	group.VersionedResourcesStorageMap[v1alpha3.SchemeGroupVersion.Version] = resources
+	group.VersionedResourcesStorageMap[v1.SchemeGroupVersion.Version] = storage
+	group.VersionedResourcesStorageMap[v1alpha3.SchemeGroupVersion.Version] = storage
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	installSubresourcesGroup(genericServer, []subresourceAction{
-		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "start", doc: "start a VirtualMachine", options: v1.StartOptions{}, act: vmActions.Start},
-		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "stop", doc: "stop a VirtualMachine", options: v1.StopOptions{}, act: vmActions.Stop},
-		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "restart", doc: "restart a VirtualMachine", options: v1.RestartOptions{}, act: vmActions.Restart},
-		{resource: "virtualmachines", kind: "VirtualMachine", subresource: "migrate", doc: "live migrate the VirtualMachine's instance to another node", options: v1.MigrateOptions{}, act: vmActions.Migrate},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "pause", doc: "pause a running instance", options: v1.PauseOptions{}, act: commands.Pause},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unpause", doc: "unpause a paused instance", options: v1.UnpauseOptions{}, act: commands.Unpause},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "softreboot", doc: "ask the guest to reboot (ACPI)", act: commands.SoftReboot},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "freeze", doc: "freeze the guest's file systems through the guest agent", options: v1.FreezeUnfreezeTimeout{}, act: commands.Freeze},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "unfreeze", doc: "thaw the guest's file systems", act: commands.Unfreeze},
-	}, []subresourceStream{
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "console", doc: "the serial console, as a websocket (subprotocol plain.kubevirt.io)", rest: console},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc", doc: "the VNC display, as a websocket (subprotocol plain.kubevirt.io)", rest: vnc},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "vnc/screenshot", doc: "one frame of the VNC display, as a PNG", rest: screenshot},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "guestosinfo", doc: "what the guest agent reports of its guest",
-			rest: virtualmachineinstance.NewGuestAgentREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, "guestosinfo"), returns: v1.VirtualMachineInstanceGuestAgentInfo{}},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "userlist", doc: "the users logged in to the guest, as its agent reports them",
-			rest: virtualmachineinstance.NewGuestAgentREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, "userlist"), returns: v1.VirtualMachineInstanceGuestOSUserList{}},
-		{resource: "virtualmachineinstances", kind: "VirtualMachineInstance", subresource: "filesystemlist", doc: "the guest's file systems, as its agent reports them",
-			rest: virtualmachineinstance.NewGuestAgentREST(vmis.VirtualMachineInstance, c.ExtraConfig.Nodes, "filesystemlist"), returns: v1.VirtualMachineInstanceFileSystemList{}},
-	})
+	installSubresourcesGroup(genericServer, resources)
 	return &Server{GenericAPIServer: genericServer}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/hangarvm/hangar/pkg/registry/action"
+	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/version"
 )
 
@@ -24,29 +25,10 @@ import (
 // KubeVirt's clients (virtctl, kubecli) work unchanged, with the same paths, verbs and bodies.
 var SubresourcesGroupVersion = schema.GroupVersion{Group: "subresources.kubevirt.io", Version: "v1"}
 
-// subresourceStream is one GET of the group: a websocket stream, or (returns set) a JSON
-// answer.
-type subresourceStream struct {
-	resource, subresource string
-	kind                  string
-	doc                   string
-	rest                  rest.Connecter
-	returns               interface{}
-}
-
-// subresourceAction is one PUT action of the group.
-type subresourceAction struct {
-	resource, subresource string
-	kind                  string
-	doc                   string
-	options               interface{} // the body's type, for the documentation; nil if none
-	act                   action.Func
-}
-
 // installSubresourcesGroup serves subresources.kubevirt.io/v1 on go-restful, as KubeVirt
 // does, and announces it in both discovery documents. RBAC applies as everywhere: the path
 // gives resource, subresource and namespace, PUT is "update", GET is "get".
-func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []subresourceAction, streams []subresourceStream) {
+func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []serving.Resource) {
 	gv := SubresourcesGroupVersion
 	ws := new(restful.WebService).Path("/apis/"+gv.String()).
 		Doc("KubeVirt's imperative actions on VirtualMachines and their instances").
@@ -55,52 +37,20 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	resourceList := &metav1.APIResourceList{GroupVersion: gv.String()}
 	parents := map[string][]apidiscoveryv2.APISubresourceDiscovery{}
 	var parentOrder []string
-	for _, a := range actions {
-		a := a
-		// The same endpoint as the kubevirt.io subresource: one body reader, one answer.
-		connecter := action.NewBodiless(a.act)
-		route := ws.PUT("/namespaces/{namespace}/"+a.resource+"/{name}/"+a.subresource).
-			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) }).
-			Operation("replaceSubresourcesNamespaced"+a.kind+capitalize(a.subresource)).
-			Doc(a.doc).
-			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
-			Param(ws.PathParameter("name", "name of the "+a.resource[:len(a.resource)-1])).
-			Returns(http.StatusAccepted, "Accepted; the response has no body", metav1.Status{}).
-			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{})
-		if a.options != nil {
-			route = route.Reads(a.options, "options of the action; optional")
+	for _, r := range resources {
+		for _, sub := range r.Subresources {
+			if sub.Subresources == nil {
+				continue
+			}
+			verb := addRoute(ws, r, sub.Name, sub.Subresources)
+			resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
+				Name: r.Name + "/" + sub.Name, Namespaced: true, Verbs: []string{verb}})
+			if _, ok := parents[r.Name]; !ok {
+				parentOrder = append(parentOrder, r.Name)
+			}
+			parents[r.Name] = append(parents[r.Name], apidiscoveryv2.APISubresourceDiscovery{
+				Subresource: sub.Name, Verbs: []string{verb}})
 		}
-		ws.Route(route)
-		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
-			Name: a.resource + "/" + a.subresource, Namespaced: true, Verbs: []string{"update"}})
-		if _, ok := parents[a.resource]; !ok {
-			parentOrder = append(parentOrder, a.resource)
-		}
-		parents[a.resource] = append(parents[a.resource], apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: a.subresource, Verbs: []string{"update"}})
-	}
-	for _, st := range streams {
-		st := st
-		route := ws.GET("/namespaces/{namespace}/" + st.resource + "/{name}/" + st.subresource).
-			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, st.rest) }).
-			Operation("connectSubresourcesNamespaced" + st.kind + operationName(st.subresource)).
-			Doc(st.doc).
-			Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
-			Param(ws.PathParameter("name", "name of the "+st.resource[:len(st.resource)-1]))
-		if st.returns != nil {
-			route = route.Returns(http.StatusOK, "OK", st.returns).
-				Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
-		} else {
-			route = route.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
-		}
-		ws.Route(route)
-		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
-			Name: st.resource + "/" + st.subresource, Namespaced: true, Verbs: []string{"get"}})
-		if _, ok := parents[st.resource]; !ok {
-			parentOrder = append(parentOrder, st.resource)
-		}
-		parents[st.resource] = append(parents[st.resource], apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: st.subresource, Verbs: []string{"get"}})
 	}
 	ws.Route(ws.GET("/version").To(func(_ *restful.Request, resp *restful.Response) {
 		_ = resp.WriteAsJson(version.Get())
@@ -119,15 +69,50 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, actions []su
 	s.DiscoveryGroupManager.AddGroup(group)
 	s.Handler.GoRestfulContainer.Add(newGroupWebService(group))
 
-	var resources []apidiscoveryv2.APIResourceDiscovery
+	var discovered []apidiscoveryv2.APIResourceDiscovery
 	for _, parent := range parentOrder {
 		// A parent with no verbs of its own carries the actions; clients map the resource
 		// itself to kubevirt.io, whose group has the higher priority.
-		resources = append(resources, apidiscoveryv2.APIResourceDiscovery{
+		discovered = append(discovered, apidiscoveryv2.APIResourceDiscovery{
 			Resource: parent, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{}, Subresources: parents[parent]})
 	}
 	s.AggregatedDiscoveryGroupManager.AddGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{
-		Version: gv.Version, Resources: resources, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
+		Version: gv.Version, Resources: discovered, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
+}
+
+// addRoute adds the route of one subresource to ws and returns its verb as RBAC sees it:
+// an action is a PUT ("update"), a stream a GET ("get").
+func addRoute(ws *restful.WebService, r serving.Resource, subresource string, route *serving.Route) string {
+	path := "/namespaces/{namespace}/" + r.Name + "/{name}/" + subresource
+	namespace := ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")
+	name := ws.PathParameter("name", "name of the "+r.Name[:len(r.Name)-1])
+	if route.Action != nil {
+		// The same endpoint as the kubevirt.io subresource: one body reader, one answer.
+		connecter := action.NewBodiless(route.Action)
+		b := ws.PUT(path).
+			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) }).
+			Operation("replaceSubresourcesNamespaced"+r.Kind+capitalize(subresource)).
+			Doc(route.Doc).Param(namespace).Param(name).
+			Returns(http.StatusAccepted, "Accepted; the response has no body", metav1.Status{}).
+			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{})
+		if route.Options != nil {
+			b = b.Reads(route.Options, "options of the action; optional")
+		}
+		ws.Route(b)
+		return "update"
+	}
+	b := ws.GET(path).
+		To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) }).
+		Operation("connectSubresourcesNamespaced" + r.Kind + operationName(subresource)).
+		Doc(route.Doc).Param(namespace).Param(name)
+	if route.Returns != nil {
+		b = b.Returns(http.StatusOK, "OK", route.Returns).
+			Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
+	} else {
+		b = b.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
+	}
+	ws.Route(b)
+	return "get"
 }
 
 // serveConnecter serves a go-restful request with a connecter (an action or a stream), with

@@ -16,18 +16,13 @@ import (
 // launcher pod mounts it and virt-launcher keeps its nvram and swtpm directories there
 // (pkg/launcher/state.go). Like any claim the instance names, a missing one keeps the
 // instance Pending until it appears.
-const (
-	// StateClaimPrefix starts the state claim's name: persistent-state-for-<VM>, KubeVirt's.
-	StateClaimPrefix = "persistent-state-for-"
-	// VMStateVolume is the claim's pod volume.
-	VMStateVolume = layout.VMStateVolume
-	// VMStateMountPath is where the compute container has it.
-	VMStateMountPath = "/var/run/hangar/vm-state"
-)
+//
+// VMStateMountPath is where the compute container has it.
+const VMStateMountPath = "/var/run/hangar/vm-state"
 
 // StateClaimName is the state claim of the instance's VM (an instance of a VM has the VM's
 // name; a lone instance has its own).
-func StateClaimName(vmi *v1.VirtualMachineInstance) string { return StateClaimPrefix + vmi.Name }
+func StateClaimName(vmi *v1.VirtualMachineInstance) string { return layout.StateClaimPrefix + vmi.Name }
 
 // stateClaim is the state claim's volume, mount and launcher flag, when the instance keeps
 // state; modes must hold the claim's volumeMode.
@@ -43,9 +38,9 @@ func stateClaim(vmi *v1.VirtualMachineInstance, modes VolumeModes) (*corev1.Volu
 	if mode != corev1.PersistentVolumeFilesystem && mode != "" {
 		return nil, nil, "", fmt.Errorf("instance %s/%s: state claim %s has volumeMode %q; it must be Filesystem", vmi.Namespace, vmi.Name, claim, mode)
 	}
-	vol := &corev1.Volume{Name: VMStateVolume, VolumeSource: corev1.VolumeSource{
+	vol := &corev1.Volume{Name: layout.VMStateVolume, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
-	mount := &corev1.VolumeMount{Name: VMStateVolume, MountPath: VMStateMountPath}
+	mount := &corev1.VolumeMount{Name: layout.VMStateVolume, MountPath: VMStateMountPath}
 	return vol, mount, "--vm-state-dir=" + VMStateMountPath, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 func TestStateClaim(t *testing.T) {
@@ -37,7 +38,7 @@ func TestStateClaim(t *testing.T) {
 			modes: VolumeModes{"persistent-state-for-vm1": corev1.PersistentVolumeBlock}, wantErr: "must be Filesystem"},
 		{name: "the claim's mode must be known", mutate: persistentEFI, wantErr: "unknown"},
 		{name: "a volume of the spec cannot take the state volume's name", mutate: func(v *v1.VirtualMachineInstance) {
-			v.Spec.Volumes = []v1.Volume{{Name: VMStateVolume, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+			v.Spec.Volumes = []v1.Volume{{Name: layout.VMStateVolume, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "other"}}}}}
 		}, modes: VolumeModes{"other": corev1.PersistentVolumeFilesystem}, wantErr: "reserved"},
 	}
@@ -55,7 +56,7 @@ func TestStateClaim(t *testing.T) {
 			c := pod.Spec.Containers[0]
 			var vol *corev1.Volume
 			for i := range pod.Spec.Volumes {
-				if pod.Spec.Volumes[i].Name == VMStateVolume {
+				if pod.Spec.Volumes[i].Name == layout.VMStateVolume {
 					vol = &pod.Spec.Volumes[i]
 				}
 			}
@@ -67,7 +68,7 @@ func TestStateClaim(t *testing.T) {
 			}
 			require.NotNil(t, vol)
 			assert.Equal(t, "persistent-state-for-vm1", vol.PersistentVolumeClaim.ClaimName)
-			assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: VMStateVolume, MountPath: VMStateMountPath})
+			assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: layout.VMStateVolume, MountPath: VMStateMountPath})
 			assert.Contains(t, c.Args, "--vm-state-dir="+VMStateMountPath)
 			assert.Equal(t, []string{"persistent-state-for-vm1"}, ClaimNames(vmi), "the instance waits for it like any claim")
 		})

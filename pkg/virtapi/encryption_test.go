@@ -99,5 +99,5 @@ resources:
 	config, err := o.Config()
 	require.NoError(t, err)
 	_, err = config.Complete().New()
-	require.ErrorContains(t, err, "does not name virtualmachines.kubevirt.io")
+	require.ErrorContains(t, err, "does not name virtualmachineinstances.kubevirt.io")
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // A VM whose guest keeps EFI variables or TPM state needs its state claim before its instance
@@ -54,7 +54,7 @@ func (c *Controller) ensureStateClaim(ctx context.Context, vm *v1.VirtualMachine
 	if c.claims == nil || vm.Spec.Template == nil || !vm.Spec.Template.Spec.NeedsStateClaim() {
 		return nil
 	}
-	name := launcherpod.StateClaimPrefix + vm.Name
+	name := layout.StateClaimPrefix + vm.Name
 	if _, err := c.claims.lister.PersistentVolumeClaims(vm.Namespace).Get(name); err == nil {
 		return nil
 	} else if !apierrors.IsNotFound(err) {

@@ -111,6 +111,10 @@ const (
 	SecretVolumePrefix = "hangar-secret-"
 )
 
+// StateClaimPrefix starts the name of a VM's state claim (persistent EFI variables and TPM
+// state): persistent-state-for-<VM>, KubeVirt's.
+const StateClaimPrefix = "persistent-state-for-"
+
 // IsReservedPodVolume reports whether name is one of the launcher's own pod volumes, or may
 // become one.
 func IsReservedPodVolume(name string) bool {

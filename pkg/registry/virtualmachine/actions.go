@@ -40,17 +40,6 @@ type Actions struct {
 	migrations rest.Creater
 }
 
-// NewActions returns the actions on the given VM storage; vmis reads instances, pods (nil
-// when there is no cluster) deletes launcher pods.
-func NewActions(storage *Storage, vmis rest.Getter, pods LauncherPods) *Actions {
-	return &Actions{vms: storage.VirtualMachine, vmStatus: storage.Status, vmis: vmis, pods: pods}
-}
-
-// CheckStarts makes start check the launcher pod of the instance it would start. The
-// admission chain, which checks VM creates and updates, does not run for the actions' own
-// writes to the storage.
-func (a *Actions) CheckStarts(c StartChecker) { a.starts = c }
-
 // vmPart says which part of a VM an action writes: the spec or the status.
 type vmPart int
 

@@ -15,10 +15,6 @@ import (
 // MigrateGenerateName is the prefix of the migrations the migrate action creates (KubeVirt's).
 const MigrateGenerateName = "kubevirt-migrate-vm-"
 
-// SetMigrations gives the migrate action the migration storage it creates migrations in;
-// without it, migrate answers 503.
-func (a *Actions) SetMigrations(migrations rest.Creater) { a.migrations = migrations }
-
 // Migrate serves virtualmachines/migrate: it creates a VirtualMachineInstanceMigration of the
 // VM's running instance, through the migration storage, so the checks of a migration create
 // (migratable, none in flight) apply and their 422 reaches the caller. A dry run checks

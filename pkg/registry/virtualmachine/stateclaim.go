@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // A VM whose guest keeps EFI variables or TPM state gets its state claim
@@ -73,7 +74,7 @@ func (r *REST) checkStateClaim(ctx context.Context, old, vm *kubevirt.VirtualMac
 		return nil
 	}
 	if r.claimExists != nil {
-		exists, lerr := r.claimExists(ctx, ns, stateClaimPrefix+vm.Name)
+		exists, lerr := r.claimExists(ctx, ns, layout.StateClaimPrefix+vm.Name)
 		if lerr != nil {
 			return apierrors.NewInternalError(fmt.Errorf("look up the state claim of %s/%s: %w", ns, vm.Name, lerr))
 		}
@@ -90,21 +91,11 @@ func (r *REST) checkStateClaim(ctx context.Context, old, vm *kubevirt.VirtualMac
 	}
 	return apierrors.NewForbidden(kubevirt.Resource("virtualmachines"), vm.Name,
 		field.Forbidden(fields[0], fmt.Sprintf("keeping state needs the claim %s%s, which Hangar creates for the VM: user %q may not create persistentvolumeclaims in namespace %q%s",
-			stateClaimPrefix, vm.Name, user.GetName(), ns, detail)))
+			layout.StateClaimPrefix, vm.Name, user.GetName(), ns, detail)))
 }
-
-// stateClaimPrefix is launcherpod.StateClaimPrefix (the registry does not import the
-// controller's packages).
-const stateClaimPrefix = "persistent-state-for-"
-
-// SetAuthorizer gives the registry the cluster's authorizer for the state claim check.
-func (r *REST) SetAuthorizer(a authorizer.Authorizer) { r.authorizer = a }
 
 // ClaimExists says whether a persistentvolumeclaim exists (a read of kube-apiserver).
 type ClaimExists func(ctx context.Context, namespace, name string) (bool, error)
-
-// SetClaimExists lets the state claim check accept a claim that is already there.
-func (r *REST) SetClaimExists(f ClaimExists) { r.claimExists = f }
 
 // Create checks the state claim before the object's other validation.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {

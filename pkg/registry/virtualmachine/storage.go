@@ -8,6 +8,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
 
@@ -15,6 +17,28 @@ import (
 type Storage struct {
 	VirtualMachine *REST
 	Status         *statusrest.REST
+	// Actions are start, stop, restart and migrate.
+	Actions *Actions
+}
+
+// Dependencies are what virtualmachines need beside their own storage.
+type Dependencies struct {
+	// VMIs reads the instances of VMs (the actions).
+	VMIs rest.Getter
+	// Migrations is where the migrate action creates migrations; without it, migrate
+	// answers 503.
+	Migrations rest.Creater
+	// LauncherPods deletes the launcher pods of a forced restart; nil without a cluster.
+	LauncherPods LauncherPods
+	// Starts refuses the start of a VM whose launcher pod the cluster would refuse; nil when
+	// the checks are off. The admission chain, which checks VM creates and updates, does not
+	// run for the actions' own writes to the storage.
+	Starts StartChecker
+	// Authorizer answers whether a user may create the state claim a VM asks for; nil
+	// standalone.
+	Authorizer authorizer.Authorizer
+	// ClaimExists finds a state claim made already; nil standalone.
+	ClaimExists ClaimExists
 }
 
 // REST serves virtualmachines.
@@ -38,8 +62,9 @@ func (*REST) ShortNames() []string { return []string{"vm", "vms"} }
 // Categories puts VMs in `kubectl get all`.
 func (*REST) Categories() []string { return []string{"all"} }
 
-// NewStorage returns the storage of virtualmachines on the given etcd-backed options.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+// NewStorage returns the storage of virtualmachines and their subresources on the given
+// etcd-backed options.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, deps Dependencies) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachine{} },
@@ -59,5 +84,23 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 		return nil, err
 	}
 
-	return &Storage{VirtualMachine: &REST{Store: store}, Status: statusrest.New(store, NewStatusStrategy(strategy))}, nil
+	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists}
+	status := statusrest.New(store, NewStatusStrategy(strategy))
+	return &Storage{
+		VirtualMachine: vms,
+		Status:         status,
+		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
+			starts: deps.Starts, migrations: deps.Migrations},
+	}, nil
+}
+
+// Serving lists what virtualmachines serve in both groups.
+func (s *Storage) Serving() serving.Resource {
+	return serving.Resource{Name: "virtualmachines", Kind: "VirtualMachine", Storage: s.VirtualMachine, Subresources: []serving.Subresource{
+		{Name: "status", KubeVirt: s.Status},
+		serving.Action("start", s.Actions.Start, v1.StartOptions{}, "start a VirtualMachine"),
+		serving.Action("stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
+		serving.Action("restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
+		serving.Action("migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
+	}}
 }

@@ -2,12 +2,15 @@ package virtualmachineinstance
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
 
@@ -15,6 +18,12 @@ import (
 type Storage struct {
 	VirtualMachineInstance *REST
 	Status                 *statusrest.REST
+	// Commands are pause, unpause, softreboot, freeze and unfreeze.
+	Commands *Commands
+	// Console and VNC are the streams; Screenshot one frame of the display.
+	Console, VNC, Screenshot *StreamREST
+	// GuestOSInfo, UserList and FileSystemList are what the guest agent reports.
+	GuestOSInfo, UserList, FileSystemList *GuestAgentREST
 }
 
 // REST serves virtualmachineinstances.
@@ -33,8 +42,10 @@ func (*REST) ShortNames() []string { return []string{"vmi", "vmis"} }
 // Categories puts VMIs in `kubectl get all`.
 func (*REST) Categories() []string { return []string{"all"} }
 
-// NewStorage returns the storage of virtualmachineinstances on the given etcd-backed options.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+// NewStorage returns the storage of virtualmachineinstances and their subresources on the
+// given etcd-backed options. nodes reaches the node agents for guest commands and streams
+// (nil when there are none); authz authorizes the streams' second check.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, authz authorizer.Authorizer) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachineInstance{} },
@@ -58,5 +69,43 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 		return nil, err
 	}
 
-	return &Storage{VirtualMachineInstance: &REST{store}, Status: statusrest.New(store, NewStatusStrategy(strategy))}, nil
+	vmis := &REST{store}
+	return &Storage{
+		VirtualMachineInstance: vmis,
+		Status:                 statusrest.New(store, NewStatusStrategy(strategy)),
+		Commands:               NewCommands(vmis, nodes),
+		Console:                NewStreamREST(vmis, nodes, authz, "console"),
+		VNC:                    NewStreamREST(vmis, nodes, authz, "vnc"),
+		Screenshot:             NewScreenshotREST(vmis, nodes, authz),
+		GuestOSInfo:            NewGuestAgentREST(vmis, nodes, "guestosinfo"),
+		UserList:               NewGuestAgentREST(vmis, nodes, "userlist"),
+		FileSystemList:         NewGuestAgentREST(vmis, nodes, "filesystemlist"),
+	}, nil
+}
+
+// Serving lists what virtualmachineinstances serve in both groups. Freezing and the guest
+// agent's reports are KubeVirt's subresources.kubevirt.io routes only.
+func (s *Storage) Serving() serving.Resource {
+	c := s.Commands
+	stream := func(name string, r *StreamREST, doc string) serving.Subresource {
+		return serving.Subresource{Name: name, KubeVirt: r, Subresources: &serving.Route{Doc: doc, Stream: r}}
+	}
+	return serving.Resource{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Storage: s.VirtualMachineInstance, Subresources: []serving.Subresource{
+		{Name: "status", KubeVirt: s.Status},
+		serving.Action("pause", c.Pause, v1.PauseOptions{}, "pause a running instance"),
+		serving.Action("unpause", c.Unpause, v1.UnpauseOptions{}, "unpause a paused instance"),
+		serving.Action("softreboot", c.SoftReboot, nil, "ask the guest to reboot (ACPI)"),
+		{Name: "freeze", Subresources: &serving.Route{Doc: "freeze the guest's file systems through the guest agent",
+			Action: c.Freeze, Options: v1.FreezeUnfreezeTimeout{}}},
+		{Name: "unfreeze", Subresources: &serving.Route{Doc: "thaw the guest's file systems", Action: c.Unfreeze}},
+		stream("console", s.Console, "the serial console, as a websocket (subprotocol plain.kubevirt.io)"),
+		stream("vnc", s.VNC, "the VNC display, as a websocket (subprotocol plain.kubevirt.io)"),
+		{Name: "vnc/screenshot", Subresources: &serving.Route{Doc: "one frame of the VNC display, as a PNG", Stream: s.Screenshot}},
+		{Name: "guestosinfo", Subresources: &serving.Route{Doc: "what the guest agent reports of its guest",
+			Stream: s.GuestOSInfo, Returns: v1.VirtualMachineInstanceGuestAgentInfo{}}},
+		{Name: "userlist", Subresources: &serving.Route{Doc: "the users logged in to the guest, as its agent reports them",
+			Stream: s.UserList, Returns: v1.VirtualMachineInstanceGuestOSUserList{}}},
+		{Name: "filesystemlist", Subresources: &serving.Route{Doc: "the guest's file systems, as its agent reports them",
+			Stream: s.FileSystemList, Returns: v1.VirtualMachineInstanceFileSystemList{}}},
+	}}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
 
@@ -53,4 +54,10 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, vm
 		VirtualMachineInstanceMigration: newREST(store, vmis),
 		Status:                          statusrest.New(store, NewStatusStrategy(strategy)),
 	}, nil
+}
+
+// Serving lists what virtualmachineinstancemigrations serve: status.
+func (s *Storage) Serving() serving.Resource {
+	return serving.Resource{Name: "virtualmachineinstancemigrations", Kind: "VirtualMachineInstanceMigration",
+		Storage: s.VirtualMachineInstanceMigration, Subresources: []serving.Subresource{{Name: "status", KubeVirt: s.Status}}}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
 
@@ -60,4 +61,13 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 	return &Storage{VirtualMachineInstanceReplicaSet: &REST{store}, Status: statusrest.New(store, NewStatusStrategy(strategy)),
 		Scale: &ScaleREST{store: store},
 	}, nil
+}
+
+// Serving lists what virtualmachineinstancereplicasets serve: status and scale.
+func (s *Storage) Serving() serving.Resource {
+	return serving.Resource{Name: "virtualmachineinstancereplicasets", Kind: "VirtualMachineInstanceReplicaSet",
+		Storage: s.VirtualMachineInstanceReplicaSet, Subresources: []serving.Subresource{
+			{Name: "status", KubeVirt: s.Status},
+			{Name: "scale", KubeVirt: s.Scale},
+		}}
 }

@@ -1,0 +1,66 @@
+// Package serving describes what one resource serves in virt-api's two groups, listed once by
+// the resource's registry package (as Kubernetes' pod registry lists its subresources in
+// PodStorage): the resource and its subresources in kubevirt.io, and KubeVirt's imperative
+// actions and streams under subresources.kubevirt.io, with the paths, verbs and bodies
+// KubeVirt's clients use. pkg/apiserver installs both groups from these tables.
+package serving
+
+import (
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/hangarvm/hangar/pkg/registry/action"
+)
+
+// Resource is a resource and its subresources.
+type Resource struct {
+	// Name is the resource's plural ("virtualmachines"); Kind its kind.
+	Name, Kind string
+	// Storage serves the resource itself in kubevirt.io.
+	Storage      rest.Storage
+	Subresources []Subresource
+}
+
+// Subresource is one subresource of a resource, in either group or both.
+type Subresource struct {
+	// Name is the path below an object: "status", "start", "vnc/screenshot".
+	Name string
+	// KubeVirt serves it in kubevirt.io; nil when only subresources.kubevirt.io has it.
+	KubeVirt rest.Storage
+	// Subresources is its route under subresources.kubevirt.io; nil when that group has it not.
+	Subresources *Route
+}
+
+// Route is an endpoint of subresources.kubevirt.io: a PUT that carries out Action (the
+// answer is 202 with no body, as KubeVirt's), or a GET that Stream serves (a websocket, or
+// with Returns a JSON answer of that type).
+type Route struct {
+	// Doc documents the route in the OpenAPI document.
+	Doc string
+	// Action and the type of its option body (nil: none) make a PUT route.
+	Action  action.Func
+	Options interface{}
+	// Stream and, for a JSON answer, its type make a GET route.
+	Stream  rest.Connecter
+	Returns interface{}
+}
+
+// Action is a subresource served in both groups that carries out act: a PUT or POST in
+// kubevirt.io (answering a Status), a PUT in subresources.kubevirt.io.
+func Action(name string, act action.Func, options interface{}, doc string) Subresource {
+	return Subresource{Name: name, KubeVirt: action.New(act), Subresources: &Route{Doc: doc, Action: act, Options: options}}
+}
+
+// Storage is the storage map of kubevirt.io for resources: each resource and each of its
+// subresources that the group serves, under "<resource>" and "<resource>/<subresource>".
+func Storage(resources ...Resource) map[string]rest.Storage {
+	m := map[string]rest.Storage{}
+	for _, r := range resources {
+		m[r.Name] = r.Storage
+		for _, s := range r.Subresources {
+			if s.KubeVirt != nil {
+				m[r.Name+"/"+s.Name] = s.KubeVirt
+			}
+		}
+	}
+	return m
+}
