@@ -78,6 +78,7 @@ done
 
 # The clientset asks for protobuf (and accepts JSON), as client-go's does for kube's types.
 kube::codegen::gen_client \
+  --one-input-api kubevirt \
   --with-watch \
   --with-applyconfig \
   --prefers-protobuf \
@@ -86,3 +87,17 @@ kube::codegen::gen_client \
   --output-pkg "${MODULE}/pkg/generated" \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   "${ROOT}/pkg/apis"
+
+# hangarvm.io is a CustomResourceDefinition of kube-apiserver, which serves custom resources in
+# JSON only: a clientset of its own, without protobuf.
+kube::codegen::gen_client \
+  --one-input-api operator \
+  --with-watch \
+  --output-dir "${ROOT}/pkg/generated/operator" \
+  --output-pkg "${MODULE}/pkg/generated/operator" \
+  --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+  "${ROOT}/pkg/apis"
+
+# The CustomResourceDefinition of hangarvm.io, from the Go types and their markers
+# (validation, defaults, printer columns), with controller-tools' controller-gen.
+go tool controller-gen crd paths=./pkg/apis/operator/... output:crd:dir="${ROOT}/artifacts/install/crd"

@@ -128,6 +128,19 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStatus":                                    schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Volume":                                                  schema_pkg_apis_kubevirt_v1_Volume(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VolumeSource":                                            schema_pkg_apis_kubevirt_v1_VolumeSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertConfig":                                        schema_pkg_apis_operator_v1alpha1_CertConfig(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertificateRotateStrategy":                         schema_pkg_apis_operator_v1alpha1_CertificateRotateStrategy(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.ComponentConfig":                                   schema_pkg_apis_operator_v1alpha1_ComponentConfig(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.DeveloperConfiguration":                            schema_pkg_apis_operator_v1alpha1_DeveloperConfiguration(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.EtcdSpec":                                          schema_pkg_apis_operator_v1alpha1_EtcdSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.Hangar":                                            schema_pkg_apis_operator_v1alpha1_Hangar(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarConfiguration":                               schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarList":                                        schema_pkg_apis_operator_v1alpha1_HangarList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarSpec":                                        schema_pkg_apis_operator_v1alpha1_HangarSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarStatus":                                      schema_pkg_apis_operator_v1alpha1_HangarStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.NodePlacement":                                     schema_pkg_apis_operator_v1alpha1_NodePlacement(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.SelfSignConfiguration":                             schema_pkg_apis_operator_v1alpha1_SelfSignConfiguration(ref),
+		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.WorkloadUpdateStrategy":                            schema_pkg_apis_operator_v1alpha1_WorkloadUpdateStrategy(ref),
 		"k8s.io/api/autoscaling/v1.ContainerResourceMetricSource":                                                 schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		"k8s.io/api/autoscaling/v1.ContainerResourceMetricStatus":                                                 schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
 		"k8s.io/api/autoscaling/v1.CrossVersionObjectReference":                                                   schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
@@ -4922,6 +4935,592 @@ func schema_pkg_apis_kubevirt_v1_VolumeSource(ref common.ReferenceCallback) comm
 		},
 		Dependencies: []string{
 			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_CertConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CertConfig is a certificate's lifetime and how long before its end it is renewed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+					"renewBefore": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_CertificateRotateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CertificateRotateStrategy sets the lifetimes of the certificates, as KubeVirt's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"selfSigned": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.SelfSignConfiguration"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.SelfSignConfiguration"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_ComponentConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ComponentConfig places a group of components, as KubeVirt's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodePlacement": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodePlacement constrains the nodes the components' pods land on.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.NodePlacement"),
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas of virt-api and virt-controller (infra only); unset: 2.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.NodePlacement"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_DeveloperConfiguration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DeveloperConfiguration holds KubeVirt's developer settings that Hangar acts on.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"useEmulation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UseEmulation runs guests under QEMU's TCG instead of KVM, for hosts without usable KVM. Without it, Hangar is not Available until a node offers /dev/kvm.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"featureGates": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "FeatureGates are KubeVirt's gate names; Hangar acts on ImageVolume (containerDisk and kernelBoot images mounted as image volumes, for clusters that have them).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"cpuAllocationRatio": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPUAllocationRatio is how many vCPUs share one requested CPU; unset: 10, as KubeVirt.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_EtcdSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EtcdSpec is Hangar's etcd: a StatefulSet with a volume per member.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is the number of members: 1, or 3 so that a quorum survives a node.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"storageClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClassName of the members' volumes; unset: the cluster's default class (the operator refuses to start without one).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"quotaBackendBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "QuotaBackendBytes is etcd's space quota; unset: 4 GiB.",
+							Ref:         ref("k8s.io/apimachinery/pkg/api/resource.Quantity"),
+						},
+					},
+					"storage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Storage is each member's volume size; it must hold the quota. Unset: the quota plus a quarter.",
+							Ref:         ref("k8s.io/apimachinery/pkg/api/resource.Quantity"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/api/resource.Quantity"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_Hangar(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Hangar is Hangar's installation in a cluster: one cluster-scoped object, named hangar, which hangar-operator turns into etcd, virt-api, virt-controller and virt-handler, their certificates and their configuration, and keeps so. Deleting it removes them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarSpec", "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HangarConfiguration holds the settings the components read from the ConfigMap hangar/hangar-config, which the operator writes from them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"developerConfiguration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeveloperConfiguration holds KubeVirt's developer settings: emulation and feature gates.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.DeveloperConfiguration"),
+						},
+					},
+					"migrations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Migrations bounds live migrations, as KubeVirt's.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrationConfiguration"),
+						},
+					},
+					"evictionStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EvictionStrategy is the default of instances that set none: None, LiveMigrate, LiveMigrateIfPossible or External.\n\nPossible enum values:\n - `\"External\"` blocks eviction and leaves it to an external controller.\n - `\"LiveMigrate\"` blocks eviction until the instance is migrated.\n - `\"LiveMigrateIfPossible\"` migrates when possible, else evicts.\n - `\"None\"` lets the instance be evicted (stopped).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"External", "LiveMigrate", "LiveMigrateIfPossible", "None"},
+						},
+					},
+					"vmStateStorageClass": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMStateStorageClass is the StorageClass of VMs' state claims (persistent EFI variables and TPM state); unset: the cluster's default class.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"memoryOverhead": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MemoryOverhead is added to the guest's memory in its launcher pod's request (QEMU, libvirt, the launcher). Unset: the components' default.",
+							Ref:         ref("k8s.io/apimachinery/pkg/api/resource.Quantity"),
+						},
+					},
+					"nodeUnresponsiveGracePeriod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeUnresponsiveGracePeriod is how long an instance on a NotReady node is given before it is failed (and its VM restarted elsewhere). Unset: the components' default.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+					"authorizeWebhookCallers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AuthorizeWebhookCallers makes virt-api authorize the callers of its eviction webhook like any other request: only a caller with post on the webhook's path gets through. Set it where kube-apiserver calls webhooks with a client certificate (its admission configuration); without, the path is open, as KubeVirt's.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrationConfiguration", "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.DeveloperConfiguration", "k8s.io/apimachinery/pkg/api/resource.Quantity", "k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_HangarList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HangarList is a list of Hangar objects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.Hangar"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.Hangar", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_HangarSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HangarSpec is how Hangar runs in the cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"configuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Configuration holds the components' settings: emulation, feature gates, migrations, eviction. A change applies without restarting a guest.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarConfiguration"),
+						},
+					},
+					"infra": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Infra places the control plane: etcd, virt-api and virt-controller (infrastructure nodes, say). Unset: any schedulable node.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.ComponentConfig"),
+						},
+					},
+					"workloads": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Workloads places virt-handler, hence the nodes that may run VMs. Unset: every schedulable node.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.ComponentConfig"),
+						},
+					},
+					"etcd": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Etcd is Hangar's own etcd, which keeps the kubevirt.io objects.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.EtcdSpec"),
+						},
+					},
+					"certificateRotateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CertificateRotateStrategy sets the lifetimes of the certificates the operator issues; each is renewed before it expires, with no failed request.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertificateRotateStrategy"),
+						},
+					},
+					"workloadUpdateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WorkloadUpdateStrategy says how running guests move to launchers of a new version after an upgrade.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.WorkloadUpdateStrategy"),
+						},
+					},
+					"uninstallStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UninstallStrategy says what deleting this object does while VMs exist: BlockUninstallIfWorkloadsExist (the default) waits until they are gone, RemoveWorkloads deletes them.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullPolicy of Hangar's components. Images are pinned by digest; the default is IfNotPresent.\n\nPossible enum values:\n - `\"Always\"` means that kubelet always attempts to pull the latest image. Container will fail If the pull fails.\n - `\"IfNotPresent\"` means that kubelet pulls if the image isn't present on disk. Container will fail if the image isn't present and the pull fails.\n - `\"Never\"` means that kubelet never pulls an image, but only uses a local image. Container will fail if the image isn't present",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent", "Never"},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertificateRotateStrategy", "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.ComponentConfig", "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.EtcdSpec", "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.HangarConfiguration", "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.WorkloadUpdateStrategy"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_HangarStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HangarStatus is what the operator last made of the spec.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions: Available, Progressing and Degraded, each with a reason.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("k8s.io/apimachinery/pkg/apis/meta/v1.Condition"),
+									},
+								},
+							},
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation of the spec the conditions describe.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"targetVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetVersion is the version the operator installs (its own); ObservedVersion the one every component runs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"observedVersion": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"outdatedVirtualMachineInstanceWorkloads": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OutdatedVirtualMachineInstanceWorkloads counts running instances whose launcher is of an older version.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Condition"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_NodePlacement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodePlacement is what a pod spec says about where it may run.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"affinity": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("k8s.io/api/core/v1.Affinity"),
+						},
+					},
+					"tolerations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("k8s.io/api/core/v1.Toleration"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/api/core/v1.Affinity", "k8s.io/api/core/v1.Toleration"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_SelfSignConfiguration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SelfSignConfiguration holds the lifetimes of the CAs and of the certificates they sign.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"ca": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CA: unset, 7 days, renewed 2 days before it expires.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertConfig"),
+						},
+					},
+					"server": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Server holds the serving and client certificates: unset, 1 day, renewed 12 hours before they expire.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertConfig"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertConfig"},
+	}
+}
+
+func schema_pkg_apis_operator_v1alpha1_WorkloadUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WorkloadUpdateStrategy says how running guests move to launchers of a new version, as KubeVirt's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"workloadUpdateMethods": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "WorkloadUpdateMethods: LiveMigrate moves each migratable instance to a new launcher by live migration. Empty: instances keep their launchers until they stop. Instances that cannot migrate are counted in status.outdatedVirtualMachineInstanceWorkloads.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"batchEvictionSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BatchEvictionSize is how many instances are migrated per interval; unset: 10.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"batchEvictionInterval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BatchEvictionInterval is the time between batches; unset: 1 minute.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
 	}
 }
 
