@@ -143,7 +143,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *clusterconfig
 			AutomountServiceAccountToken: ptr.To(false),
 			// The pod's pause container is then PID 1 and reaps the processes libvirt
 			// daemonizes (QEMU), so virt-launcher starts once, not as its own init plus a
-			// child (cmd/virt-launcher/init.go): a launcher is a large, dynamically linked
+			// child (cmd/virt-launcher/app/init.go): a launcher is a large, dynamically linked
 			// program, and every pod paid for loading it twice.
 			ShareProcessNamespace: ptr.To(true),
 			Hostname:              hostname,

@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
-	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/virtapi"
 	"github.com/hangarvm/hangar/pkg/virtctl"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )

@@ -156,7 +156,7 @@ func TestLauncherPodOnLocalCluster(t *testing.T) {
 	t.Logf("pod created -> instance Running: %s", time.Since(t0))
 	if logs, err := kube.CoreV1().Pods(ns).GetLogs(created.Name, &corev1.PodLogOptions{}).DoRaw(ctx); err == nil {
 		for _, l := range strings.Split(string(logs), "\n") {
-			if strings.Contains(l, "main.go") || strings.Contains(l, "launcher.go") {
+			if strings.Contains(l, "guest.go") || strings.Contains(l, "launcher.go") {
 				t.Log(l)
 			}
 		}

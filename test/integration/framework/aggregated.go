@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
-	"github.com/hangarvm/hangar/pkg/virtapi"
 )
 
 // Cluster is kube-apiserver with virt-api registered behind it through APIServices, as in a

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
-	"github.com/hangarvm/hangar/pkg/virtapi"
 )
 
 // VirtAPI is a running in-process virt-api.

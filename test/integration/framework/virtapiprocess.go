@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	"github.com/hangarvm/hangar/pkg/etcd"
-	"github.com/hangarvm/hangar/pkg/virtapi"
 )
 
 // A VirtAPI with a Binary runs as a process of its own, as deployed: its memory and CPU are

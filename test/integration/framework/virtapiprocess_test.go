@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
-	"github.com/hangarvm/hangar/pkg/virtapi"
 )
 
 // TestOptionFlags: the command line a virt-api process gets says what the in-process options

@@ -1,6 +1,6 @@
-// Package virtapi is the command line of virt-api: its flags, their validation, and turning
+// Package app is the command line of virt-api: its flags, their validation, and turning
 // them into a running server.
-package virtapi
+package app
 
 import (
 	"errors"

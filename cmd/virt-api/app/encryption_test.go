@@ -1,4 +1,4 @@
-package virtapi
+package app
 
 import (
 	"net"
