@@ -26,7 +26,7 @@ type Config struct {
 	UnsafeNoFsync bool
 	// ClientTLS, when set, serves clients over TLS and admits only those presenting a
 	// certificate of ClientTLS.TrustedCAFile, as Hangar's deployed etcd does
-	// (artifacts/base/etcd). Without it etcd speaks plain HTTP, on loopback only.
+	// (artifacts/components/etcd.yaml). Without it etcd speaks plain HTTP, on loopback only.
 	ClientTLS *TLSFiles
 }
 

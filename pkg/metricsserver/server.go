@@ -3,7 +3,7 @@
 // `get` the non-resource URL /metrics with a SubjectAccessReview, as kube-controller-manager,
 // the kubelet and kube-rbac-proxy do. Prometheus scrapes with its ServiceAccount token; a
 // ClusterRole with nonResourceURLs ["/metrics"] and verb get grants it
-// (artifacts/base/monitoring). The metrics name every instance on a node and its usage, which
+// (artifacts/components/metrics.yaml). The metrics name every instance on a node and its usage, which
 // is more than a tenant may see: nothing is served without authorization.
 //
 // The serving certificate is given (files) or made at start, self-signed, as KubeVirt does for

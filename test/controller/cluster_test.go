@@ -31,7 +31,7 @@ import (
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-// Where artifacts/base/virt-controller puts the controller's identity and configuration.
+// Where artifacts/ put the controller's identity and configuration.
 const (
 	controllerNamespace      = "hangar"
 	controllerServiceAccount = "virt-controller"
@@ -39,7 +39,7 @@ const (
 )
 
 // cluster is kube-apiserver + virt-api + kube-controller-manager with virt-controller's RBAC
-// and configuration from artifacts/base/virt-controller applied.
+// (artifacts/install/rbac) and configuration (artifacts/components) applied.
 type cluster struct {
 	*framework.Cluster
 	t testing.TB
@@ -54,8 +54,8 @@ func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	c := &cluster{Cluster: framework.StartAggregated(t), t: t, requests: &requestCounter{counts: map[string]int{}}}
 	ctx := context.Background()
-	dir := filepath.Join(framework.RepoRoot(), "artifacts", "base", "virt-controller")
-	out, err := c.Kubectl("apply", "-f", filepath.Join(dir, "rbac.yaml"), "-f", filepath.Join(dir, "config.yaml"))
+	dir := filepath.Join(framework.RepoRoot(), "artifacts")
+	out, err := c.Kubectl("apply", "-f", filepath.Join(dir, "install", "rbac", "virt-controller.yaml"), "-f", filepath.Join(dir, "components", "config.yaml"))
 	require.NoError(t, err, out)
 	c.setConfig(map[string]string{clusterconfig.KeyUseEmulation: "true", clusterconfig.KeyLauncherImage: testLauncherImage})
 

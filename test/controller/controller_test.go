@@ -32,7 +32,7 @@ import (
 const wait = 60 * time.Second
 
 // TestController runs the controllers against kube-apiserver as the virt-controller
-// ServiceAccount, with the RBAC of artifacts/base/virt-controller: every call they make must be
+// ServiceAccount, with the RBAC of artifacts/install/rbac/virt-controller.yaml: every call they make must be
 // allowed by it, through kube-apiserver and, for kubevirt.io, through virt-api's delegated
 // authorization.
 func TestController(t *testing.T) {

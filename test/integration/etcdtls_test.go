@@ -86,7 +86,7 @@ func etcdClientTLS(t *testing.T, etcd *framework.TLSEtcd) *tls.Config {
 // TestEtcdMutualTLSAndEncryptionAtRest runs virt-api as deployed: its etcd admits only
 // clients with a certificate of the etcd CA, and Hangar's objects are encrypted before they
 // reach etcd (k8s.io/apiserver's --encryption-provider-config). The flags are the
-// deployment's (artifacts/base/virt-api).
+// deployment's (artifacts/components/virt-api.yaml).
 func TestEtcdMutualTLSAndEncryptionAtRest(t *testing.T) {
 	ctx := context.Background()
 	etcd := framework.StartTLSEtcd(t)

@@ -30,11 +30,11 @@ import (
 // handlerUser is virt-handler's ServiceAccount, as artifacts/ deploy it.
 const handlerUser = "system:serviceaccount:hangar:virt-handler"
 
-// applyHandlerRBAC applies artifacts/base/virt-handler/virt-handler.yaml without its DaemonSet:
+// applyHandlerRBAC applies artifacts/install/rbac/virt-handler.yaml (nothing if it held a DaemonSet):
 // the ServiceAccount, the ClusterRole and its binding, as deployed.
 func applyHandlerRBAC(t *testing.T, c *framework.Cluster) {
 	t.Helper()
-	manifest, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "artifacts/base/virt-handler/virt-handler.yaml"))
+	manifest, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "artifacts/install/rbac/virt-handler.yaml"))
 	require.NoError(t, err)
 	var docs []string
 	kinds := map[string]bool{}

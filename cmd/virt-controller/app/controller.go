@@ -21,6 +21,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/kubeclient"
+	"github.com/hangarvm/hangar/pkg/leaderelect"
 	"github.com/hangarvm/hangar/pkg/metricsserver"
 )
 
@@ -84,8 +85,8 @@ func (o *Options) Run(ctx context.Context) error {
 	host, _ := os.Hostname()
 	le.Identity = host + "_" + uuid.NewString()
 	le.Healthz = electionHealth
-	err = manager.RunLeading(ctx, kubevirt, kube, o.Controllers, le)
-	if errors.Is(err, manager.ErrLostLeadership) {
+	err = leaderelect.Run(ctx, kube, le, func(ctx context.Context) error { return manager.Run(ctx, kubevirt, kube, o.Controllers) })
+	if errors.Is(err, leaderelect.ErrLostLeadership) {
 		klog.InfoS("Lost leadership, exiting", "identity", le.Identity)
 	}
 	return err

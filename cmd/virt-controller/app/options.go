@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
+	"github.com/hangarvm/hangar/pkg/leaderelect"
 	"github.com/hangarvm/hangar/pkg/metricsserver"
 	"github.com/hangarvm/hangar/pkg/migration/identity"
 )
@@ -26,7 +27,7 @@ type Options struct {
 	Burst int
 	// LeaderElect runs the controllers only while this replica holds LeaderElection's Lease.
 	LeaderElect    bool
-	LeaderElection manager.LeaderElection
+	LeaderElection leaderelect.Config
 	// HealthzAddress serves /healthz over plain HTTP; empty or "0": not served.
 	HealthzAddress string
 	Metrics        metricsserver.Options
@@ -42,7 +43,7 @@ func NewOptions() *Options {
 		QPS:            200,
 		Burst:          400,
 		LeaderElect:    true,
-		LeaderElection: manager.DefaultLeaderElection("", "virt-controller", ""),
+		LeaderElection: leaderelect.Defaults("", "virt-controller", ""),
 		HealthzAddress: ":8080",
 		Metrics:        metricsserver.Options{Address: ":8443"},
 	}

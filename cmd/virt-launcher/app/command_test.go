@@ -62,7 +62,7 @@ func TestCommandLines(t *testing.T) {
 			},
 		},
 		{
-			name: "virt-handler's init container (artifacts/base/virt-handler)",
+			name: "virt-handler's init container (artifacts/components/virt-handler.yaml)",
 			args: []string{"--state-dir=/var/run/hangar/qemu/libvirt", "--write-qemu-capabilities=/var/run/hangar/qemu/capabilities.xml"},
 			check: func(t *testing.T, o *Options) {
 				assert.Equal(t, ModeQEMUCapabilities, o.Mode)

@@ -88,9 +88,9 @@ func startAggregated(t testing.TB, binary string, customize func(o *virtapi.Opti
 		t.Fatal(err)
 	}
 	root := RepoRoot()
-	if out, err := c.Kubectl("apply", "-f", filepath.Join(root, "artifacts/base/namespace.yaml"),
-		"-f", filepath.Join(root, "artifacts/base/virt-api/rbac.yaml"),
-		"-f", filepath.Join(root, "artifacts/base/rbac/aggregated-roles.yaml")); err != nil {
+	if out, err := c.Kubectl("apply", "-f", filepath.Join(root, "artifacts/install/namespace.yaml"),
+		"-f", filepath.Join(root, "artifacts/install/rbac/virt-api.yaml"),
+		"-f", filepath.Join(root, "artifacts/install/rbac/aggregated-roles.yaml")); err != nil {
 		t.Fatalf("apply RBAC: %v\n%s", err, out)
 	}
 
@@ -102,7 +102,7 @@ func startAggregated(t testing.TB, binary string, customize func(o *virtapi.Opti
 	if err := c.registerAPIServices(); err != nil {
 		t.Fatal(err)
 	}
-	if err := kube.startControllerManager(); err != nil {
+	if err := kube.StartControllerManager(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.waitForRoleAggregation(); err != nil {
@@ -163,7 +163,7 @@ func (c *Cluster) registerAPIServices() error {
 	if err != nil {
 		return err
 	}
-	if out, err := c.Kubectl("apply", "-f", filepath.Join(RepoRoot(), "artifacts/base/virt-api/apiservices.yaml")); err != nil {
+	if out, err := c.Kubectl("apply", "-f", filepath.Join(RepoRoot(), "artifacts/components/apiservices.yaml")); err != nil {
 		return fmt.Errorf("apply APIServices: %v\n%s", err, out)
 	}
 	aggregator, err := aggregatorclient.NewForConfig(c.Admin)
@@ -188,7 +188,7 @@ func (c *Cluster) registerAPIServices() error {
 		names = append(names, svc.Name)
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("artifacts/base/virt-api/apiservices.yaml has no APIService for %s", virtAPIService)
+		return fmt.Errorf("artifacts/components/apiservices.yaml has no APIService for %s", virtAPIService)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
@@ -242,7 +242,7 @@ func (c *Cluster) waitForRoleAggregation() error {
 // RegisterEvictionWebhook applies the ValidatingWebhookConfiguration of artifacts/ (virt-api's
 // eviction webhook), pointed at the in-process virt-api as the APIServices are.
 func (c *Cluster) RegisterEvictionWebhook() error {
-	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "artifacts/base/virt-api/webhooks.yaml"))
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "artifacts/components/webhooks.yaml"))
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 // aggregated API (a VM's instance goes with it), namespaces and service accounts.
 var controllerManagerControllers = "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller"
 
-// startControllerManager runs kube-controller-manager against s until Stop.
-func (s *KubeAPIServer) startControllerManager() error {
+// StartControllerManager runs kube-controller-manager (the loops above) against s until Stop.
+func (s *KubeAPIServer) StartControllerManager() error {
 	binary, err := BinaryPath("kube-controller-manager")
 	if err != nil {
 		return err

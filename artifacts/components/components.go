@@ -1,0 +1,13 @@
+// Package components embeds the manifests of the components hangar-operator deploys and keeps
+// (pkg/operator/render): etcd, virt-api with its APIServices and eviction webhook,
+// virt-controller with the cluster configuration, virt-handler, and the metrics Service.
+// What depends on the Hangar object (images, replicas, placement, the member list, the volume,
+// caBundles, settings) is set by the operator; the manifests hold what does not.
+package components
+
+import "embed"
+
+// FS holds the manifests, one file per component.
+//
+//go:embed *.yaml
+var FS embed.FS
