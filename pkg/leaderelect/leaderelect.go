@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader_election_master_status
 	"k8s.io/klog/v2"
-
 )
 
 // Config is an election: a Lease in Namespace named Name, held by Identity.
