@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/pelletier/go-toml/v2 v2.2.4
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	go.opentelemetry.io/otel/trace v1.35.0
@@ -22,6 +23,7 @@ require (
 	k8s.io/cri-client v0.0.0
 	k8s.io/klog/v2 v2.130.1
 	sigs.k8s.io/sig-storage-lib-external-provisioner/v10 v10.0.1
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -212,7 +214,6 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.20.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 // k8s.io/kubernetes points its staging modules at ./staging/... (v0.0.0);

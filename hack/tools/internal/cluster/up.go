@@ -81,6 +81,9 @@ func (s *Settings) Up() error {
 	if err := Step("up", "route to Services", s.EnsureServiceRoute); err != nil {
 		return err
 	}
+	if err := Step("up", "registry "+s.RegistryAddress(), s.StartRegistry); err != nil {
+		return err
+	}
 	for _, d := range s.ControlPlane() {
 		d := d
 		if err := Step("up", d.Name, func() error { return s.StartAndWait(d, 120*time.Second) }); err != nil {
@@ -177,7 +180,7 @@ func (s *Settings) forgetExtraNodes() error {
 }
 
 func (s *Settings) allRunning() bool {
-	daemons := s.ControlPlane()
+	daemons := append(s.ControlPlane(), s.registryDaemon())
 	for _, n := range s.AllNodes() {
 		daemons = append(daemons, s.NodeDaemons(n)...)
 	}
@@ -254,10 +257,12 @@ Cluster is up: Kubernetes %s, %d nodes (%s .. %s), API %s
   export KUBECONFIG=%s
   export PATH=%s:$PATH
   kubectl get nodes -o wide
-Images: hack/cluster/image.sh IMAGE -file SRC:/DEST -entrypoint /DEST   (pods use imagePullPolicy: Never)
-Logs:   %s/ and %s/<node>/logs/
-Stop:   hack/cluster/down.sh
-`, KubeVersion, s.Nodes, s.Node(1).Name, s.Node(s.Nodes).Name, s.APIServerURL(), s.AdminKubeconfig(), s.BinDir, s.LogDir(), s.NodesDir())
+Images:   hack/cluster/image.sh IMAGE -file SRC:/DEST -entrypoint /DEST   (pods use imagePullPolicy: Never)
+Registry: %s (CA %s); hack/cluster/push.sh NAME:TAG -file SRC:/DEST ... prints %s/NAME@DIGEST
+Logs:     %s/ and %s/<node>/logs/
+Stop:     hack/cluster/down.sh
+`, KubeVersion, s.Nodes, s.Node(1).Name, s.Node(s.Nodes).Name, s.APIServerURL(), s.AdminKubeconfig(), s.BinDir,
+		s.RegistryAddress(), s.RegistryCA(), s.RegistryAddress(), s.LogDir(), s.NodesDir())
 }
 
 // nodeByName is the node of that name.
