@@ -1,8 +1,9 @@
 // Package cluster runs a real Kubernetes of several nodes on one Linux machine, for Hangar's
 // development and tests: the control plane as plain processes on the host, and every node as
 // its own network namespace (joined to the others by veth through a host bridge) and mount
-// namespace, with its own containerd, kubelet and kube-proxy. Nothing is pulled: binaries are
-// built from source (hack/cluster/build.sh), images locally.
+// namespace, with its own containerd, kubelet and kube-proxy. Nothing comes from outside:
+// binaries are built from source (hack/cluster/build.sh), images locally, and the nodes pull
+// only from the cluster's own registry on the host.
 //
 // What a node owns, nobody else sees: its addresses and ports, iptables rules and sysctls of
 // the net.* tree (network namespace), and the fixed paths the kubelet and containerd insist
