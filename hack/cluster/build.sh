@@ -2,7 +2,8 @@
 # Builds the local cluster's binaries from the tools module (hack/tools) into
 # _output/bin: the Kubernetes v1.34.4 servers, kubectl, etcd, the pause
 # program, hangar-cluster (up/down) and its helpers, and, pinned versions from
-# the Go module proxy, containerd and the add-ons CoreDNS and local-path-provisioner.
+# the Go module proxy, containerd, the add-ons CoreDNS and local-path-provisioner,
+# and the OCI registry (distribution's) that runs on the host.
 #
 # A binary is rebuilt only when it is missing or when the tools module (its
 # go.mod, go.sum or sources) or the Go version changed since it was built. A
@@ -19,8 +20,10 @@ KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kub
 # Our own small programs in hack/tools/cmd (cmd/cluster is installed as hangar-cluster).
 TOOL_COMMANDS=(etcd pause imagebuild crireset cluster loop-provisioner)
 # Add-ons, built with `go install MODULE@VERSION` outside the tools module (their dependency
-# graphs stay out of Kubernetes'); the versions are those hangar-cluster deploys.
-ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisioner@v0.0.30)
+# graphs stay out of Kubernetes'); the versions are those hangar-cluster deploys. The registry
+# is distribution's, without the cloud storage drivers' build tags (it stores on disk).
+ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisioner@v0.0.30
+	github.com/distribution/distribution/v3/cmd/registry@v3.1.2)
 # The nodes' containerd, its runc shim and ctr: Debian's 1.6 cannot mount image volumes.
 # Without cgo and the snapshotters
 # that need it (the nodes use overlayfs); runc stays Debian's.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds a single-layer image locally and imports it into the containerd of every node of the
-# local cluster (namespace k8s.io, where the kubelets look). The cluster cannot pull from a
-# registry, so this is how any image gets onto the nodes; pods then use imagePullPolicy:
-# Never or IfNotPresent.
+# local cluster (namespace k8s.io, where the kubelets look); pods then use imagePullPolicy:
+# Never or IfNotPresent. hack/cluster/push.sh puts an image into the cluster's registry
+# instead, from which the nodes pull it as from any registry.
 #
 # Usage: hack/cluster/image.sh IMAGE IMAGEBUILD-FLAGS...
 #   hack/cluster/image.sh hangar.local/virt-api:dev \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # cluster-up: a real Kubernetes v1.34.4 of several nodes on this machine, built from source
-# (hack/cluster/build.sh) and run as plain processes: no Docker, no systemd, no registry.
+# (hack/cluster/build.sh) and run as plain processes: no Docker, no systemd. Images are
+# imported into the nodes (image.sh) or pulled from the cluster's own registry on the host
+# (push.sh).
 # Each node is a network and mount namespace of its own with its own containerd, kubelet and
 # kube-proxy (hack/cluster/README.md). Idempotent: on a running cluster it only checks health.
 #

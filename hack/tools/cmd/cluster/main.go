@@ -5,6 +5,8 @@
 //	hangar-cluster down [--purge]      stop everything and restore the host
 //	hangar-cluster import REF TARBALL  import an image tarball into every node
 //	hangar-cluster nodes               print the nodes: name, address, pod network
+//	hangar-cluster registry            print the registry's address and CA as shell assignments
+//	                                   (HANGAR_REGISTRY=host:port, HANGAR_REGISTRY_CA=file)
 //	hangar-cluster stop-kubelet NODE   stop a node's kubelet (a node failure; its pods run on)
 //	hangar-cluster start-kubelet NODE  start it again
 //
@@ -29,7 +31,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: hangar-cluster up [--nodes N] | down [--purge] | import REF TARBALL | nodes | stop-kubelet NODE | start-kubelet NODE")
+	return fmt.Errorf("usage: hangar-cluster up [--nodes N] | down [--purge] | import REF TARBALL | nodes | registry | stop-kubelet NODE | start-kubelet NODE")
 }
 
 func run(args []string) error {
@@ -54,7 +56,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 && cmd != "nodes" {
+	if os.Geteuid() != 0 && cmd != "nodes" && cmd != "registry" {
 		return fmt.Errorf("hangar-cluster %s must run as root (it manages namespaces, containerd and mounts)", cmd)
 	}
 	switch cmd {
@@ -79,6 +81,9 @@ func run(args []string) error {
 		for _, n := range s.AllNodes() {
 			fmt.Printf("%s\t%s\t%s\n", n.Name, n.IP, n.PodCIDR)
 		}
+		return nil
+	case "registry":
+		fmt.Print(s.RegistryEnv())
 		return nil
 	}
 	return usage()

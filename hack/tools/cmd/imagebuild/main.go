@@ -1,13 +1,22 @@
 // Command imagebuild packs a root filesystem into a single-layer container
 // image and writes it as a docker-archive tarball that `ctr -n k8s.io images
-// import` accepts. The local cluster has no registry and no internet, so every
-// image it runs (pause, busybox, Hangar's components) is built this way.
+// import` accepts, or pushes it to a registry (the local cluster's, on the
+// host: hack/cluster/push.sh), or both.
 //
 //	imagebuild -image hangar.local/busybox:v2 -out busybox.tar \
 //	    -dir rootfs/ -file /bin/busybox:/bin/busybox -entrypoint /bin/sh
+//	imagebuild -image 10.216.0.1:15000/hangar/tool:v1 -push -ca _cluster/pki/ca.crt \
+//	    -file _output/bin/tool:/usr/bin/tool -entrypoint /usr/bin/tool
+//	imagebuild -image 10.216.0.1:15000/other/image:v1 -push -ca _cluster/pki/ca.crt \
+//	    -from image.tar
+//
+// -from takes a whole image built elsewhere (a docker-archive tarball, or an
+// OCI image layout as a directory or a tarball) as it is.
 //
 // Files get uid/gid 0 and a fixed timestamp, so the same input always yields
-// the same image digest and an unchanged image is not re-imported.
+// the same image digest and an unchanged image is not re-imported. It prints
+// "REFERENCE DIGEST" (the manifest's digest, which a push stored): scripts pin
+// images by it.
 package main
 
 import (
@@ -30,6 +39,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -42,6 +52,9 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type options struct {
 	image      string
 	out        string
+	push       bool
+	ca         string
+	from       string
 	dirs       stringList
 	files      stringList
 	layerTar   string
@@ -55,7 +68,10 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.image, "image", "", "image reference, e.g. hangar.local/busybox:v2 (required)")
-	flag.StringVar(&o.out, "out", "", "output docker-archive tarball (required)")
+	flag.StringVar(&o.out, "out", "", "output docker-archive tarball (required unless -push)")
+	flag.BoolVar(&o.push, "push", false, "push the image to the registry -image names (and write -out too, if given)")
+	flag.StringVar(&o.ca, "ca", "", "with -push: trust the registry's certificate only if this CA (PEM file) signed it; default: the system's CAs")
+	flag.StringVar(&o.from, "from", "", "a whole image to take as it is instead of building one: a docker-archive tarball, or an OCI image layout (directory or tarball)")
 	flag.Var(&o.dirs, "dir", "directory whose contents become the image root (repeatable, later wins)")
 	flag.Var(&o.files, "file", "SRC:DEST, add one file at absolute path DEST (repeatable)")
 	flag.StringVar(&o.layerTar, "tar", "", "an existing uncompressed or gzipped tar to use as the layer instead of -dir/-file")
@@ -66,50 +82,110 @@ func main() {
 	flag.StringVar(&o.user, "user", "", "user to run as")
 	flag.Parse()
 
-	if err := run(o); err != nil {
+	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o options) error {
-	if o.image == "" || o.out == "" {
-		return fmt.Errorf("-image and -out are required")
+// run builds or loads the image, writes or pushes it, and prints "REFERENCE DIGEST" to stdout.
+func run(o options, stdout io.Writer) error {
+	if o.image == "" || (o.out == "" && !o.push) {
+		return fmt.Errorf("-image and -out or -push are required")
 	}
-	ref, err := name.NewTag(o.image)
+	if o.ca != "" && !o.push {
+		return fmt.Errorf("-ca goes with -push")
+	}
+	// A pushed image names its registry and tag: nothing defaults to Docker Hub or latest.
+	strict := name.WeakValidation
+	if o.push {
+		strict = name.StrictValidation
+	}
+	ref, err := name.NewTag(o.image, strict)
 	if err != nil {
 		return fmt.Errorf("parse image reference %q: %w", o.image, err)
 	}
-	layer, err := buildLayer(o)
+	var artifact remote.Taggable
+	if o.from != "" {
+		if o.builds() {
+			return fmt.Errorf("-from takes a whole image: it cannot be combined with -dir, -file, -tar or the config flags")
+		}
+		from, cleanup, err := loadImage(o.from)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		artifact = from
+	} else {
+		img, err := build(o)
+		if err != nil {
+			return err
+		}
+		artifact = img
+	}
+	if o.out != "" {
+		img, ok := artifact.(v1.Image)
+		if !ok {
+			return fmt.Errorf("-out writes a single image; %s holds an image index (push it instead)", o.from)
+		}
+		if err := writeTarball(o.out, ref, img); err != nil {
+			return err
+		}
+	}
+	if o.push {
+		if err := push(ref, artifact, o.ca); err != nil {
+			return err
+		}
+	}
+	digest, err := manifestDigest(artifact)
 	if err != nil {
 		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s %s\n", ref.String(), digest)
+	return err
+}
+
+// builds says whether a flag asks for an image to be built.
+func (o options) builds() bool {
+	return len(o.dirs) > 0 || len(o.files) > 0 || o.layerTar != "" || o.entrypoint != "" || o.cmd != "" ||
+		len(o.env) > 0 || o.workdir != "" || o.user != ""
+}
+
+// build makes the single-layer image the flags describe.
+func build(o options) (v1.Image, error) {
+	layer, err := buildLayer(o)
+	if err != nil {
+		return nil, err
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return fmt.Errorf("append layer: %w", err)
+		return nil, fmt.Errorf("append layer: %w", err)
 	}
-	img, err = withConfig(img, o)
-	if err != nil {
+	return withConfig(img, o)
+}
+
+// writeTarball writes a docker-archive, under a temporary name first so an interrupted build
+// never leaves a truncated tarball that a later import would trust.
+func writeTarball(out string, ref name.Tag, img v1.Image) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
-		return err
-	}
-	// Write to a temporary name first so an interrupted build never leaves a
-	// truncated tarball that a later import would trust.
-	tmp := o.out + ".tmp"
+	tmp := out + ".tmp"
 	if err := tarball.WriteToFile(tmp, ref, img); err != nil {
-		return fmt.Errorf("write %s: %w", o.out, err)
+		return fmt.Errorf("write %s: %w", out, err)
 	}
-	if err := os.Rename(tmp, o.out); err != nil {
-		return err
-	}
-	digest, err := img.Digest()
+	return os.Rename(tmp, out)
+}
+
+// manifestDigest is the digest of an image's or index's manifest: what a registry stores it
+// under, and what a pod pins.
+func manifestDigest(t remote.Taggable) (v1.Hash, error) {
+	raw, err := t.RawManifest()
 	if err != nil {
-		return err
+		return v1.Hash{}, err
 	}
-	fmt.Printf("%s %s\n", ref.String(), digest)
-	return nil
+	digest, _, err := v1.SHA256(bytes.NewReader(raw))
+	return digest, err
 }
 
 func buildLayer(o options) (v1.Layer, error) {

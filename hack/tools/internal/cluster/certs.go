@@ -59,6 +59,7 @@ func (s *Settings) MakePKI() error {
 		{"controller-manager", "ca", CertSpec{CommonName: "system:kube-controller-manager"}},
 		{"scheduler", "ca", CertSpec{CommonName: "system:kube-scheduler"}},
 		{"kube-proxy", "ca", CertSpec{CommonName: "system:kube-proxy"}},
+		{"registry", "ca", s.registryCert()},
 	}
 	for _, n := range s.AllNodes() {
 		node := "system:node:" + n.Name

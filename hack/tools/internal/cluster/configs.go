@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -12,13 +13,24 @@ const CNIBinDir = "/usr/lib/cni"
 // cannot mount image volumes.
 func (s *Settings) ContainerdBinary() string { return s.Bin("containerd") }
 
-// WriteNodeConfigs writes the node's CNI, containerd, kubelet and kube-proxy configuration.
+// WriteNodeConfigs writes the node's CNI, containerd (with its registry hosts), kubelet and
+// kube-proxy configuration.
 func (s *Settings) WriteNodeConfigs(n *Node) error {
+	// The registry of an earlier run on another port is forgotten.
+	stale, _ := os.ReadDir(n.RegistryHostsDir())
+	for _, e := range stale {
+		if e.Name() != s.RegistryAddress() {
+			if err := os.RemoveAll(filepath.Join(n.RegistryHostsDir(), e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	files := map[string]string{
-		filepath.Join(n.CNIConfDir(), "10-hangar.conflist"): s.cniConfig(n),
-		filepath.Join(n.ConfigDir(), "containerd.toml"):     s.containerdConfig(n),
-		filepath.Join(n.ConfigDir(), "kubelet.yaml"):        s.kubeletConfig(n),
-		filepath.Join(n.ConfigDir(), "kube-proxy.yaml"):     s.kubeProxyConfig(n),
+		filepath.Join(n.CNIConfDir(), "10-hangar.conflist"):                    s.cniConfig(n),
+		filepath.Join(n.ConfigDir(), "containerd.toml"):                        s.containerdConfig(n),
+		filepath.Join(n.RegistryHostsDir(), s.RegistryAddress(), "hosts.toml"): s.registryHosts(),
+		filepath.Join(n.ConfigDir(), "kubelet.yaml"):                           s.kubeletConfig(n),
+		filepath.Join(n.ConfigDir(), "kube-proxy.yaml"):                        s.kubeProxyConfig(n),
 	}
 	for file, content := range files {
 		if err := writeFileAtomic(file, []byte(content), 0o644); err != nil {
@@ -79,8 +91,12 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    # Built locally; nothing can be pulled.
+    # Built locally and imported.
     sandbox = %[5]q
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    # A directory per registry host (host:port) with its hosts.toml: the cluster's registry,
+    # whose certificate the cluster CA signed. Other registries are unreachable.
+    config_path = %[10]q
 
 [plugins.'io.containerd.cri.v1.runtime']
   # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails with
@@ -111,7 +127,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 `, n.Name, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.ContainerdSocket(), s.PauseImage,
-		s.Bin("containerd-shim-runc-v2"), filepath.Join(dir, "state", "runc"), CNIBinDir, n.CNIConfDir())
+		s.Bin("containerd-shim-runc-v2"), filepath.Join(dir, "state", "runc"), CNIBinDir, n.CNIConfDir(),
+		n.RegistryHostsDir())
 }
 
 func (s *Settings) kubeletConfig(n *Node) string {
@@ -144,7 +161,7 @@ nodeStatusReportFrequency: 1m
 clusterDNS: [%[9]s]
 clusterDomain: %[10]s
 resolvConf: /etc/resolv.conf
-# Images are imported by hand and cannot be pulled again: never GC them.
+# Imported images cannot be pulled again: never GC them.
 imageGCHighThresholdPercent: 100
 evictionHard:
   memory.available: 100Mi

@@ -41,6 +41,8 @@ type Daemon struct {
 	Node *Node
 	// LogFile receives stdout and stderr.
 	LogFile string
+	// Env is added to this tool's environment.
+	Env []string
 }
 
 func (s *Settings) pidFile(name string) string {
@@ -88,6 +90,7 @@ func (s *Settings) Start(d Daemon) error {
 	fmt.Fprintf(log, "\n===== %s start %s =====\n", time.Now().Format(time.RFC3339), d.Name)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), d.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", d.Name, err)

@@ -120,6 +120,8 @@ func (s *Settings) ready(d Daemon) error {
 		return httpOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", s.ControllerManagerPort), nil)
 	case d.Name == "kube-scheduler":
 		return httpOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", s.SchedulerPort), nil)
+	case d.Name == "registry":
+		return httpOK("https://"+s.RegistryAddress()+"/v2/", s.caPool())
 	case d.Node != nil && d.Binary == s.ContainerdBinary():
 		if _, err := os.Stat(d.Node.ContainerdSocket()); err != nil {
 			return err

@@ -16,8 +16,9 @@ import (
 // Down stops exactly what Up started and undoes its changes to the host: every node's pods
 // (through CRI, so CNI releases their addresses), daemons, leftover processes and cgroups,
 // the nodes' namespaces (their mounts, links, routes and iptables rules go with them), the
-// bridge, loop devices of the cluster's volumes, recorded sysctls and host paths. The data
-// (PKI, etcd, images, containerd content) stays for the next up; purge deletes it too.
+// bridge, loop devices of the cluster's volumes, recorded sysctls and host paths, and the
+// registry. The data (PKI, etcd, images, the registry's, containerd content) stays for the next
+// up; purge deletes it too.
 func (s *Settings) Down(purge bool) error {
 	start := time.Now()
 	if !exists(s.ClusterDir) {
@@ -77,6 +78,9 @@ func (s *Settings) Down(purge bool) error {
 		}
 		stopped(cp[i].Name, cp[i].Binary, grace)
 	}
+	// The registry's data stays, as etcd's does: pushed images outlive a down.
+	registry := s.registryDaemon()
+	stopped(registry.Name, registry.Binary, 5*time.Second)
 	note(s.DetachLoopDevices())
 	note(s.RemoveMountNamespaces())
 	note(s.RemoveNetwork(nodes))

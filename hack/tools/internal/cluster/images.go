@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// Images: nothing can be pulled. An image is a docker-archive tarball written by imagebuild
-// (deterministic: an unchanged input gives an identical file) and imported into every node's
-// containerd, where pods use it with imagePullPolicy Never or IfNotPresent.
+// Imported images: a docker-archive tarball written by imagebuild (deterministic: an unchanged
+// input gives an identical file) and imported into every node's containerd, where pods use it
+// with imagePullPolicy Never or IfNotPresent. The other way onto the nodes is the registry
+// (registry.go), from which they pull.
 
 // ImageTarball is where an image's tarball is kept.
 func (s *Settings) ImageTarball(ref string) string {

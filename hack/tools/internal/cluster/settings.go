@@ -1,8 +1,9 @@
 // Package cluster runs a real Kubernetes of several nodes on one Linux machine, for Hangar's
 // development and tests: the control plane as plain processes on the host, and every node as
 // its own network namespace (joined to the others by veth through a host bridge) and mount
-// namespace, with its own containerd, kubelet and kube-proxy. Nothing is pulled: binaries are
-// built from source (hack/cluster/build.sh), images locally.
+// namespace, with its own containerd, kubelet and kube-proxy. Nothing comes from outside:
+// binaries are built from source (hack/cluster/build.sh), images locally, and the nodes pull
+// only from the cluster's own registry on the host.
 //
 // What a node owns, nobody else sees: its addresses and ports, iptables rules and sysctls of
 // the net.* tree (network namespace), and the fixed paths the kubelet and containerd insist
@@ -44,7 +45,8 @@ type Settings struct {
 	DNSServiceIP        netip.Addr
 	ClusterDomain       string
 
-	EtcdPort, EtcdPeerPort, APIServerPort                  int
+	// APIServerPort and RegistryPort are on HostIP.
+	EtcdPort, EtcdPeerPort, APIServerPort, RegistryPort    int
 	ControllerManagerPort, SchedulerPort                   int
 	KubeletPort, KubeletHealthzPort                        int
 	ProxyHealthzPort, ProxyMetricsPort                     int
@@ -114,6 +116,7 @@ func FromEnv(root string) (*Settings, error) {
 	s.KubeletHealthzPort = integer("HANGAR_KUBELET_HEALTHZ_PORT", 20248)
 	s.ProxyHealthzPort = integer("HANGAR_PROXY_HEALTHZ_PORT", 20256)
 	s.ProxyMetricsPort = integer("HANGAR_PROXY_METRICS_PORT", 20249)
+	s.RegistryPort = integer("HANGAR_REGISTRY_PORT", 15000)
 	s.PauseImage = str("HANGAR_PAUSE_IMAGE", "hangar.local/pause:v1")
 	s.BusyboxImage = str("HANGAR_BUSYBOX_IMAGE", "hangar.local/busybox:v2")
 	s.CoreDNSImage = str("HANGAR_COREDNS_IMAGE", "hangar.local/coredns:"+CoreDNSVersion)
@@ -210,6 +213,7 @@ func (s *Settings) HostStateDir() string { return filepath.Join(s.ClusterDir, "h
 func (s *Settings) ImageDir() string     { return filepath.Join(s.ClusterDir, "images") }
 func (s *Settings) EtcdDataDir() string  { return filepath.Join(s.ClusterDir, "etcd") }
 func (s *Settings) NodesDir() string     { return filepath.Join(s.ClusterDir, "nodes") }
+func (s *Settings) RegistryDir() string  { return filepath.Join(s.ClusterDir, "registry") }
 
 // NamespaceDir holds the nodes' mount namespace files, on a private mount of its own.
 func (s *Settings) NamespaceDir() string { return filepath.Join(s.ClusterDir, "ns") }
@@ -233,6 +237,10 @@ func (n *Node) ContainerdDir() string    { return filepath.Join(n.Dir(), "contai
 func (n *Node) ContainerdSocket() string { return filepath.Join(n.ContainerdDir(), "containerd.sock") }
 func (n *Node) CNIConfDir() string       { return filepath.Join(n.Dir(), "cni", "net.d") }
 func (n *Node) CNIIPAMDir() string       { return filepath.Join(n.Dir(), "cni", "ipam") }
+
+// RegistryHostsDir is containerd's config_path: a directory per registry host with its
+// hosts.toml.
+func (n *Node) RegistryHostsDir() string { return filepath.Join(n.ConfigDir(), "registry-hosts") }
 
 // Netns is the node's network namespace (ip netns).
 func (n *Node) Netns() string { return n.Name }

@@ -41,7 +41,7 @@ func (s *Settings) Up() error {
 	if err := s.refuseFewerNodes(); err != nil {
 		return err
 	}
-	if s.allRunning() && s.nodesReady(time.Time{}) == nil {
+	if s.allRunning() && s.nodesReady(nil) == nil {
 		Logf("[up] cluster already running, %d nodes Ready (%.1fs)", s.Nodes, time.Since(start).Seconds())
 		s.printUsage()
 		return nil
@@ -81,6 +81,9 @@ func (s *Settings) Up() error {
 	if err := Step("up", "route to Services", s.EnsureServiceRoute); err != nil {
 		return err
 	}
+	if err := Step("up", "registry "+s.RegistryAddress(), s.StartRegistry); err != nil {
+		return err
+	}
 	for _, d := range s.ControlPlane() {
 		d := d
 		if err := Step("up", d.Name, func() error { return s.StartAndWait(d, 120*time.Second) }); err != nil {
@@ -96,10 +99,16 @@ func (s *Settings) Up() error {
 	if err := Step("up", "images "+s.PauseImage+" "+s.BusyboxImage, s.BaseImages); err != nil {
 		return err
 	}
-	// A kubelet that ran already has reported before; a new one must report afresh.
-	since := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
+	// A kubelet started now must report afresh: its Node says Ready from an earlier run. One
+	// that kept running reports only changes, or once a minute (nodeStatusReportFrequency):
+	// its Ready stands (an up that restarts, say, the registry need not wait a minute).
+	since := map[string]time.Time{}
+	now := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
 	for _, n := range s.AllNodes() {
 		d := s.NodeDaemons(n)[1]
+		if s.Pid(d.Name, d.Binary) == 0 {
+			since[n.Name] = now
+		}
 		if err := Step("up", d.Name, func() error { return s.StartAndWait(d, 60*time.Second) }); err != nil {
 			return err
 		}
@@ -177,7 +186,7 @@ func (s *Settings) forgetExtraNodes() error {
 }
 
 func (s *Settings) allRunning() bool {
-	daemons := s.ControlPlane()
+	daemons := append(s.ControlPlane(), s.registryDaemon())
 	for _, n := range s.AllNodes() {
 		daemons = append(daemons, s.NodeDaemons(n)...)
 	}
@@ -199,9 +208,10 @@ func (s *Settings) Client() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// nodesReady: every node Ready, on a heartbeat at or after since (the stored object of a
-// restarted cluster says Ready from before; only a fresh heartbeat means this kubelet works).
-func (s *Settings) nodesReady(since time.Time) error {
+// nodesReady: every node Ready, on a heartbeat at or after since[node] where given (the
+// stored object of a restarted cluster says Ready from before; only a fresh heartbeat means a
+// restarted kubelet works).
+func (s *Settings) nodesReady(since map[string]time.Time) error {
 	client, err := s.Client()
 	if err != nil {
 		return err
@@ -215,7 +225,7 @@ func (s *Settings) nodesReady(since time.Time) error {
 		}
 		ready := false
 		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since) {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since[n.Name]) {
 				ready = true
 			}
 		}
@@ -254,10 +264,12 @@ Cluster is up: Kubernetes %s, %d nodes (%s .. %s), API %s
   export KUBECONFIG=%s
   export PATH=%s:$PATH
   kubectl get nodes -o wide
-Images: hack/cluster/image.sh IMAGE -file SRC:/DEST -entrypoint /DEST   (pods use imagePullPolicy: Never)
-Logs:   %s/ and %s/<node>/logs/
-Stop:   hack/cluster/down.sh
-`, KubeVersion, s.Nodes, s.Node(1).Name, s.Node(s.Nodes).Name, s.APIServerURL(), s.AdminKubeconfig(), s.BinDir, s.LogDir(), s.NodesDir())
+Images:   hack/cluster/image.sh IMAGE -file SRC:/DEST -entrypoint /DEST   (pods use imagePullPolicy: Never)
+Registry: %s (CA %s); hack/cluster/push.sh NAME:TAG -file SRC:/DEST ... prints %s/NAME@DIGEST
+Logs:     %s/ and %s/<node>/logs/
+Stop:     hack/cluster/down.sh
+`, KubeVersion, s.Nodes, s.Node(1).Name, s.Node(s.Nodes).Name, s.APIServerURL(), s.AdminKubeconfig(), s.BinDir,
+		s.RegistryAddress(), s.RegistryCA(), s.RegistryAddress(), s.LogDir(), s.NodesDir())
 }
 
 // nodeByName is the node of that name.
