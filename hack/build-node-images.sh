@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build-node-images.sh [TAG]: the virt-launcher and virt-handler images, from Debian
+# build-node-images.sh [TAG | --rootfs]: the virt-launcher and virt-handler images, from Debian
 # packages only, both on one root file system:
 #   1. debootstrap bookworm minbase + libvirt's QEMU driver, QEMU, qemu-utils (containerDisk
 #      overlays), ovmf and swtpm (EFI guests, Secure Boot, the TPM) and nftables (the nft that
@@ -15,11 +15,18 @@
 #   4. hangar.local/virt-launcher:TAG and hangar.local/virt-handler:TAG (TAG: dev) written
 #      by the cluster's imagebuild and, when the local cluster runs, imported into every
 #      node's containerd (hack/cluster/image.sh).
+# With --rootfs it stops after step 3 and prints the root file system's directory: a release
+# (hack/release.sh) makes its images from it, with the binaries it built into NODE_BIN_DIR
+# (stamped with the version) instead of step 3's own.
 # Prints each step with its seconds.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${1:-dev}
+ROOTFS_ONLY=false
+[[ ${TAG} == --rootfs ]] && ROOTFS_ONLY=true
+# Where virt-launcher, virt-handler and hangar-copy come from; built here when unset.
+NODE_BIN_DIR=${NODE_BIN_DIR:-}
 WORK_DIR=$ROOT/_output/launcher-image
 SUITE=bookworm
 INCLUDE=libvirt-daemon,libvirt-daemon-driver-qemu,qemu-system-x86,qemu-utils,ovmf,swtpm,swtpm-tools,nftables
@@ -55,6 +62,7 @@ install_deps() {
 }
 
 build_binaries() {
+  [[ -z $NODE_BIN_DIR ]] || return 0
   mkdir -p "$ROOT/_output/bin"
   (cd "$ROOT" && go build -o _output/bin/virt-launcher ./cmd/virt-launcher && go build -o _output/bin/virt-handler ./cmd/virt-handler &&
     CGO_ENABLED=0 go build -o _output/bin/hangar-copy ./cmd/hangar-copy)
@@ -106,9 +114,10 @@ configure_rootfs() {
     ! -name libvirt_driver_qemu.so -delete
   # A container gets /etc/resolv.conf and /etc/hosts from the runtime.
   rm -f "$ROOTFS/etc/resolv.conf" "$ROOTFS/etc/hostname"
-  install -m 0755 "$ROOT/_output/bin/virt-launcher" "$ROOTFS/usr/bin/virt-launcher"
-  install -m 0755 "$ROOT/_output/bin/virt-handler" "$ROOTFS/usr/bin/virt-handler"
-  install -m 0755 "$ROOT/_output/bin/hangar-copy" "$ROOTFS/usr/bin/hangar-copy"
+  local bin=${NODE_BIN_DIR:-$ROOT/_output/bin}
+  install -m 0755 "$bin/virt-launcher" "$ROOTFS/usr/bin/virt-launcher"
+  install -m 0755 "$bin/virt-handler" "$ROOTFS/usr/bin/virt-handler"
+  install -m 0755 "$bin/hangar-copy" "$ROOTFS/usr/bin/hangar-copy"
   log "root file system: $(du -sh "$ROOTFS" | cut -f1)"
 }
 
@@ -134,6 +143,10 @@ main() {
   step "binaries" build_binaries
   step "debootstrap" bootstrap
   step "root file system" configure_rootfs
+  if [[ $ROOTFS_ONLY == true ]]; then
+    echo "$ROOTFS"
+    return 0
+  fi
   step "launcher image" image virt-launcher /usr/bin/virt-launcher
   step "handler image" image virt-handler /usr/bin/virt-handler
 }

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The first command: a real single-node Kubernetes on this machine (hack/cluster/up.sh) with
-# Hangar deployed on it (hack/deploy.sh), and kubectl/virtctl ready to use. Idempotent; run as
-# root on Debian 12. Tear down with hack/cluster/down.sh.
+# Hangar installed on it as on any cluster (hack/install-local.sh: its release pushed to the
+# cluster's registry, the release manifest, a Hangar object), and kubectl/virtctl ready to use.
+# Idempotent; run as root on Debian 12. Tear down with hack/cluster/down.sh.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 start=${SECONDS}
 hack/cluster/up.sh
-hack/deploy.sh
-go build -o _output/bin/virtctl ./cmd/virtctl
+hack/install-local.sh
 
 # The demo VM: a small guest booted from a kernel (TCG here; KVM on real hosts).
 kubectl="_output/bin/kubectl --kubeconfig _cluster/kubeconfig"

@@ -68,7 +68,7 @@ e2e() {
   stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
   # The cluster this script brought up, whatever KUBECONFIG the caller has.
   stage "cluster smoke" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" hack/cluster/smoke.sh
-  stage "deploy" hack/deploy.sh
+  stage "install Hangar (release to the cluster's registry, manifest, Hangar object)" hack/install-local.sh
   # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
   stage "e2e guest images" e2e_guest_images
   stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/... ||

@@ -3,7 +3,8 @@
 # _output/bin: the Kubernetes v1.34.4 servers, kubectl, etcd, the pause
 # program, hangar-cluster (up/down) and its helpers, and, pinned versions from
 # the Go module proxy, containerd, the add-ons CoreDNS and local-path-provisioner,
-# and the OCI registry (distribution's) that runs on the host.
+# the OCI registry (distribution's) that runs on the host, and Helm, which installs Hangar's
+# chart in the installer tests.
 #
 # A binary is rebuilt only when it is missing or when the tools module (its
 # go.mod, go.sum or sources) or the Go version changed since it was built. A
@@ -23,7 +24,7 @@ TOOL_COMMANDS=(etcd pause imagebuild crireset cluster loop-provisioner)
 # graphs stay out of Kubernetes'); the versions are those hangar-cluster deploys. The registry
 # is distribution's, without the cloud storage drivers' build tags (it stores on disk).
 ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisioner@v0.0.30
-	github.com/distribution/distribution/v3/cmd/registry@v3.1.2)
+	github.com/distribution/distribution/v3/cmd/registry@v3.1.2 helm.sh/helm/v3/cmd/helm@v3.22.0)
 # The nodes' containerd, its runc shim and ctr: Debian's 1.6 cannot mount image volumes.
 # Without cgo and the snapshotters
 # that need it (the nodes use overlayfs); runc stays Debian's.

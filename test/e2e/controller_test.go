@@ -77,8 +77,8 @@ func TestController(t *testing.T) {
 		require.Len(t, pods, 1)
 		pod := pods[0]
 		assert.Equal(t, vmi.Status.NodeName, pod.Spec.NodeName, "bound by the scheduler")
-		assert.Equal(t, "hangar.local/virt-launcher:dev", pod.Spec.Containers[0].Image, "the image of the local overlay's configuration")
-		assert.Equal(t, "true", envValue(pod.Spec.Containers[0], "HANGAR_USE_EMULATION"), "the local overlay runs guests under TCG")
+		assert.Equal(t, launcherImage(t), pod.Spec.Containers[0].Image, "the image of the cluster configuration")
+		assert.Equal(t, "true", envValue(pod.Spec.Containers[0], "HANGAR_USE_EMULATION"), "the local cluster runs guests under TCG")
 		_, kvm := pod.Spec.Containers[0].Resources.Limits["devices.kubevirt.io/kvm"]
 		assert.False(t, kvm, "no /dev/kvm asked for under emulation")
 		for _, cs := range pod.Status.ContainerStatuses {

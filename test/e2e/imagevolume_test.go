@@ -4,16 +4,19 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
@@ -52,7 +55,7 @@ func TestGuestImagesMountedOrCopied(t *testing.T) {
 	require.NotNil(t, vol.Image, "the kernelBoot image is an image volume")
 	assert.Equal(t, guestImage, vol.Image.Reference)
 
-	setClusterConfig(t, clusterconfig.KeyFeatureGates, nil)
+	setConfiguration(t, func(c *operatorv1alpha1.HangarConfiguration) { c.DeveloperConfiguration.FeatureGates = nil })
 	copied := boot("copied")
 	var names []string
 	for _, c := range copied.Spec.InitContainers {
@@ -64,41 +67,48 @@ func TestGuestImagesMountedOrCopied(t *testing.T) {
 	assert.NotNil(t, vol.EmptyDir, "the kernelBoot files are copied into an emptyDir")
 }
 
-// setClusterConfig sets key of virt-controller's cluster configuration (hangar/hangar-config)
-// to *value, or removes it for nil, while the test runs, and gives the controller's watch
-// time to see it.
-func setClusterConfig(t *testing.T, key string, value *string) {
+// setConfiguration changes the Hangar object's configuration while the test runs, waits until
+// hangar-operator has written it into the cluster configuration (hangar/hangar-config) and
+// gives the controllers' watch time to see it; it restores the configuration when the test ends.
+func setConfiguration(t *testing.T, change func(*operatorv1alpha1.HangarConfiguration)) {
 	t.Helper()
 	ctx := context.Background()
-	cms := kube.CoreV1().ConfigMaps("hangar")
-	set := func(v *string) error {
-		cm, err := cms.Get(ctx, "hangar-config", metav1.GetOptions{})
+	hangars := installation.HangarvmV1alpha1().Hangars()
+	set := func(c operatorv1alpha1.HangarConfiguration) error {
+		cm, err := kube.CoreV1().ConfigMaps("hangar").Get(ctx, "hangar-config", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
+		h, err := hangars.Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-		if v == nil {
-			delete(cm.Data, key)
-		} else {
-			cm.Data[key] = *v
+		if equality.Semantic.DeepEqual(h.Spec.Configuration, c) {
+			return nil
 		}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
+		h.Spec.Configuration = c
+		if _, err := hangars.Update(ctx, h, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			now, err := kube.CoreV1().ConfigMaps("hangar").Get(ctx, "hangar-config", metav1.GetOptions{})
+			return err == nil && now.ResourceVersion != cm.ResourceVersion, nil
+		})
+		if err != nil {
+			return fmt.Errorf("hangar-operator did not write the configuration: %w", err)
+		}
+		time.Sleep(2 * time.Second) // the controllers' configuration watch
+		return nil
 	}
-	cm, err := cms.Get(ctx, "hangar-config", metav1.GetOptions{})
+	h, err := hangars.Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	var old *string
-	if v, ok := cm.Data[key]; ok {
-		old = &v
-	}
-	require.NoError(t, set(value))
+	old := *h.Spec.Configuration.DeepCopy()
+	changed := *old.DeepCopy()
+	change(&changed)
+	require.NoError(t, set(changed))
 	t.Cleanup(func() {
 		if err := set(old); err != nil {
-			t.Errorf("restore %s of the cluster configuration: %v", key, err)
+			t.Errorf("restore the Hangar object's configuration: %v", err)
 		}
-		time.Sleep(2 * time.Second)
 	})
-	time.Sleep(2 * time.Second) // the controller's configuration watch
 }

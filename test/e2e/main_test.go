@@ -1,11 +1,12 @@
 //go:build e2e
 
-// Package e2e tests Hangar deployed on the local cluster (hack/cluster/up.sh, hack/deploy.sh):
+// Package e2e tests Hangar deployed on the local cluster (hack/cluster/up.sh, hack/install-local.sh):
 // kube-apiserver, the APIServices, virt-api pods and their etcd, as a user meets them.
 // Run with `go test -tags e2e ./test/e2e/` (KUBECONFIG defaults to _cluster/kubeconfig).
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,11 +14,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	operatorclient "github.com/hangarvm/hangar/pkg/generated/operator/clientset/versioned"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -26,6 +30,8 @@ var (
 	config     *rest.Config
 	kube       kubernetes.Interface
 	hangar     versioned.Interface
+	// installation reaches the Hangar object (hangarvm.io), whose operator owns hangar-config.
+	installation operatorclient.Interface
 )
 
 func TestMain(m *testing.M) {
@@ -35,12 +41,13 @@ func TestMain(m *testing.M) {
 	}
 	var err error
 	if config, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		fmt.Fprintf(os.Stderr, "no cluster (%v): run hack/cluster/up.sh and hack/deploy.sh\n", err)
+		fmt.Fprintf(os.Stderr, "no cluster (%v): run hack/cluster/up.sh and hack/install-local.sh\n", err)
 		os.Exit(1)
 	}
 	config.QPS, config.Burst = 50, 100
 	kube = kubernetes.NewForConfigOrDie(config)
 	hangar = versioned.NewForConfigOrDie(config)
+	installation = operatorclient.NewForConfigOrDie(config)
 	os.Exit(m.Run())
 }
 
@@ -66,4 +73,14 @@ func kubectlStdout(t *testing.T, args ...string) (stdout, stderr string, err err
 	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
 	return string(out), errBuf.String(), err
+}
+
+// launcherImage is the virt-launcher image of the installed release (hangar-config), which
+// has qemu-img and hangar-copy for tests' helper pods too.
+func launcherImage(t *testing.T) string {
+	t.Helper()
+	cm, err := kube.CoreV1().ConfigMaps("hangar").Get(context.Background(), "hangar-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, cm.Data["launcherImage"])
+	return cm.Data["launcherImage"]
 }

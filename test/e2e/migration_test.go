@@ -11,10 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
 )
 
 var tickPattern = regexp.MustCompile(`tick-(\d+)`)
@@ -183,7 +185,10 @@ func TestDrainMovesLiveMigrateGuests(t *testing.T) {
 // slowMigrations makes migrations crawl (1 MiB/s) while the test runs, through the cluster
 // configuration, so that a test can interfere mid-flight.
 func slowMigrations(t *testing.T) {
-	setClusterConfig(t, "migrations", ptr.To("bandwidthPerMigration: 1Mi\nprogressTimeout: 600\ncompletionTimeoutPerGiB: 6000"))
+	setConfiguration(t, func(c *operatorv1alpha1.HangarConfiguration) {
+		c.Migrations = &v1.MigrationConfiguration{BandwidthPerMigration: ptr.To(resource.MustParse("1Mi")),
+			ProgressTimeout: ptr.To[int64](600), CompletionTimeoutPerGiB: ptr.To[int64](6000)}
+	})
 }
 
 // runningMigration starts a migration of vmiName and waits until memory moves.

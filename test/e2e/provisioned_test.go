@@ -43,7 +43,7 @@ func populate(t *testing.T, ns, claim string, block bool) {
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](107), RunAsGroup: ptr.To[int64](107), FSGroup: ptr.To[int64](107),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			InitContainers: []corev1.Container{
-				{Name: "helper", Image: "hangar.local/virt-launcher:dev", ImagePullPolicy: corev1.PullNever, SecurityContext: restricted,
+				{Name: "helper", Image: launcherImage(t), ImagePullPolicy: corev1.PullIfNotPresent, SecurityContext: restricted,
 					Command:      []string{"/usr/bin/hangar-copy", "-install", "/helper"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "helper", MountPath: "/helper"}}},
 				{Name: "copy", Image: diskImage, ImagePullPolicy: corev1.PullNever, SecurityContext: restricted,
@@ -51,7 +51,7 @@ func populate(t *testing.T, ns, claim string, block bool) {
 					VolumeMounts: []corev1.VolumeMount{{Name: "helper", MountPath: "/helper"}, {Name: "work", MountPath: "/work"}}},
 			},
 			Containers: []corev1.Container{{
-				Name: "convert", Image: "hangar.local/virt-launcher:dev", ImagePullPolicy: corev1.PullNever, SecurityContext: restricted,
+				Name: "convert", Image: launcherImage(t), ImagePullPolicy: corev1.PullIfNotPresent, SecurityContext: restricted,
 				Command:       convert,
 				VolumeMounts:  append(mounts, corev1.VolumeMount{Name: "work", MountPath: "/work"}),
 				VolumeDevices: devices,

@@ -19,7 +19,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
-// uefiGuestImage is the UEFI containerDisk hack/deploy.sh imports (hack/guest/build-uefi.sh):
+// uefiGuestImage is the UEFI containerDisk hack/install-local.sh imports (hack/guest/build-uefi.sh):
 // Debian's signed shim, GRUB and kernel, and an initramfs that reports Secure Boot, an EFI
 // variable and the TPM on the console and runs qemu-guest-agent.
 const uefiGuestImage = "hangar.local/uefi-guest:dev"

@@ -38,7 +38,7 @@ import (
 	"github.com/hangarvm/hangar/test/browser"
 )
 
-// guestImage is the kernelBoot test guest hack/deploy.sh imports (hack/guest/build-kernelboot.sh).
+// guestImage is the kernelBoot test guest hack/install-local.sh imports (hack/guest/build-kernelboot.sh).
 const guestImage = "hangar.local/kernelboot-guest:dev"
 
 // banner is what the test guest prints on its serial console when it has booted.

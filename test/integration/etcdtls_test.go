@@ -29,7 +29,7 @@ import (
 // k8s:enc:<provider>:v1:<key name>:).
 const encryptedPrefix = "k8s:enc:secretbox:v1:key1:"
 
-// writeEncryptionConfig writes an EncryptionConfiguration as hack/deploy.sh makes it: a
+// writeEncryptionConfig writes an EncryptionConfiguration like the operator's (pkg/operator/pki): a
 // random secretbox key for Hangar's three stored resources, identity to read older data.
 func writeEncryptionConfig(t *testing.T, dir string) string {
 	t.Helper()

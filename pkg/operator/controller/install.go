@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
 	"github.com/hangarvm/hangar/pkg/clusterconfig"
+	"github.com/hangarvm/hangar/pkg/operator/apply"
 	"github.com/hangarvm/hangar/pkg/operator/pki"
 	"github.com/hangarvm/hangar/pkg/operator/preflight"
 	"github.com/hangarvm/hangar/pkg/operator/render"
@@ -75,6 +77,9 @@ func (c *Controller) deploy(ctx context.Context, h *operatorv1alpha1.Hangar, st 
 		return 0, err
 	}
 
+	if err := c.labelNamespace(ctx); err != nil {
+		return 0, err
+	}
 	settings := render.Settings{Version: c.config.Version, Images: c.config.Images, Spec: spec, LauncherImage: c.launcherImage(false)}
 	objs, err := render.Objects(settings)
 	if err != nil {
@@ -152,6 +157,23 @@ func (c *Controller) deploy(ctx context.Context, h *operatorv1alpha1.Hangar, st 
 	st.deployed()
 	st.available(c.serving(spec))
 	return untilPKI, nil
+}
+
+// namespaceLabels let virt-handler, which is privileged, run in Hangar's namespace whatever
+// the cluster's default Pod Security level; every other pod of it meets restricted, which the
+// audit level reports if that ever changes. (A namespace Helm creates has no labels.)
+var namespaceLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce": "privileged",
+	"pod-security.kubernetes.io/audit":   "restricted",
+}
+
+func (c *Controller) labelNamespace(ctx context.Context) error {
+	_, err := c.clients.Kube.CoreV1().Namespaces().Apply(ctx, corev1apply.Namespace(render.Namespace).WithLabels(namespaceLabels),
+		metav1.ApplyOptions{FieldManager: apply.FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("label namespace %s for Pod Security: %w", render.Namespace, err)
+	}
+	return nil
 }
 
 // applyEtcdService applies the etcd client Service and returns its ClusterIP.
