@@ -7,8 +7,10 @@ package clusterconfig
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +79,8 @@ type ClusterConfig struct {
 	VMStateStorageClass string
 	// ImageVolumes: FeatureGateImageVolume is in KeyFeatureGates.
 	ImageVolumes bool
+	// WorkloadUpdates: see workloadupdates.go.
+	WorkloadUpdates WorkloadUpdates
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -90,6 +94,7 @@ func Defaults() ClusterConfig {
 		// virt-handler heartbeat): a minute more of silence is not a hiccup.
 		NodeUnresponsiveGracePeriod: time.Minute,
 		Migrations:                  DefaultMigrations(),
+		WorkloadUpdates:             DefaultWorkloadUpdates(),
 	}
 }
 
@@ -151,7 +156,7 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 			c.CPUAllocationRatio = n
 		}
 	}
-	for _, parse := range []func(map[string]string, *ClusterConfig) error{parseEvictionStrategy, parseMigrations} {
+	for _, parse := range []func(map[string]string, *ClusterConfig) error{parseEvictionStrategy, parseMigrations, parseWorkloadUpdates} {
 		if err := parse(data, &c); err != nil {
 			errs = append(errs, err)
 		}
@@ -163,6 +168,18 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 type Store struct {
 	base    ClusterConfig
 	current atomic.Pointer[ClusterConfig]
+
+	mu        sync.Mutex
+	listeners []func()
+}
+
+// OnChange calls f after every change of the configuration: for a controller whose work
+// depends on it (the launcher image of the workload updates) and that no object's change
+// would otherwise wake.
+func (s *Store) OnChange(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners = append(s.listeners, f)
 }
 
 // NewStore returns a store holding base until a ConfigMap is seen.
@@ -187,6 +204,12 @@ func (s *Store) Apply(cm *corev1.ConfigMap) {
 		klog.ErrorS(err, "Ignoring bad cluster configuration value", "configmap", klog.KObj(cm))
 	}
 	s.current.Store(&c)
+	s.mu.Lock()
+	listeners := slices.Clone(s.listeners)
+	s.mu.Unlock()
+	for _, f := range listeners {
+		f()
+	}
 	klog.V(2).InfoS("Cluster configuration", "useEmulation", c.UseEmulation, "launcherImage", c.LauncherImage,
 		"memoryOverhead", c.MemoryOverhead.String(), "imageVolumes", c.ImageVolumes)
 }

@@ -2,8 +2,10 @@ package clusterconfig
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -47,6 +49,36 @@ func TestParse(t *testing.T) {
 			assert.Equal(t, want.CPUAllocationRatio, got.CPUAllocationRatio)
 			assert.Equal(t, want.VMStateStorageClass, got.VMStateStorageClass)
 			assert.Equal(t, want.ImageVolumes, got.ImageVolumes)
+		})
+	}
+}
+
+func TestParseWorkloadUpdates(t *testing.T) {
+	tests := []struct {
+		name string
+		data map[string]string
+		want WorkloadUpdates
+		err  string
+	}{
+		{name: "unset", want: DefaultWorkloadUpdates()},
+		{name: "live migration in batches", data: map[string]string{KeyWorkloadUpdateMethods: "LiveMigrate", KeyBatchEvictionSize: "3",
+			KeyBatchEvictionInterval: "30s"}, want: WorkloadUpdates{LiveMigrate: true, BatchSize: 3, BatchInterval: 30 * time.Second}},
+		{name: "no method", data: map[string]string{KeyWorkloadUpdateMethods: ""}, want: DefaultWorkloadUpdates()},
+		{name: "an unknown method", data: map[string]string{KeyWorkloadUpdateMethods: "LiveMigrate,Teleport"}, want: DefaultWorkloadUpdates(),
+			err: `"Teleport" is not a workload update method`},
+		{name: "no batch", data: map[string]string{KeyBatchEvictionSize: "0"}, want: DefaultWorkloadUpdates(), err: "not a positive integer"},
+		{name: "a bad interval", data: map[string]string{KeyBatchEvictionInterval: "soon"}, want: DefaultWorkloadUpdates(), err: "not a positive duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, errs := Parse(tt.data, Defaults())
+			assert.Equal(t, tt.want, c.WorkloadUpdates)
+			if tt.err == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1)
+			assert.ErrorContains(t, errs[0], tt.err)
 		})
 	}
 }

@@ -18,12 +18,6 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 )
 
-// Back-off after a failed evacuation migration of an instance: doubled per failure, capped.
-const (
-	baseBackoff = 10 * time.Second
-	maxBackoff  = 5 * time.Minute
-)
-
 // plan is what one sync decides: the instances to migrate now, and when to look again for
 // the ones waiting out a back-off.
 type plan struct {
@@ -110,7 +104,7 @@ func decide(vmis []*v1.VirtualMachineInstance, migrations []*v1.VirtualMachineIn
 		key := m.Namespace + "/" + m.Spec.VMIName
 		if m.Status.Phase == v1.MigrationFailed {
 			if m.Annotations[v1.EvacuationMigrationAnnotation] != "" {
-				failures[key] = append(failures[key], failedAt(m))
+				failures[key] = append(failures[key], controllerutil.MigrationFailedAt(m))
 			}
 			continue
 		}
@@ -144,7 +138,7 @@ func decide(vmis []*v1.VirtualMachineInstance, migrations []*v1.VirtualMachineIn
 		if !migratesOnEviction(vmi, cfg) {
 			continue
 		}
-		if wait := backoffLeft(failures[key], now); wait > 0 {
+		if wait := controllerutil.MigrationBackoff(failures[key], now); wait > 0 {
 			if retryIn == 0 || wait < retryIn {
 				retryIn = wait
 			}
@@ -194,34 +188,6 @@ func migratesOnEviction(vmi *v1.VirtualMachineInstance, cfg *clusterconfig.Clust
 		return vmi.IsMigratable()
 	}
 	return false
-}
-
-// failedAt is when a migration failed: its Failed transition, else its creation.
-func failedAt(m *v1.VirtualMachineInstanceMigration) time.Time {
-	for _, ts := range m.Status.PhaseTransitionTimestamps {
-		if ts.Phase == v1.MigrationFailed {
-			return ts.PhaseTransitionTimestamp.Time
-		}
-	}
-	return m.CreationTimestamp.Time
-}
-
-// backoffLeft is how long an instance with these failed evacuations still waits.
-func backoffLeft(failed []time.Time, now time.Time) time.Duration {
-	if len(failed) == 0 {
-		return 0
-	}
-	last := failed[0]
-	for _, t := range failed[1:] {
-		if t.After(last) {
-			last = t
-		}
-	}
-	backoff := baseBackoff
-	for i := 1; i < len(failed) && backoff < maxBackoff; i++ {
-		backoff *= 2
-	}
-	return max(0, min(backoff, maxBackoff)-now.Sub(last))
 }
 
 // newMigration is KubeVirt's evacuation migration: generated name, the node in an annotation.

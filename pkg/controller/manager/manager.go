@@ -32,6 +32,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
 	"github.com/hangarvm/hangar/pkg/controller/vm"
 	"github.com/hangarvm/hangar/pkg/controller/vmi"
+	"github.com/hangarvm/hangar/pkg/controller/workloadupdate"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
@@ -135,6 +136,11 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	updater, err := workloadupdate.New(kubevirt, vmiInformer, kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations(), podInformer, cfg, recorder)
+	if err != nil {
+		return err
+	}
+	cfg.OnChange(updater.ConfigChanged)
 	// virt-handler pods, for the address of each node's migration proxy.
 	handlerFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
 		informers.WithNamespace(o.Migration.HandlerNamespace),
@@ -151,6 +157,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		func() error { return rsController.Run(ctx, o.ReplicaSetWorkers) },
 		func() error { return migController.Run(ctx, 3) },
 		func() error { return evacuationController.Run(ctx) },
+		func() error { return updater.Run(ctx) },
 	}
 	var csrFactory informers.SharedInformerFactory
 	if o.MigrationCA != nil {

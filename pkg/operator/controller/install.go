@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	kubevirtv1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
 	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/operator/apply"
@@ -156,6 +157,10 @@ func (c *Controller) deploy(ctx context.Context, h *operatorv1alpha1.Hangar, st 
 	}
 	st.deployed()
 	st.available(c.serving(spec))
+	st.OutdatedVirtualMachineInstanceWorkloads = c.outdatedWorkloads(ctx)
+	if n := st.OutdatedVirtualMachineInstanceWorkloads; n != nil && *n > 0 {
+		return min(untilPKI, 30*time.Second), nil // the count changes with no event of the operator's objects
+	}
 	return untilPKI, nil
 }
 
@@ -281,4 +286,17 @@ func (c *Controller) checkKVM(ctx context.Context, spec operatorv1alpha1.HangarS
 		ptrs = append(ptrs, &nodes.Items[i])
 	}
 	return preflight.KVM(ptrs, spec)
+}
+
+// outdatedWorkloads counts the instances whose launcher is of an older version (virt-controller
+// labels them); nil when virt-api does not answer.
+func (c *Controller) outdatedWorkloads(ctx context.Context) *int {
+	list, err := c.clients.KubeVirt.KubevirtV1().VirtualMachineInstances("").List(ctx,
+		metav1.ListOptions{LabelSelector: kubevirtv1.OutdatedLauncherImageLabel})
+	if err != nil {
+		klog.V(2).InfoS("Cannot count outdated workloads", "err", err)
+		return nil
+	}
+	n := len(list.Items)
+	return &n
 }

@@ -98,7 +98,7 @@ func (l Lifetimes) Validate() error {
 // long enough for the kubelets to update the bundles in the pods' Secret volumes and for the
 // components that read them at start to roll.
 func (l Lifetimes) propagation() time.Duration {
-	return min(2*time.Minute, l.CARenewBefore/4)
+	return min(3*time.Minute, l.CARenewBefore/4)
 }
 
 // Secrets are Secret data by Secret name.
@@ -211,7 +211,9 @@ func reconcileCA(name string, data map[string][]byte, r Request, soonest func(ti
 	if err == nil {
 		renewAt = current.Cert.NotAfter.Add(-r.Lifetimes.CARenewBefore)
 	}
-	if err != nil || !r.Now.Before(renewAt) {
+	// A CA that outlives what the strategy allows now (its durations were shortened) is
+	// renewed too, so that a shorter strategy applies at once.
+	if err != nil || !r.Now.Before(renewAt) || current.Cert.NotAfter.After(r.Now.Add(r.Lifetimes.CADuration)) {
 		if current, err = NewCA(name, r.Now, r.Lifetimes.CADuration); err != nil {
 			return nil, nil, err
 		}
@@ -232,8 +234,9 @@ func reconcileCA(name string, data map[string][]byte, r Request, soonest func(ti
 }
 
 // reconcileLeaf keeps a certificate while it is the current CA's (or the CA is too new to
-// issue: its bundle may not have reached every consumer yet), names what it should and is not
-// due for renewal; otherwise it issues a new one. ca.crt is always the CA's bundle.
+// issue: its bundle may not have reached every consumer yet), names what it should, is not
+// due for renewal and does not outlive the strategy's duration; otherwise it issues a new one.
+// ca.crt is always the CA's bundle.
 func reconcileLeaf(spec leafSpec, data map[string][]byte, ca *CA, bundle []byte, r Request, soonest func(time.Time)) (map[string][]byte, error) {
 	want := spec.leaf(r)
 	keep := false
@@ -242,13 +245,15 @@ func reconcileLeaf(spec leafSpec, data map[string][]byte, ca *CA, bundle []byte,
 		renewAt := cert.NotAfter.Add(-r.Lifetimes.ServerRenewBefore)
 		issuedByCurrent := cert.CheckSignatureFrom(ca.Cert) == nil
 		caUsableAt := ca.Cert.NotBefore.Add(backdate + r.Lifetimes.propagation())
+		outlives := cert.NotAfter.After(r.Now.Add(r.Lifetimes.ServerDuration))
 		switch {
 		case !names(cert, want), !r.Now.Before(renewAt):
-		case issuedByCurrent:
+		case issuedByCurrent && !outlives:
 			keep = true
 			soonest(renewAt)
-		case r.Now.Before(caUsableAt) && r.Now.Before(cert.NotAfter):
-			// Signed by the previous CA, which every consumer still trusts.
+		case !issuedByCurrent && r.Now.Before(caUsableAt):
+			// Signed by the previous CA, which every consumer still trusts, while the new
+			// one's bundle spreads.
 			keep = true
 			soonest(caUsableAt)
 		}

@@ -153,3 +153,24 @@ func TestLifetimesValidate(t *testing.T) {
 		})
 	}
 }
+
+// Shortened lifetimes apply at once: what outlives them is renewed, through the same steps as
+// a renewal that is due.
+func TestReconcileShortenedLifetimes(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	long := request(now)
+	long.Lifetimes = LifetimesFrom(operatorv1alpha1.CertificateRotateStrategy{})
+	s, _, err := Reconcile(nil, long)
+	require.NoError(t, err)
+
+	short := request(now.Add(time.Minute))
+	renewed, next, err := Reconcile(s, short)
+	require.NoError(t, err)
+	assert.NotEqual(t, s[HangarCA][KeyCert], renewed[HangarCA][KeyCert], "the 7-day CA outlives a 10-hour strategy")
+	assert.Equal(t, s[VirtAPITLS][KeyCert], renewed[VirtAPITLS][KeyCert], "certificates wait for the new CA's bundle")
+	issued, _, err := Reconcile(renewed, request(next))
+	require.NoError(t, err)
+	cert := leaf(t, issued, VirtAPITLS)
+	assert.False(t, cert.NotAfter.After(next.Add(testLifetimes.ServerDuration)), "a certificate of the short strategy")
+	require.NoError(t, verifies(t, issued, VirtAPITLS, x509.ExtKeyUsageServerAuth, next))
+}

@@ -96,7 +96,7 @@ func customize(obj interface{}, s Settings) error {
 		}
 	case *corev1.ConfigMap:
 		if o.Name == ConfigName {
-			data, err := ConfigData(s.Spec.Configuration, s.LauncherImage)
+			data, err := ConfigData(s.Spec, s.LauncherImage)
 			if err != nil {
 				return err
 			}

@@ -112,6 +112,9 @@ func TestObjectsSettings(t *testing.T) {
 			NodeUnresponsiveGracePeriod: &metav1.Duration{Duration: 20e9},
 			AuthorizeWebhookCallers:     true,
 		}
+		s.Spec.WorkloadUpdateStrategy = operatorv1alpha1.WorkloadUpdateStrategy{
+			WorkloadUpdateMethods: []operatorv1alpha1.WorkloadUpdateMethod{operatorv1alpha1.WorkloadUpdateMethodLiveMigrate},
+			BatchEvictionSize:     ptr.To(3), BatchEvictionInterval: &metav1.Duration{Duration: 30e9}}
 	}))
 	require.NoError(t, err)
 
@@ -146,6 +149,9 @@ func TestObjectsSettings(t *testing.T) {
 	assert.Equal(t, "LiveMigrate", config.Data["evictionStrategy"])
 	assert.Equal(t, "20s", config.Data["nodeUnresponsiveGracePeriod"])
 	assert.Equal(t, "parallelMigrationsPerCluster: 3\n", config.Data["migrations"])
+	assert.Equal(t, "LiveMigrate", config.Data["workloadUpdateMethods"])
+	assert.Equal(t, "3", config.Data["batchEvictionSize"])
+	assert.Equal(t, "30s", config.Data["batchEvictionInterval"])
 }
 
 func TestObjectsRefused(t *testing.T) {

@@ -80,7 +80,7 @@ func ValidateSpec(spec operatorv1alpha1.HangarSpec) error {
 	if volume.Cmp(quota) < 0 {
 		return fmt.Errorf("spec.etcd.storage: %s is smaller than etcd's quota %s (spec.etcd.quotaBackendBytes)", volume.String(), quota.String())
 	}
-	data, err := ConfigData(spec.Configuration, "")
+	data, err := ConfigData(spec, "")
 	if err != nil {
 		return err
 	}
@@ -90,8 +90,10 @@ func ValidateSpec(spec operatorv1alpha1.HangarSpec) error {
 	return nil
 }
 
-// ConfigData is the data of the ConfigMap hangar-config for a configuration.
-func ConfigData(c operatorv1alpha1.HangarConfiguration, launcherImage string) (map[string]string, error) {
+// ConfigData is the data of the ConfigMap hangar-config for a spec: its configuration and its
+// workload update strategy.
+func ConfigData(spec operatorv1alpha1.HangarSpec, launcherImage string) (map[string]string, error) {
+	c := spec.Configuration
 	data := map[string]string{clusterconfig.KeyUseEmulation: "false"}
 	if launcherImage != "" {
 		data[clusterconfig.KeyLauncherImage] = launcherImage
@@ -123,6 +125,20 @@ func ConfigData(c operatorv1alpha1.HangarConfiguration, launcherImage string) (m
 	}
 	if c.NodeUnresponsiveGracePeriod != nil {
 		data[clusterconfig.KeyNodeUnresponsiveGracePeriod] = c.NodeUnresponsiveGracePeriod.Duration.String()
+	}
+	u := spec.WorkloadUpdateStrategy
+	if len(u.WorkloadUpdateMethods) > 0 {
+		var methods []string
+		for _, m := range u.WorkloadUpdateMethods {
+			methods = append(methods, string(m))
+		}
+		data[clusterconfig.KeyWorkloadUpdateMethods] = strings.Join(methods, ",")
+	}
+	if u.BatchEvictionSize != nil {
+		data[clusterconfig.KeyBatchEvictionSize] = strconv.Itoa(*u.BatchEvictionSize)
+	}
+	if u.BatchEvictionInterval != nil {
+		data[clusterconfig.KeyBatchEvictionInterval] = u.BatchEvictionInterval.Duration.String()
 	}
 	return data, nil
 }

@@ -19,6 +19,11 @@ const (
 	VirtualMachineInstanceMigrationFinalizer = "kubevirt.io/migrationJobFinalize"
 	// EvacuationMigrationAnnotation marks a migration created to evacuate a node.
 	EvacuationMigrationAnnotation = "kubevirt.io/evacuationMigration"
+	// WorkloadUpdateMigrationAnnotation marks a migration created to move an instance to a
+	// launcher of the installed version; its value is that launcher image.
+	WorkloadUpdateMigrationAnnotation = "kubevirt.io/workloadUpdateMigration"
+	// OutdatedLauncherImageLabel marks an instance whose launcher is of an older version.
+	OutdatedLauncherImageLabel = "kubevirt.io/outdatedLauncherImage"
 )
 
 // +genclient
