@@ -4,22 +4,11 @@
 # pull it, the release manifest applied, the local cluster's Hangar object
 # (hack/cluster/hangar.yaml) applied, and a wait until it is Available. No certificate, Secret
 # or image is made by hand: hangar-operator does the rest. An installed earlier build is
-# upgraded in place. Also imports the test guests' images (hack/guest), which are test data,
-# not Hangar.
+# upgraded in place. Also imports the test guests' images (hack/guest/import-images.sh), which
+# are test data, not Hangar.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
-
-# The kernelBoot guest of the demo VM and the end-to-end tests, and the UEFI containerDisk.
-DEMO_GUEST_IMAGE=hangar.local/kernelboot-guest:dev
-UEFI_GUEST_IMAGE=hangar.local/uefi-guest:dev
-
-guest_images() {
-	"${REPO_ROOT}/hack/guest/build-kernelboot.sh"
-	"${REPO_ROOT}/hack/cluster/image.sh" "${DEMO_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/kernelboot-rootfs"
-	"${REPO_ROOT}/hack/guest/build-uefi.sh"
-	"${REPO_ROOT}/hack/cluster/image.sh" "${UEFI_GUEST_IMAGE}" -dir "${REPO_ROOT}/_output/guest/uefi-rootfs"
-}
 
 RELEASE_DIR=""
 release() {
@@ -60,7 +49,7 @@ main() {
 	require_root
 	local start=${SECONDS}
 	kubectl_admin get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running: hack/cluster/up.sh"
-	run_step install "guest images" guest_images
+	run_step install "guest images" "${REPO_ROOT}/hack/guest/import-images.sh"
 	run_step install "release" release
 	run_step install "apply" apply_release
 	run_step install "available" wait_available

@@ -33,6 +33,7 @@ LDFLAGS=$(hack/version.sh --ldflags)
 OUT=$(realpath -m "${OUT:-_output/release/${HANGAR_VERSION}}")
 BIN=${OUT}/bin
 mkdir -p "${BIN}" "${OUT}/images"
+echo "${HANGAR_VERSION}" >"${OUT}/version"
 
 step() {
 	local name=$1 start=${SECONDS}

@@ -2,9 +2,11 @@
 # Runs Hangar's tests, as CI does: build, vet, generated-code drift, unit and integration
 # tests (a real virt-api on a real embedded etcd; behind a real kube-apiserver through
 # APIServices), a short run of each fuzz target (hack/fuzz.sh), the node tests
-# (virt-launcher and virt-handler with a real libvirtd and QEMU guests), then the end-to-end
-# suite on the local cluster (hack/cluster) with Hangar deployed from artifacts/: guests
-# boot, consoles answer. Prints each stage's duration.
+# (virt-launcher and virt-handler with a real libvirtd and QEMU guests), then, on the local
+# cluster (hack/cluster), the installer's tests and the end-to-end suite: releases pushed to
+# the cluster's registry, the previous release installed and upgraded to this checkout with
+# guests running, the end-to-end suite on it (guests boot, consoles answer), certificate
+# rotation, removal, and the Helm chart (hack/test-install.sh). Prints each stage's duration.
 #
 # Cold, the Kubernetes build dominates (~12-20 min on 2 cores); warm, the whole run takes a
 # few minutes. The end-to-end stages need root. A cluster that was already running is left
@@ -33,10 +35,6 @@ cluster_running() {
     _output/bin/kubectl --kubeconfig _cluster/kubeconfig get --raw /readyz >/dev/null 2>&1
 }
 
-e2e_guest_images() {
-  hack/guest/build-containerdisk.sh >/dev/null
-  hack/cluster/image.sh hangar.local/containerdisk-guest:dev -dir _output/guest/containerdisk-rootfs
-}
 
 # e2e_diagnostics keeps what a failed end-to-end run leaves only in the cluster, which is
 # torn down next: the logs of Hangar's pods (the previous container's too, after a restart),
@@ -54,6 +52,7 @@ e2e_diagnostics() {
   "${kubectl[@]}" get pods,vmis,vmims -A -o wide >"${dir}/objects.txt" 2>&1 || true
   "${kubectl[@]}" get vmis,vmims -A -o yaml >"${dir}/kubevirt.yaml" 2>&1 || true
   "${kubectl[@]}" get events -A --sort-by=.lastTimestamp >"${dir}/events.txt" 2>&1 || true
+  "${kubectl[@]}" get hangar -o yaml >"${dir}/hangar.yaml" 2>&1 || true
   echo "e2e: the cluster's state and Hangar's logs are in ${dir}"
 }
 
@@ -68,14 +67,33 @@ e2e() {
   stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
   # The cluster this script brought up, whatever KUBECONFIG the caller has.
   stage "cluster smoke" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" hack/cluster/smoke.sh
-  stage "install Hangar (release to the cluster's registry, manifest, Hangar object)" hack/install-local.sh
-  # The Debian disk some e2e tests boot from claims (hack/guest; cached after the first build).
-  stage "e2e guest images" e2e_guest_images
+  # The test guests' images (test data, imported as such); Hangar comes only from releases.
+  stage "e2e guest images" hack/guest/import-images.sh --all
+  if [[ ${started_cluster} == false ]]; then
+    # A cluster someone runs keeps its Hangar: this checkout is installed over it and the
+    # end-to-end suite runs; the installer's tests need a cluster of their own (CI's).
+    echo "The cluster was running: the installer tests (preflight, upgrade, rotation, removal, Helm) need one" \
+      "without Hangar and are left out; run hack/cluster/down.sh first to include them."
+    stage "install Hangar (release to the cluster's registry, manifest, Hangar object)" hack/install-local.sh
+    stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/... ||
+      { e2e_diagnostics; return 1; }
+    echo "The cluster was running before the tests; it is left running."
+    return 0
+  fi
+  # The installer treats the cluster as a foreign one: releases pushed to its registry,
+  # installed, upgraded and removed with their manifests and chart only. The upgrade leaves
+  # this checkout installed for the end-to-end suite.
+  stage "installer: releases (this checkout's, the previous one's from its commit)" hack/test-install.sh releases
+  stage "installer: preflight refuses KubeVirt" hack/test-install.sh TestInstallerPreflightRefusesKubeVirt ||
+    { e2e_diagnostics; return 1; }
+  stage "installer: upgrade from the previous release" hack/test-install.sh TestInstallerUpgrade ||
+    { e2e_diagnostics; return 1; }
   stage "e2e" env KUBECONFIG="${ROOT}/_cluster/kubeconfig" go test -count=1 -timeout 60m -tags e2e ./test/e2e/... ||
     { e2e_diagnostics; return 1; }
-  if [[ ${started_cluster} == false ]]; then
-    echo "The cluster was running before the tests; it is left running."
-  fi
+  stage "installer: certificate rotation" hack/test-install.sh TestInstallerCertificateRotation ||
+    { e2e_diagnostics; return 1; }
+  stage "installer: removal" hack/test-install.sh TestInstallerRemoval || { e2e_diagnostics; return 1; }
+  stage "installer: Helm chart" hack/test-install.sh TestInstallerHelm || { e2e_diagnostics; return 1; }
 }
 
 # HANGAR_HOST_LOCK names a file to hold a lock on (flock) from the node tests to the end: on

@@ -41,6 +41,18 @@ func TestMonitoring(t *testing.T) {
 		require.NoError(t, err, string(out))
 		assert.Contains(t, string(out), "SUCCESS")
 	})
+	t.Run("the alerts fire on their conditions", func(t *testing.T) {
+		promtool, err := exec.LookPath("promtool")
+		require.NoError(t, err, "Debian's prometheus: run hack/install-prometheus.sh")
+		dir := t.TempDir()
+		tests, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "test/e2e/testdata/alerts-test.yaml"))
+		require.NoError(t, err)
+		testsFile := filepath.Join(dir, "alerts-test.yaml")
+		require.NoError(t, os.WriteFile(testsFile, []byte(strings.ReplaceAll(string(tests), "RULES_FILE", rulesFile(t, dir))), 0o600))
+		out, err := exec.Command(promtool, "test", "rules", testsFile).CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), "SUCCESS")
+	})
 
 	reader := serviceAccountToken(t, ns, "prometheus", true)
 	t.Run("metrics only for callers allowed to get /metrics", func(t *testing.T) {
