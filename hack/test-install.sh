@@ -67,7 +67,14 @@ build_previous() {
 	mkdir -p "${src}/_output" "${REPO_ROOT}/_output/launcher-image"
 	ln -sfn "${REPO_ROOT}/_output/launcher-image" "${src}/_output/launcher-image"
 	rm -rf "${out}"
-	(cd "${src}" && hack/release.sh --registry "${HANGAR_REGISTRY}/hangar" --ca "${HANGAR_REGISTRY_CA}" --out "${out}") >&2
+	(cd "${src}" && HANGAR_RELEASE_VERSION=${name} hack/release.sh --registry "${HANGAR_REGISTRY}/hangar" \
+		--ca "${HANGAR_REGISTRY_CA}" --out "${out}") >&2
+	# A release's version, as its images' tags say (a release.sh before the version file's).
+	if [[ ! -f ${out}/version ]]; then
+		line=$(grep '^virt-api=' "${out}/images.env")
+		line=${line%@*}
+		echo "${line##*:}" >"${out}/version"
+	fi
 	echo "${out}"
 }
 

@@ -7,6 +7,9 @@
 # (v0.1.0-12-g1a2b3c4d); an unreleased history counts from v0.0.0. Uncommitted changes add
 # -dirty. The build date is the commit's, so a rebuild of a commit is the same binary.
 #
+# HANGAR_RELEASE_VERSION names the build instead: a release is built from its own commit, whose
+# hack/releases cannot name it yet (hack/test-install.sh builds the previous release so).
+#
 # Usage: eval "$(hack/version.sh)"; go build -ldflags "$(hack/version.sh --ldflags)" ...
 set -euo pipefail
 
@@ -39,6 +42,9 @@ tree_state=clean
 if ! git diff --quiet HEAD -- 2>/dev/null; then
 	tree_state=dirty
 	version+="-dirty"
+fi
+if [[ -n ${HANGAR_RELEASE_VERSION:-} ]]; then
+	version=${HANGAR_RELEASE_VERSION}
 fi
 build_date=$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD)
 

@@ -131,7 +131,7 @@ func documents(stream string) []string {
 	var docs []string
 	for _, d := range strings.Split("\n"+stream, "\n---\n") {
 		if strings.TrimSpace(d) != "" {
-			docs = append(docs, strings.TrimLeft(d, "\n"))
+			docs = append(docs, strings.Trim(d, "\n"))
 		}
 	}
 	return docs
@@ -171,7 +171,7 @@ appVersion: %q
 		}
 		templates = append(templates, doc)
 	}
-	installTemplate, err := substitute(strings.Join(templates, "---\n"), func(i int) string {
+	installTemplate, err := substitute(strings.Join(templates, "\n---\n"), func(i int) string {
 		return fmt.Sprintf("{{ .Values.images.%s | quote }}", images[i].value)
 	})
 	if err != nil {

@@ -100,7 +100,7 @@ func requireNothingInstalled(t *testing.T) {
 }
 
 // uptimePattern is what sampleUptime makes the guest print: a nonce and /proc/uptime's first field.
-var uptimePattern = regexp.MustCompile(`UP(\d+):([0-9.]+):UP`)
+var uptimePattern = regexp.MustCompile(`U(\d+)P:([0-9.]+):UP`)
 
 var uptimeNonce atomic.Int64
 
@@ -114,8 +114,9 @@ type guestClock struct {
 func sampleUptime(t *testing.T, s *stream) guestClock {
 	t.Helper()
 	n := uptimeNonce.Add(1)
-	want := fmt.Sprintf("UP%d:", n)
-	s.typeUntil(t, fmt.Sprintf("echo UP%d:$(cut -d' ' -f1 /proc/uptime):UP", n), want)
+	// The shell computes the nonce, so that the echo of the typed line never matches.
+	want := fmt.Sprintf("U%dP:", n)
+	s.typeUntil(t, fmt.Sprintf("echo U$((%d+0))P:$(cut -d' ' -f1 /proc/uptime):UP", n), want)
 	host := time.Now()
 	for _, m := range uptimePattern.FindAllStringSubmatch(s.output(), -1) {
 		if m[1] == strconv.FormatInt(n, 10) {
@@ -224,29 +225,39 @@ func TestInstallerUpgrade(t *testing.T) {
 
 	nodes := nodeNames(t)
 	ns := namespace(t, "e2e-upgrade")
-	bridge := v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}
-	specs := map[string]v1.VirtualMachineInstanceSpec{"mover-a": pinned(nodes[0]), "mover-b": pinned(nodes[1]), "stayer": pinned(nodes[0])}
-	stayer := specs["stayer"]
+	// The movers avoid each other (preferred: each must still find a node to migrate to); the
+	// stayer has bridge binding, which cannot migrate.
+	mover := guestSpec()
+	mover.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"upgrade": "mover"}}}}}}}
+	stayer := pinned(nodes[0])
 	stayer.Networks = []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}}
-	stayer.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", InterfaceBindingMethod: bridge}}
-	specs["stayer"] = stayer
+	stayer.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}}}
 	guests := map[string]*upgradeGuest{}
-	for name, spec := range specs {
+	// One at a time: the scheduler weighs the anti-affinity only against pods it has placed.
+	for _, g := range []struct {
+		name, role string
+		spec       v1.VirtualMachineInstanceSpec
+	}{{"mover-a", "mover", mover}, {"mover-b", "mover", mover}, {"stayer", "stayer", stayer}} {
 		_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways),
-				Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}},
+			ObjectMeta: metav1.ObjectMeta{Name: g.name},
+			Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"upgrade": g.role}}, Spec: g.spec}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-	}
-	for name := range specs {
-		waitVMI(t, ns, name, 3*time.Minute, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
-		g := &upgradeGuest{name: name, console: attach(t, ns, name, "console")}
-		g.console.waitFor(t, banner, 3*time.Minute)
-		g.before = sampleUptime(t, g.console)
-		guests[name] = g
+		waitVMI(t, ns, g.name, 3*time.Minute, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+		// The banner may have gone by before the console attaches: the shell answers once up.
+		guest := &upgradeGuest{name: g.name, console: attach(t, ns, g.name, "console")}
+		guest.before = sampleUptime(t, guest.console)
+		guests[g.name] = guest
 	}
 	oldLauncher := launcherImage(t)
+	a, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "mover-a", metav1.GetOptions{})
+	require.NoError(t, err)
+	b, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "mover-b", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEqual(t, a.Status.NodeName, b.Status.NodeName, "a guest on each node")
 
 	prober := startAPIProber(t, ns)
 	start := time.Now()
@@ -373,9 +384,13 @@ spec:
 	c := meta.FindStatusCondition(h.Status.Conditions, operatorv1alpha1.ConditionDegraded)
 	assert.Contains(t, c.Message, "virtualmachines.kubevirt.io")
 	assert.False(t, meta.IsStatusConditionTrue(h.Status.Conditions, operatorv1alpha1.ConditionAvailable))
-	out, _ = kubectl(t, "get", "apiservices", "-o", "name")
-	assert.NotContains(t, out, "kubevirt.io", "nothing was registered")
+	out, err = kubectl(t, "get", "apiservices", "-l", "app.kubernetes.io/managed-by=hangar-operator", "-o", "name")
+	require.NoError(t, err, out)
+	assert.Empty(t, strings.TrimSpace(out), "nothing was registered")
 
+	// KubeVirt's CRD goes first: its own (local) APIService would stay while it exists.
+	out, err = kubectl(t, "delete", "-f", crd)
+	require.NoError(t, err, out)
 	uninstall(t, current)
 }
 
@@ -387,12 +402,14 @@ func uninstall(t *testing.T, r release) {
 	require.NoError(t, err, out)
 	out, err = kubectl(t, "delete", "-f", filepath.Join(r.dir, "hangar.yaml"), "--timeout=5m")
 	require.NoError(t, err, out)
-	requireRemoved(t)
+	requireRemoved(t, r)
 }
 
-// requireRemoved checks that the cluster holds nothing of Hangar: no APIService, webhook,
-// ClusterRole or CustomResourceDefinition of it, and no namespace left terminating.
-func requireRemoved(t *testing.T) {
+// requireRemoved checks that the cluster holds nothing of Hangar: none of the release
+// manifest's cluster-wide objects (ClusterRoles and their bindings, the
+// CustomResourceDefinition, the namespace), none of the APIServices and webhook the operator
+// made, and no namespace left terminating.
+func requireRemoved(t *testing.T, r release) {
 	t.Helper()
 	ctx := context.Background()
 	waitUntil(t, 3*time.Minute, "every namespace deleted", func() bool {
@@ -407,17 +424,23 @@ func requireRemoved(t *testing.T) {
 		}
 		return true
 	})
-	for _, check := range []struct{ kind, pattern string }{
-		{"apiservices", "kubevirt.io"},
-		{"validatingwebhookconfigurations", "virt-api"},
-		{"clusterroles", "hangar:"},
-		{"clusterroles", "kubevirt.io:"},
-		{"clusterrolebindings", "hangar:"},
-		{"customresourcedefinitions", "hangarvm.io"},
-	} {
-		out, err := kubectl(t, "get", check.kind, "-o", "name")
+	objects := []string{"apiservice/v1.kubevirt.io", "apiservice/v1alpha3.kubevirt.io", "apiservice/v1.subresources.kubevirt.io",
+		"validatingwebhookconfiguration/virt-api-validator"}
+	manifest, err := os.ReadFile(filepath.Join(r.dir, "hangar.yaml"))
+	require.NoError(t, err)
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		kind := regexp.MustCompile(`(?m)^kind: (\w+)$`).FindStringSubmatch(doc)
+		name := regexp.MustCompile(`(?m)^  name: (\S+)$`).FindStringSubmatch(doc)
+		if kind == nil || name == nil || regexp.MustCompile(`(?m)^  namespace: `).MatchString(doc) {
+			continue // namespaced objects go with the namespace
+		}
+		objects = append(objects, strings.ToLower(kind[1])+"/"+name[1])
+	}
+	require.Greater(t, len(objects), 10, "the manifest's cluster-wide objects")
+	for _, o := range objects {
+		out, err := kubectl(t, "get", o, "--ignore-not-found", "-o", "name")
 		require.NoError(t, err, out)
-		assert.NotContains(t, out, check.pattern, "no %s of Hangar is left", check.kind)
+		assert.Empty(t, strings.TrimSpace(out), "%s is left", o)
 	}
 }
 
@@ -451,7 +474,7 @@ func TestInstallerRemoval(t *testing.T) {
 	})
 	out, err = kubectl(t, "delete", "-f", filepath.Join(current.dir, "hangar.yaml"), "--timeout=5m")
 	require.NoError(t, err, out)
-	requireRemoved(t)
+	requireRemoved(t, current)
 }
 
 // TestInstallerHelm installs this checkout's release with its Helm chart (helm built from the
@@ -496,7 +519,7 @@ func TestInstallerHelm(t *testing.T) {
 
 	run("uninstall", "hangar", "--namespace", "hangar", "--wait", "--timeout", "10m")
 	require.NoError(t, kube.CoreV1().Namespaces().Delete(ctx, "hangar", metav1.DeleteOptions{}), "Helm leaves the namespace it created")
-	requireRemoved(t)
+	requireRemoved(t, current)
 }
 
 // TestInstallerCertificateRotation shortens the certificates' lifetimes and watches the
