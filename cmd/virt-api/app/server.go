@@ -103,7 +103,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
 		// The guard sits inside authentication and authorization: it reads only the bodies
 		// of requests that may write.
-		return apiserver.WithDeprecationWarnings(buildChain(bodyguard.WithQuantityGuard(handler, c.MaxRequestBodyBytes), c))
+		return apiserver.WithDeprecationWarnings(buildChain(bodyguard.New(apiserver.Codecs, c.MaxRequestBodyBytes).Wrap(handler), c))
 	}
 	nodes, err := o.nodes(serverConfig.ClientConfig)
 	if err != nil {
