@@ -15,6 +15,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/admission/eviction"
 	"github.com/hangarvm/hangar/pkg/admission/noderestriction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/admission/quota"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
@@ -96,6 +97,10 @@ func NewOptions() *Options {
 	// Launcher pods are checked last, after the webhooks and policies of the cluster.
 	podpolicy.Register(admissionOpts.Plugins)
 	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, podpolicy.PluginName)
+	// Quotas charge a create only once everything else admitted it, as in kube-apiserver,
+	// where ResourceQuota is the last validating plugin.
+	quota.Register(admissionOpts.Plugins)
+	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, quota.PluginName)
 	return o
 }
 

@@ -24,6 +24,8 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/admission/noderestriction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/admission/quota"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apiserver/frontproxy"
@@ -139,7 +141,9 @@ func (o *Options) launcherPodChecks() func() *podpolicy.Checker {
 		}
 		checker = podpolicy.New(c.SharedInformerFactory, kube, podpolicy.Config{
 			ConfigNamespace: lp.ConfigNamespace, ConfigName: lp.ConfigName, PodSecurity: podSecurity})
-		return []admission.PluginInitializer{podpolicy.NewInitializer(checker)}, nil
+		return []admission.PluginInitializer{podpolicy.NewInitializer(checker), quota.NewInitializer(quota.NewConfiguration(
+			kubevirt.Resource("virtualmachines"), kubevirt.Resource("virtualmachineinstances"),
+			kubevirt.Resource("virtualmachineinstancereplicasets"), kubevirt.Resource("virtualmachineinstancemigrations")))}, nil
 	}
 	return func() *podpolicy.Checker {
 		if checker == nil || !checker.InUse() {
