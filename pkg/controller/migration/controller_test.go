@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	metricstestutil "k8s.io/component-base/metrics/testutil"
@@ -34,6 +35,8 @@ type fixture struct {
 	c    *Controller
 	kv   *kvfake.Clientset
 	kube *k8sfake.Clientset
+	// vmis is the instance informer's cache, for tests that sync more than once.
+	vmis cache.Indexer
 }
 
 func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance, pods ...*corev1.Pod) *fixture {
@@ -68,8 +71,15 @@ func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.V
 		require.NoError(t, podInf.Informer().GetIndexer().Add(p))
 	}
 	require.NoError(t, handlerInf.Informer().GetIndexer().Add(handler))
-	f.c = c
+	f.c, f.vmis = c, vmiInf.Informer().GetIndexer()
 	return f
+}
+
+// observe brings the controller's caches up to what it wrote, as its informers would.
+func (f *fixture) observe() {
+	f.t.Helper()
+	require.NoError(f.t, f.c.migIndexer.Update(f.migration()))
+	require.NoError(f.t, f.vmis.Update(f.instance()))
 }
 
 func (f *fixture) sync() {
@@ -291,4 +301,69 @@ func TestOnlyTheOldestOfRacingMigrationsRuns(t *testing.T) {
 	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel})
 	require.NoError(t, err)
 	assert.Empty(t, pods.Items)
+}
+
+// A source launcher is the tenant's: it may report a migration started (with any start
+// time) and never report its end. The controller holds the migration to runningBound by its
+// own clock: past it, the source is asked to abort; past abortGrace more, the migration
+// fails without the source, the target pod goes and the instance stays on its source, so the
+// cluster's and the node's migration slots come free.
+func TestMigrationThatNeverEndsIsEndedByTheController(t *testing.T) {
+	vmi := runningVMI(migrating(func(ms *v1.VirtualMachineInstanceMigrationState) {
+		// A start in the future: nothing the source says counts toward the bound.
+		ms.TargetNode, ms.TargetNodeAddress, ms.StartTimestamp = "node-b", "10.0.2.7:18187", ptr.To(metav1.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	}), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "node-b" })
+	bound := runningBound(vmi, clusterconfig.DefaultMigrations())
+	assert.Equal(t, 150*time.Second+150*time.Second, bound, "128Mi of memory: one GiB begun, and the progress timeout")
+	runningSince := time.Now()
+	mig := newMigration(v1.MigrationRunning, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Status.PhaseTransitionTimestamps[0].PhaseTransitionTimestamp = metav1.NewTime(runningSince)
+	})
+	f := newFixture(t, mig, vmi, launcherPod("source", "source-uid", "node-a", ""), launcherPod("target", "target-uid", "node-b", "mig-uid"))
+
+	at := func(d time.Duration) error {
+		f.c.now = func() time.Time { return runningSince.Add(d) }
+		f.observe()
+		return f.c.sync(context.Background(), "ns/mig")
+	}
+
+	err := at(bound - time.Minute)
+	var requeue controllerutil.RequeueAfter
+	require.ErrorAs(t, err, &requeue, "woken again at the bound, whatever the source does")
+	assert.InDelta(t, float64(time.Minute), float64(requeue), float64(2*time.Second))
+	assert.False(t, f.instance().Status.MigrationState.AbortRequested)
+
+	require.ErrorAs(t, at(bound+time.Second), &requeue)
+	assert.True(t, f.instance().Status.MigrationState.AbortRequested, "past the bound the source is asked to abort")
+	assert.Equal(t, v1.MigrationRunning, f.migration().Status.Phase)
+
+	// The source ignores it.
+	require.NoError(t, at(bound+abortGrace+2*time.Second))
+	m := f.migration()
+	assert.Equal(t, v1.MigrationFailed, m.Status.Phase)
+	assert.Contains(t, m.Status.MigrationState.FailureReason, "the migration ran longer than 5m0s")
+	got := f.instance()
+	assert.Equal(t, "node-a", got.Status.NodeName, "the instance stays on its source")
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a"}, got.Status.ActivePods)
+	assert.True(t, got.Status.MigrationState.Failed)
+	_, err = f.kube.CoreV1().Pods("ns").Get(context.Background(), "target", metav1.GetOptions{})
+	assert.Error(t, err, "the target pod is deleted")
+	f.observe()
+	cluster, byNode := f.c.activeCounts()
+	assert.Zero(t, cluster, "no migration slot held")
+	assert.Zero(t, byNode["node-a"])
+}
+
+func TestRunningBound(t *testing.T) {
+	m := clusterconfig.DefaultMigrations()
+	big := runningVMI(func(v *v1.VirtualMachineInstance) {
+		v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("4Gi")
+		v.Spec.Volumes = []v1.Volume{
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDisk: &v1.EmptyDiskSource{Capacity: resource.MustParse("2Gi")}}},
+			{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "example/disk"}}},
+		}
+	})
+	assert.Equal(t, (16*150+150)*time.Second, runningBound(big, m), "4 GiB of memory, 2 of empty disk, 10 for the image")
+	m.AllowPostCopy = ptr.To(true)
+	assert.Equal(t, (2*16*150+150)*time.Second, runningBound(big, m), "post-copy may follow the completion time")
 }

@@ -303,6 +303,7 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 		}
 		if ms.StartTimestamp != nil {
 			setPhase(v1.MigrationRunning)
+			c.boundRunning(&s, vmi, abort, fail, now)
 			break
 		}
 		if target.Status.Phase == corev1.PodRunning {
@@ -317,6 +318,55 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 	}
 	s.mig.MigrationState = ms.DeepCopy()
 	return s, nil
+}
+
+// boundRunning ends a migration that runs longer than runningBound. The source's launcher
+// applies the same limits, but only an honest one does, and a migration that never ends
+// holds one of the cluster's parallel migrations and one of its source node's for good:
+// drains and everyone else's migrations would wait behind it. So the controller asks the
+// source to abort once the bound is past, and ends the migration itself (target pod deleted,
+// the instance kept on its source) if the source has not within abortGrace. The time is the
+// controller's own (when it saw the migration Running), never what the source reports.
+func (c *Controller) boundRunning(s *step, vmi *v1.VirtualMachineInstance, abort, fail func(string), now metav1.Time) {
+	bound := runningBound(vmi, c.config.Get().Migrations)
+	running := now.Sub(phaseTimeIn(s.mig, v1.MigrationRunning, now.Time))
+	switch {
+	case running > bound+abortGrace:
+		fail(fmt.Sprintf("the migration ran longer than %s and the source did not abort it", bound))
+	case running > bound:
+		abort(fmt.Sprintf("the migration ran longer than %s", bound))
+		s.requeue = bound + abortGrace - running + time.Second
+	default:
+		s.requeue = bound - running + time.Second
+	}
+}
+
+// runningBound is how long a started migration may run: KubeVirt's completionTimeoutPerGiB
+// for every GiB begun of what is copied (the guest's memory, and with a block migration its
+// node-local disks: emptyDisks at their capacity, images at imageDiskAllowance) plus its
+// progressTimeout; twice the completion time when post-copy may follow it.
+func runningBound(vmi *v1.VirtualMachineInstance, m v1.MigrationConfiguration) time.Duration {
+	var bytes int64
+	if q, ok := vmi.Spec.Domain.GuestMemory(); ok {
+		bytes += q.Value()
+	}
+	for _, v := range vmi.Spec.Volumes {
+		switch {
+		case v.EmptyDisk != nil:
+			bytes += v.EmptyDisk.Capacity.Value()
+		case v.ContainerDisk != nil:
+			bytes += imageDiskAllowance
+		}
+	}
+	if f := vmi.Spec.Domain.Firmware; f != nil && f.KernelBoot != nil {
+		bytes += imageDiskAllowance
+	}
+	gib := max((bytes+(1<<30)-1)>>30, 1)
+	completion := time.Duration(ptr.Deref(m.CompletionTimeoutPerGiB, 150)*gib) * time.Second
+	if ptr.Deref(m.AllowPostCopy, false) {
+		completion *= 2
+	}
+	return completion + time.Duration(ptr.Deref(m.ProgressTimeout, 150))*time.Second
 }
 
 // handOff gives a completed migration's instance to its target node: status.nodeName and
@@ -474,6 +524,17 @@ func podScheduledMessage(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// phaseTimeIn is when status last entered phase, or now when it never did (it enters it in
+// this sync).
+func phaseTimeIn(status v1.VirtualMachineInstanceMigrationStatus, phase v1.VirtualMachineInstanceMigrationPhase, now time.Time) time.Time {
+	for i := len(status.PhaseTransitionTimestamps) - 1; i >= 0; i-- {
+		if t := status.PhaseTransitionTimestamps[i]; t.Phase == phase {
+			return t.PhaseTransitionTimestamp.Time
+		}
+	}
+	return now
 }
 
 // phaseTime is when mig entered phase (its creation when never recorded).
