@@ -40,6 +40,8 @@ type Server struct {
 	Lister       listers.VirtualMachineInstanceLister
 	Sockets      *Sockets
 	AllowedNames []string
+	// Calls bounds the calls to launchers, shared with the Controller (Controller.Calls).
+	Calls *api.CallLimits
 
 	// screenshots bounds the frames decoded at once: each may hold vnc.MaxPixels pixels.
 	screenshotsOnce sync.Once
@@ -97,22 +99,28 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 // dial connects to one of the sockets of a running instance's launcher pod on this node,
 // answering the request itself when it cannot.
 func (s *Server) dial(w http.ResponseWriter, r *http.Request, socket string) (net.Conn, bool) {
+	_, conn, ok := s.dialInstance(w, r, socket)
+	return conn, ok
+}
+
+// dialInstance is dial that also returns the instance.
+func (s *Server) dialInstance(w http.ResponseWriter, r *http.Request, socket string) (*v1.VirtualMachineInstance, net.Conn, bool) {
 	vmi, err := s.Lister.VirtualMachineInstances(r.PathValue("namespace")).Get(r.PathValue("name"))
 	switch {
 	case apierrors.IsNotFound(err):
 		http.Error(w, "no such instance on this node", http.StatusNotFound)
-		return nil, false
+		return nil, nil, false
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return nil, false
+		return nil, nil, false
 	case vmi.Status.Phase != v1.Running:
 		http.Error(w, fmt.Sprintf("instance is %s, not Running", vmi.Status.Phase), http.StatusConflict)
-		return nil, false
+		return nil, nil, false
 	}
 	dir, err := s.Sockets.Dir(vmi)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("launcher pod: %v", err), http.StatusNotFound)
-		return nil, false
+		return nil, nil, false
 	}
 	defer dir.Close()
 	conn, err := dir.Dial(socket)
@@ -126,9 +134,9 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request, socket string) (ne
 			klog.InfoS("refused a launcher socket", "vmi", r.PathValue("namespace")+"/"+r.PathValue("name"), "socket", socket, "err", err)
 		}
 		http.Error(w, fmt.Sprintf("%s: %v", socket, err), status)
-		return nil, false
+		return nil, nil, false
 	}
-	return conn, true
+	return vmi, conn, true
 }
 
 // screenshot answers with one frame of the instance's display as a PNG.
@@ -159,13 +167,13 @@ func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) {
 // launcherClient is a client of the instance's launcher for one call, on a connection
 // verified to reach a process of its pod; it answers the request itself when it cannot.
 func (s *Server) launcherClient(w http.ResponseWriter, r *http.Request) (*api.Client, bool) {
-	conn, ok := s.dial(w, r, api.SocketName)
+	vmi, conn, ok := s.dialInstance(w, r, api.SocketName)
 	if !ok {
 		return nil, false
 	}
 	// One call on the verified connection: the client dials nothing else.
 	used := false
-	return api.NewDialClient(func(context.Context) (net.Conn, error) {
+	return s.Calls.Client(string(vmi.UID), func(context.Context) (net.Conn, error) {
 		if used {
 			return nil, errors.New("launcher connection already used")
 		}

@@ -126,7 +126,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		srv := &http.Server{
 			Addr:              o.ListenAddress,
-			Handler:           (&handler.Server{Lister: c.Lister(), Sockets: &handler.Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName}, AllowedNames: o.AllowedNames}).Handler(),
+			Handler:           (&handler.Server{Lister: c.Lister(), Sockets: &handler.Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName}, AllowedNames: o.AllowedNames, Calls: c.Calls()}).Handler(),
 			TLSConfig:         tlsCfg,
 			ReadHeaderTimeout: 10 * time.Second,
 		}
