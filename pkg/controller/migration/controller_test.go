@@ -147,7 +147,7 @@ func launcherPod(name string, uid types.UID, node string, job types.UID) *corev1
 
 func migrating(mutate ...func(*v1.VirtualMachineInstanceMigrationState)) func(*v1.VirtualMachineInstance) {
 	return func(v *v1.VirtualMachineInstance) {
-		v.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "mig-uid", SourceNode: "node-a", SourcePod: "source"}
+		v.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "mig-uid", SourceNode: "node-a", SourcePod: "source", TargetPod: "target"}
 		for _, m := range mutate {
 			m(v.Status.MigrationState)
 		}
@@ -171,6 +171,54 @@ func TestPendingMigrationPlacesATargetPodAwayFromTheSource(t *testing.T) {
 	assert.Equal(t, "source", ms.SourcePod)
 	assert.Equal(t, pods.Items[0].Name, ms.TargetPod)
 	assert.Empty(t, ms.TargetNode, "no target node before the pod is scheduled")
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a", pods.Items[0].UID: ""}, f.instance().Status.ActivePods,
+		"the target is bound by the UID of the pod created, from the start")
+}
+
+// plantedPod is a pod a tenant with pods/create made to pass for the migration's target: its
+// label, a controller reference to the instance, a launcher's labels, a name like a
+// launcher's, on a node of their choosing.
+func plantedPod(name string, node string) *corev1.Pod {
+	p := launcherPod(name, types.UID(name+"-uid"), node, "mig-uid")
+	p.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Minute)) // newer than the real one
+	return p
+}
+
+// A pod labelled with the migration's UID by someone else is never taken for its target: not
+// when the target is placed (it is deleted, not adopted), not once the real one exists.
+func TestPlantedTargetPodIsIgnored(t *testing.T) {
+	t.Run("before the target is made", func(t *testing.T) {
+		f := newFixture(t, newMigration(v1.MigrationPending), runningVMI(), launcherPod("source", "source-uid", "node-a", ""),
+			plantedPod("planted", "node-c"))
+		f.sync()
+		assert.Equal(t, v1.MigrationPending, f.migration().Status.Phase, "no target yet")
+		assert.Nil(t, f.instance().Status.MigrationState, "the planted pod was not adopted")
+		_, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "planted", metav1.GetOptions{})
+		assert.Error(t, err, "the planted pod is deleted")
+	})
+	t.Run("beside the real target", func(t *testing.T) {
+		vmi := runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" })
+		f := newFixture(t, newMigration(v1.MigrationScheduling), vmi, launcherPod("source", "source-uid", "node-a", ""),
+			launcherPod("target", "target-uid", "node-b", "mig-uid"), plantedPod("planted", "node-c"))
+		f.sync()
+		got := f.instance()
+		assert.Equal(t, "node-b", got.Status.MigrationState.TargetNode, "the real target's node, not the planted pod's")
+		assert.Equal(t, map[types.UID]string{"source-uid": "node-a", "target-uid": "node-b"}, got.Status.ActivePods)
+	})
+	t.Run("with the real target's name, once it is gone", func(t *testing.T) {
+		vmi := runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" })
+		impostor := plantedPod("target", "node-c") // the same name, another UID
+		impostor.UID = "impostor-uid"
+		mig := newMigration(v1.MigrationScheduling, func(m *v1.VirtualMachineInstanceMigration) {
+			m.Status.PhaseTransitionTimestamps[0].PhaseTransitionTimestamp = metav1.NewTime(time.Now().Add(-time.Minute))
+		})
+		f := newFixture(t, mig, vmi, launcherPod("source", "source-uid", "node-a", ""), impostor)
+		f.sync()
+		assert.Equal(t, v1.MigrationFailed, f.migration().Status.Phase, "the target is gone; the impostor is not it")
+		got := f.instance()
+		assert.Equal(t, map[types.UID]string{"source-uid": "node-a"}, got.Status.ActivePods)
+		assert.Empty(t, got.Status.MigrationState.TargetNode)
+	})
 }
 
 func TestMigrationOfAStoppedInstanceFails(t *testing.T) {
@@ -181,7 +229,8 @@ func TestMigrationOfAStoppedInstanceFails(t *testing.T) {
 
 func TestScheduledTargetIsAnnouncedToTheHandlers(t *testing.T) {
 	target := launcherPod("target", "target-uid", "node-b", "mig-uid")
-	f := newFixture(t, newMigration(v1.MigrationScheduling), runningVMI(migrating()),
+	// Recorded when the controller created it, before it had a node.
+	f := newFixture(t, newMigration(v1.MigrationScheduling), runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" }),
 		launcherPod("source", "source-uid", "node-a", ""), target)
 	f.sync()
 	assert.Equal(t, v1.MigrationScheduled, f.migration().Status.Phase)

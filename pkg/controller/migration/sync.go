@@ -173,6 +173,13 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			for _, p := range targets {
 				delete(vs.ActivePods, p.UID)
 			}
+			// The bound target, whether or not the cache still has it: every pod recorded
+			// off the source node.
+			for uid, node := range vs.ActivePods {
+				if node != vs.NodeName {
+					delete(vs.ActivePods, uid)
+				}
+			}
 			s.vmi = vs
 		}
 		if ours {
@@ -221,6 +228,13 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			s.requeue = 2 * time.Second
 			return s, nil
 		}
+		if len(targets) > 0 {
+			// Pods that carry this migration's label, yet none was recorded as its target:
+			// ours from a sync whose status write failed, or a tenant's. None is adopted;
+			// they go, and the target is made afresh once they are gone.
+			s.delete, s.requeue = targets, 2*time.Second
+			return s, nil
+		}
 		pod, err := c.createTarget(ctx, mig, vmi)
 		if err != nil {
 			return s, err
@@ -229,6 +243,13 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			MigrationUid: mig.UID, SourceNode: vmi.Status.NodeName, SourcePod: c.sourcePodName(vmi),
 			TargetPod: pod.Name, MigrationConfiguration: c.migrationConfiguration(),
 		}
+		// The target is bound by the UID of the pod created here, recorded in the instance's
+		// status (which only the controllers write) before any node is known: every later
+		// step, and the target node's handler, take that pod and no other.
+		if vs.ActivePods == nil {
+			vs.ActivePods = map[types.UID]string{}
+		}
+		vs.ActivePods[pod.UID] = pod.Spec.NodeName
 		s.vmi = vs
 		s.mig.MigrationState = vs.MigrationState.DeepCopy()
 		setPhase(v1.MigrationScheduling)
@@ -241,7 +262,12 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 		return s, nil
 	}
 	ms := vs.MigrationState
-	target := newest(targets)
+	target := boundTarget(targets, vs)
+	if target == nil && mig.Status.Phase == v1.MigrationScheduling && now.Sub(phaseTime(mig, v1.MigrationScheduling)) < podCacheGrace {
+		// Created a moment ago: the pod informer may not have it yet.
+		s.requeue = time.Second
+		return s, nil
+	}
 	switch {
 	case ms.Completed:
 		c.handOff(&s, vmi, vs, target)
@@ -422,9 +448,6 @@ func (c *Controller) olderMigration(mig *v1.VirtualMachineInstanceMigration) boo
 // createTarget makes the target launcher pod: the instance's pod, kept off the source node
 // and on nodes that also match the migration's added node selector.
 func (c *Controller) createTarget(ctx context.Context, mig *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
-	if existing := newest(c.targetPods(mig)); existing != nil {
-		return existing, nil // created before a restart of ours
-	}
 	modes, missing, err := launcherpod.ClaimVolumeModes(c.claims, vmi)
 	if err != nil {
 		return nil, err
@@ -498,14 +521,17 @@ func (c *Controller) sourcePodName(vmi *v1.VirtualMachineInstance) string {
 	return ""
 }
 
-func newest(pods []*corev1.Pod) *corev1.Pod {
-	var best *corev1.Pod
-	for _, p := range pods {
-		if best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp) {
-			best = p
+// boundTarget is the migration's target pod: of the pods labelled with the migration's UID,
+// the one the controller created, whose UID it recorded in the instance's active pods and
+// whose name in its migration state. Anyone who may create pods in the namespace can label
+// one with the migration's UID (which they can read); a label alone binds nothing.
+func boundTarget(labelled []*corev1.Pod, vs *v1.VirtualMachineInstanceStatus) *corev1.Pod {
+	for _, p := range labelled {
+		if _, recorded := vs.ActivePods[p.UID]; recorded && p.Name == vs.MigrationState.TargetPod {
+			return p
 		}
 	}
-	return best
+	return nil
 }
 
 func unschedulable(p *corev1.Pod) bool {
