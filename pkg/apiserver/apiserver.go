@@ -35,6 +35,9 @@ type ExtraConfig struct {
 	// LauncherPods checks the launcher pod of a VM being started; nil when the checks are off
 	// (standalone, or the HangarLauncherPod admission plugin disabled).
 	LauncherPods *podpolicy.Checker
+	// Streams bounds the consoles, VNC displays and screenshots open per user and per
+	// instance; nil for the defaults.
+	Streams *virtualmachineinstance.StreamLimits
 }
 
 // Config is the configuration of virt-api.
@@ -76,7 +79,11 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 	authz := c.GenericConfig.Authorization.Authorizer
-	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, authz)
+	streams := c.ExtraConfig.Streams
+	if streams == nil {
+		streams = virtualmachineinstance.NewStreamLimits(virtualmachineinstance.DefaultStreamsPerUser, virtualmachineinstance.DefaultStreamsPerInstance)
+	}
+	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, authz, streams)
 	if err != nil {
 		return nil, err
 	}

@@ -335,7 +335,8 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 		}
 	}()
 
-	// websocket → stream.
+	// websocket → stream, each write bounded: a launcher that stops reading (the tenant's)
+	// ends the stream instead of holding it.
 	go func() {
 		defer close(done)
 		for {
@@ -343,7 +344,7 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 			if err != nil {
 				return
 			}
-			if _, err := io.Copy(conn, r); err != nil {
+			if _, err := io.Copy(deadlineWriter{conn}, r); err != nil {
 				return
 			}
 		}
@@ -357,6 +358,16 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 	conn.Close()
 	ws.Close()
 	<-fromStreamDone
+}
+
+// deadlineWriter writes to a connection within writeWait each time.
+type deadlineWriter struct{ conn net.Conn }
+
+func (w deadlineWriter) Write(b []byte) (int, error) {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(writeWait)); err != nil {
+		return 0, err
+	}
+	return w.conn.Write(b)
 }
 
 // TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile.

@@ -113,7 +113,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes, LauncherPods: checker},
+		ExtraConfig: apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes, LauncherPods: checker,
+			Streams: virtualmachineinstance.NewStreamLimits(o.StreamsPerUser, o.StreamsPerInstance)},
 	}, nil
 }
 
