@@ -370,8 +370,41 @@ func (w deadlineWriter) Write(b []byte) (int, error) {
 	return w.conn.Write(b)
 }
 
-// TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile.
-// The files are read again when they change, so rotated certificates apply without a restart.
+// NodeTLSConfig serves with the node's identity (current: the certificate from virt-controller's
+// signer naming this node, package migration/identity), which virt-api checks names the node
+// it dials, and requires client certificates from clientCAFile, read again when it changes.
+// Until the node has its identity, handshakes fail and virt-api retries.
+func NodeTLSConfig(current func() *tls.Certificate, clientCAFile string) (*tls.Config, error) {
+	clientCAs := &tlsFiles{caFile: clientCAFile}
+	if _, err := clientCAs.clientPool(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			pool, err := clientCAs.clientPool()
+			if err != nil {
+				return nil, err
+			}
+			return &tls.Config{
+				GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+					if c := current(); c != nil {
+						return c, nil
+					}
+					return nil, errors.New("this node has no identity yet")
+				},
+				ClientAuth: tls.RequireAndVerifyClientCert,
+				ClientCAs:  pool,
+				MinVersion: tls.VersionTLS12,
+			}, nil
+		},
+	}, nil
+}
+
+// TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile,
+// for development and tests (in a cluster the handler serves with its node identity,
+// NodeTLSConfig). The files are read again when they change, so rotated certificates apply
+// without a restart.
 func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	r := &tlsFiles{certFile: certFile, keyFile: keyFile, caFile: clientCAFile}
 	if _, err := r.config(); err != nil {
@@ -390,6 +423,29 @@ type tlsFiles struct {
 	mu      sync.Mutex
 	stamp   string
 	current *tls.Config
+}
+
+// clientPool is the client CA bundle alone, read again when its file changes.
+func (r *tlsFiles) clientPool() (*x509.CertPool, error) {
+	fi, err := os.Stat(r.caFile)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil && r.stamp == fi.ModTime().String() {
+		return r.current.ClientCAs, nil
+	}
+	pem, err := os.ReadFile(r.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client CA %s: no certificates", r.caFile)
+	}
+	r.current, r.stamp = &tls.Config{ClientCAs: pool}, fi.ModTime().String()
+	return pool, nil
 }
 
 func (r *tlsFiles) config() (*tls.Config, error) {

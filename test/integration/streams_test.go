@@ -49,7 +49,8 @@ func newNodeAgent(t *testing.T) *nodeAgent {
 	dir := t.TempDir()
 	ca, err := framework.NewCA(dir, "node")
 	require.NoError(t, err)
-	serving, err := ca.ServingCert("virt-handler", []string{nodeclient.ServerName}, nil)
+	// The node's own identity: virt-api checks it names the node it dials.
+	serving, err := ca.NodeIdentity("virt-handler", "node-a")
 	require.NoError(t, err)
 	client, err := ca.ClientCert("virt-api-client", "virt-api")
 	require.NoError(t, err)

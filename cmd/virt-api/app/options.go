@@ -129,7 +129,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.Namespace, "handler-namespace", h.Namespace, "Namespace of the virt-handler pods.")
 	fs.StringVar(&h.Selector, "handler-selector", h.Selector, "Label selector of the virt-handler pods.")
 	fs.IntVar(&h.Port, "handler-port", h.Port, "HTTPS port of virt-handler.")
-	fs.StringVar(&h.CAFile, "handler-ca-file", h.CAFile, "CA of virt-handler's serving certificate (issued for the name virt-handler).")
+	fs.StringVar(&h.CAFile, "handler-ca-file", h.CAFile, "CA of the nodes' identities (virt-controller's signer hangarvm.io/migration), read again when it changes: "+
+		"each virt-handler must serve with the identity of the node it is dialled for.")
 	fs.StringVar(&h.CertFile, "handler-client-cert-file", h.CertFile, "Client certificate virt-api presents to virt-handler.")
 	fs.StringVar(&h.KeyFile, "handler-client-key-file", h.KeyFile, "Key of --handler-client-cert-file.")
 	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
