@@ -15,8 +15,10 @@
 //
 // A guard is only as good as its reading of the body: it must read every body the way the
 // server behind it will, or a client picks the reading the guard skips. So it takes the
-// body's type from the same header with the server's own rules (readingOf), looks at text
-// in both of the readings the server may give it, and refuses the types it cannot read.
+// body's type from the same header with the server's own rules (readingOf), looks at the
+// body in the reading the server will give it (an action reads YAML whatever the type says),
+// and refuses the types it cannot read. It does no work the server would not do: a body the
+// server refuses unread is not read here either.
 package bodyguard
 
 import (
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -32,7 +35,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
 const (
@@ -96,13 +102,13 @@ func quantityLike(s string) bool {
 type reading int
 
 const (
-	// readsNothing: the server refuses the request before it reads the body (a patch of a
-	// type it does not take answers 415 first).
+	// readsNothing: the server refuses the request before it reads the body (a type it does
+	// not take answers 415 first), or reads nothing in it that is parsed as a quantity.
 	readsNothing reading = iota
-	// readsText: JSON or YAML. The resource handlers decode JSON or YAML as the type says;
-	// the actions decode any body that is not protobuf as YAML, whatever the type (or none)
-	// says, and YAML holds JSON. So text is looked at in both readings.
-	readsText
+	// readsJSON: JSON; a body that is not JSON is refused by the decoder as well.
+	readsJSON
+	// readsYAML: YAML, converted to JSON first, as the API server does (YAML holds JSON).
+	readsYAML
 	// readsProtobuf: the Kubernetes protobuf envelope.
 	readsProtobuf
 	// unreadable: a type the server decodes that the guard cannot look into (CBOR, should
@@ -114,50 +120,65 @@ const (
 // same rules: a patch's type is the header cut at its first ';' (the patch handler's rule,
 // which keeps "application/merge-patch+json; x" although it is no valid media type); a
 // create's or update's type is chosen by the server's own negotiation, an empty header
-// meaning JSON.
-func readingOf(method, contentType string, serializer runtime.NegotiatedSerializer) reading {
+// meaning JSON. An action (rawBody: a subresource that reads its body itself) reads protobuf
+// when the type says so and YAML whatever else it says, and nothing past its own limit.
+func readingOf(method, contentType string, serializer runtime.NegotiatedSerializer, rawBody bool, size int) reading {
 	if method == http.MethodPatch {
 		if i := strings.Index(contentType, ";"); i > 0 {
 			contentType = contentType[:i]
 		}
 		switch types.PatchType(contentType) {
-		case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
-			return readsText
+		case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+			return readsJSON
+		case types.ApplyYAMLPatchType:
+			return readsYAML
 		case types.ApplyCBORPatchType:
 			return unreadable
 		}
 		return readsNothing
 	}
+	if rawBody {
+		if size > action.MaxBodyBytes {
+			return readsNothing // refused by the action unread
+		}
+		if media, _, err := mime.ParseMediaType(contentType); err == nil && media == runtime.ContentTypeProtobuf {
+			return readsProtobuf
+		}
+		return readsYAML
+	}
 	info, err := negotiation.NegotiateInputSerializerForMediaType(contentType, false, serializer)
 	if err != nil {
-		// The resource handlers refuse the type with a 415, but an action reads its body as
-		// YAML whatever the type.
-		return readsText
+		return readsNothing // 415
 	}
 	switch info.MediaType {
-	case runtime.ContentTypeJSON, runtime.ContentTypeYAML:
-		return readsText
+	case runtime.ContentTypeJSON:
+		return readsJSON
+	case runtime.ContentTypeYAML:
+		return readsYAML
 	case runtime.ContentTypeProtobuf:
 		return readsProtobuf
 	}
 	return unreadable
 }
 
-// CheckText looks at every string and number of a JSON body, or of a YAML body as the
-// decoder sees it (converted to JSON first, as the API server does), and returns the first
-// problem, or "". A body that is neither passes: the decoder refuses it.
-func CheckText(body []byte) string {
+// CheckJSON looks at every string and number of a JSON body and returns the first problem,
+// or "". A body that is not JSON passes: the decoder refuses it.
+func CheckJSON(body []byte) string {
 	v, err := decodeJSON(body)
 	if err != nil {
-		converted, yerr := yaml.YAMLToJSON(body)
-		if yerr != nil {
-			return ""
-		}
-		if v, err = decodeJSON(converted); err != nil {
-			return ""
-		}
+		return ""
 	}
 	return walk(v)
+}
+
+// CheckYAML is CheckJSON of a YAML body as the decoder sees it: converted to JSON first, as
+// the API server does.
+func CheckYAML(body []byte) string {
+	converted, err := yaml.YAMLToJSON(body)
+	if err != nil {
+		return ""
+	}
+	return CheckJSON(converted)
 }
 
 // decodeJSON decodes exactly one JSON value, keeping each number's literal: its exponent is
@@ -227,10 +248,11 @@ func (r *Refusal) Code() int {
 	return http.StatusBadRequest
 }
 
-// Check says whether the body of a write may go on to the server's decoder.
-func (g *Guard) Check(method, contentType string, body []byte) *Refusal {
+// Check says whether the body of a write may go on to the server's decoder. rawBody says
+// the write is to a subresource that reads its body itself (an action).
+func (g *Guard) Check(method, contentType string, rawBody bool, body []byte) *Refusal {
 	var p string
-	switch readingOf(method, contentType, g.serializer) {
+	switch readingOf(method, contentType, g.serializer, rawBody, len(body)) {
 	case readsNothing:
 		return nil
 	case unreadable:
@@ -238,14 +260,31 @@ func (g *Guard) Check(method, contentType string, body []byte) *Refusal {
 			Message: fmt.Sprintf("the content type %q is not accepted for writes", contentType)}
 	case readsProtobuf:
 		p = checkProtobuf(body)
-	case readsText:
-		p = CheckText(body)
+	case readsJSON:
+		p = CheckJSON(body)
+	case readsYAML:
+		p = CheckYAML(body)
 	}
 	if p == "" {
 		return nil
 	}
 	return &Refusal{Reason: metav1.StatusReasonBadRequest,
 		Message: "the request body holds " + p + ": refused, it would take too long to decode"}
+}
+
+// readsItsBody says whether a request goes to a subresource that reads its body itself
+// rather than through the server's decoder: the actions (start, stop, ...). Writes that are
+// not to a resource (the eviction webhook's reviews) decode no quantity.
+func readsItsBody(req *http.Request) (rawBody, resource bool) {
+	info, ok := request.RequestInfoFrom(req.Context())
+	if !ok || !info.IsResourceRequest {
+		return false, false
+	}
+	switch info.Subresource {
+	case "", "status", "scale":
+		return false, true
+	}
+	return true, true
 }
 
 // Wrap refuses a write whose body Check refuses. Bodies over the limit are passed on
@@ -267,8 +306,9 @@ func (g *Guard) Wrap(handler http.Handler) http.Handler {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), rest), rest}
-		if int64(len(body)) <= g.maxBytes {
-			if r := g.Check(req.Method, req.Header.Get("Content-Type"), body); r != nil {
+		rawBody, resource := readsItsBody(req)
+		if resource && int64(len(body)) <= g.maxBytes {
+			if r := g.Check(req.Method, req.Header.Get("Content-Type"), rawBody, body); r != nil {
 				writeStatus(w, r)
 				return
 			}

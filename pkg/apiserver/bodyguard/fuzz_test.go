@@ -2,6 +2,7 @@ package bodyguard_test
 
 import (
 	"bytes"
+	"mime"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
+	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
 // decodeBound is far above what any body the guard lets through takes to decode (well under
@@ -29,13 +31,14 @@ import (
 // about 100 s).
 const decodeBound = 2 * time.Second
 
-// FuzzGuard holds the guard to its promise: a write it lets through decodes quickly in every
-// reading virt-api may give it. For each method, Content-Type and body, the fuzzer asks the
-// guard as virt-api's handler chain does; for a body let through, it reads the body as
-// virt-api's handlers would (the server's negotiation for creates and updates, the patch
-// handler's type and patch mechanics on a stored instance, and the actions' YAML), decoding
-// into a VirtualMachineInstance, whose quantities are parsed on the way, and fails when
-// that takes longer than decodeBound.
+// FuzzGuard holds the guard to its promise: a write it lets through decodes quickly in the
+// reading virt-api gives it. For each method, Content-Type, target (a resource, or an action
+// that reads its body itself) and body, the fuzzer asks the guard as virt-api's handler chain
+// does; for a body let through, it reads the body as virt-api's handlers would (the server's
+// negotiation for creates and updates, the patch handler's type and patch mechanics on a
+// stored instance, an action's YAML), decoding into a VirtualMachineInstance, whose
+// quantities are parsed on the way (an action's options have none: the stronger test), and
+// fails when that takes longer than decodeBound.
 func FuzzGuard(f *testing.F) {
 	const costly = `{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","spec":{"domain":{"memory":{"guest":"1e-99999999"}}}}`
 	for _, seed := range []struct {
@@ -57,30 +60,34 @@ func FuzzGuard(f *testing.F) {
 		{0, runtime.ContentTypeProtobuf, string(protobufWith(f, "12345678901", "1e-99999999"))},
 		{0, runtime.ContentTypeProtobuf, string(protobufWith(f, "12345678901", "12345678901"))},
 	} {
-		f.Add(seed.method, seed.contentType, []byte(seed.body))
+		f.Add(seed.method, seed.contentType, false, []byte(seed.body))
+		f.Add(seed.method, seed.contentType, true, []byte(seed.body))
 	}
 	guard := bodyguard.New(apiserver.Codecs, 0)
-	f.Fuzz(func(t *testing.T, m uint8, contentType string, body []byte) {
+	f.Fuzz(func(t *testing.T, m uint8, contentType string, action bool, body []byte) {
 		method := []string{http.MethodPost, http.MethodPut, http.MethodPatch}[int(m)%3]
-		if guard.Check(method, contentType, body) != nil {
+		if guard.Check(method, contentType, action, body) != nil {
 			return
 		}
 		start := time.Now()
-		readAsServer(method, contentType, body)
+		readAsServer(method, contentType, action, body)
 		if took := time.Since(start); took > decodeBound {
 			t.Fatalf("%s with Content-Type %q: the guard let through a body that took %v to decode: %q", method, contentType, took, body)
 		}
 	})
 }
 
-// readAsServer decodes a body in each reading virt-api's handlers give it; errors do not
+// readAsServer decodes a body in the reading virt-api's handlers give it; errors do not
 // matter (the server answers them with a 4xx), only the time spent.
-func readAsServer(method, contentType string, body []byte) {
+func readAsServer(method, contentType string, rawBody bool, body []byte) {
 	decodeVMI := func(serializer runtime.Serializer, data []byte) {
 		gvk := v1.SchemeGroupVersion.WithKind("VirtualMachineInstance")
 		_, _, _ = apiserver.Codecs.DecoderToVersion(serializer, kubevirt.SchemeGroupVersion).Decode(data, &gvk, nil)
 	}
-	jsonInfo, _ := runtime.SerializerInfoForMediaType(apiserver.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info := func(media string) runtime.Serializer {
+		i, _ := runtime.SerializerInfoForMediaType(apiserver.Codecs.SupportedMediaTypes(), media)
+		return i.Serializer
+	}
 	if method == http.MethodPatch {
 		patchType := contentType
 		if i := strings.Index(patchType, ";"); i > 0 {
@@ -101,17 +108,24 @@ func readAsServer(method, contentType string, body []byte) {
 			patched, _ = yaml.YAMLToJSON(body)
 		}
 		if patched != nil {
-			decodeVMI(jsonInfo.Serializer, patched)
+			decodeVMI(info(runtime.ContentTypeJSON), patched)
 		}
 		return
 	}
-	if info, err := negotiation.NegotiateInputSerializerForMediaType(contentType, false, apiserver.Codecs); err == nil {
-		decodeVMI(info.Serializer, body)
+	if rawBody {
+		// An action: protobuf when the type says so, else YAML, within its limit.
+		if len(body) > action.MaxBodyBytes {
+			return
+		}
+		if media, _, err := mime.ParseMediaType(contentType); err == nil && media == runtime.ContentTypeProtobuf {
+			decodeVMI(info(runtime.ContentTypeProtobuf), body)
+		} else if converted, err := yaml.YAMLToJSON(body); err == nil {
+			decodeVMI(info(runtime.ContentTypeJSON), converted)
+		}
+		return
 	}
-	// An action reads any body that is not protobuf as YAML; read it so into an instance,
-	// the costliest type there is.
-	if converted, err := yaml.YAMLToJSON(body); err == nil {
-		decodeVMI(jsonInfo.Serializer, converted)
+	if negotiated, err := negotiation.NegotiateInputSerializerForMediaType(contentType, false, apiserver.Codecs); err == nil {
+		decodeVMI(negotiated.Serializer, body)
 	}
 }
 

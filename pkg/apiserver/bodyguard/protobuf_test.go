@@ -104,7 +104,7 @@ func TestCheckProtobuf(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := New(codecs, 0).Check(http.MethodPost, pb, tc.body)
+			r := New(codecs, 0).Check(http.MethodPost, pb, false, tc.body)
 			assert.Equal(t, tc.bad, r != nil, "%+v", r)
 		})
 	}
