@@ -35,7 +35,7 @@ type ExtraConfig struct {
 	// LauncherPods checks the launcher pod of a VM being started; nil when the checks are off
 	// (standalone, or the HangarLauncherPod admission plugin disabled).
 	LauncherPods *podpolicy.Checker
-	// Streams bounds the consoles, VNC displays and screenshots open per user and per
+	// Streams bounds the consoles, VNC displays, screenshots and port-forwards open per user and per
 	// instance; nil for the defaults.
 	Streams *virtualmachineinstance.StreamLimits
 }
@@ -83,7 +83,15 @@ func (c CompletedConfig) New() (*Server, error) {
 	if streams == nil {
 		streams = virtualmachineinstance.NewStreamLimits(virtualmachineinstance.DefaultStreamsPerUser, virtualmachineinstance.DefaultStreamsPerInstance)
 	}
-	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, authz, streams)
+	var kube kubernetes.Interface
+	var addresses virtualmachineinstance.LauncherAddresses
+	if c.ExtraConfig.KubeClientConfig != nil {
+		if kube, err = kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig); err != nil {
+			return nil, err
+		}
+		addresses = launcherPods{kube: kube}
+	}
+	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, addresses, authz, streams)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +108,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
 	}
-	if c.ExtraConfig.KubeClientConfig != nil {
-		kube, err := kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig)
-		if err != nil {
-			return nil, err
-		}
+	if kube != nil {
 		vmDeps.LauncherPods = launcherPods{kube: kube}
 		vmDeps.ClaimExists = claimExists(kube)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
@@ -122,6 +126,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	vms.PortForward = vmis.PortForward.ForVMs(vms.VirtualMachine)
 
 	resources := []serving.Resource{vms.Serving(), vmis.Serving(), replicaSets.Serving(), migrations.Serving()}
 	storage := serving.Storage(resources...)

@@ -101,24 +101,45 @@ func addRoute(ws *restful.WebService, r serving.Resource, subresource string, ro
 		ws.Route(b)
 		return "update"
 	}
-	b := ws.GET(path).
-		To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) }).
-		Operation("connectSubresourcesNamespaced" + r.Kind + operationName(subresource)).
-		Doc(route.Doc).Param(namespace).Param(name)
-	if route.Returns != nil {
-		b = b.Returns(http.StatusOK, "OK", route.Returns).
-			Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
-	} else {
-		b = b.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
+	paths := []string{""}
+	if len(route.Paths) > 0 {
+		paths = route.Paths
 	}
-	ws.Route(b)
+	for _, below := range paths {
+		b := ws.GET(path + below).
+			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) }).
+			Operation("connectSubresourcesNamespaced" + r.Kind + operationName(subresource+below)).
+			Doc(route.Doc).Param(namespace).Param(name)
+		for _, param := range pathParams(below) {
+			b = b.Param(ws.PathParameter(param, "the "+param+" of the "+subresource))
+		}
+		if route.Returns != nil {
+			b = b.Returns(http.StatusOK, "OK", route.Returns).
+				Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
+		} else {
+			b = b.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
+		}
+		ws.Route(b)
+	}
 	return "get"
+}
+
+// pathParams are the names of the parameters in a path below a subresource ("/{port}").
+func pathParams(path string) []string {
+	var names []string
+	for _, part := range strings.Split(path, "/") {
+		if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "}") {
+			names = append(names, part[1:len(part)-1])
+		}
+	}
+	return names
 }
 
 // serveConnecter serves a go-restful request with a connecter (an action or a stream), with
 // the namespace in the context, as the generic handlers do for the kubevirt.io subresources.
 func serveConnecter(req *restful.Request, resp *restful.Response, connecter rest.Connecter) {
 	ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
+	ctx = serving.WithPathParams(ctx, req.PathParameters())
 	responder := &restfulResponder{req: req, resp: resp}
 	handler, err := connecter.Connect(ctx, req.PathParameter("name"), nil, responder)
 	if err != nil {
@@ -159,6 +180,9 @@ func newGroupWebService(group metav1.APIGroup) *restful.WebService {
 func operationName(subresource string) string {
 	var out string
 	for _, part := range strings.Split(subresource, "/") {
+		if strings.HasPrefix(part, "{") {
+			part = "with" + capitalize(strings.Trim(part, "{}"))
+		}
 		out += capitalize(part)
 	}
 	return out

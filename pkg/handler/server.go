@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -34,7 +35,7 @@ const (
 )
 
 // Server serves virt-api: the serial console and VNC of an instance as websockets carrying
-// raw bytes, and the guest commands pause, unpause and softreboot. Only clients with a
+// raw bytes, port-forwards to its guest, and the guest commands pause, unpause and softreboot. Only clients with a
 // certificate from the client CA whose common name is allowed (virt-api's) get in.
 type Server struct {
 	Lister       listers.VirtualMachineInstanceLister
@@ -42,6 +43,9 @@ type Server struct {
 	AllowedNames []string
 	// Calls bounds the calls to launchers, shared with the Controller (Controller.Calls).
 	Calls *api.CallLimits
+	// ForwardAddress says whether a port-forward may dial an address; nil: addresses of the
+	// pod network only (forwardAddress). Tests admit their loopback.
+	ForwardAddress func(netip.Addr) error
 
 	// screenshots bounds the frames decoded at once: each may hold vnc.MaxPixels pixels.
 	screenshotsOnce sync.Once
@@ -61,6 +65,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+base+"console", s.stream(api.ConsoleSocketName))
 	mux.HandleFunc("GET "+base+"vnc", s.stream(api.VNCSocketName))
 	mux.HandleFunc("GET "+base+"vnc/screenshot", s.screenshot)
+	mux.HandleFunc("GET "+base+"portforward/{port}/{protocol}", s.portForward)
 	for verb, call := range map[string]func(*api.Client, context.Context) (api.State, error){
 		"pause":      (*api.Client).Pause,
 		"unpause":    (*api.Client).Unpause,

@@ -69,6 +69,11 @@ func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) tls.Cer
 // serverFixture is a handler server for one running instance whose console socket echoes
 // upper-cased input and whose VNC socket greets like QEMU.
 func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
+	return serverFixtureWith(t, nil)
+}
+
+// serverFixtureWith is serverFixture with the server adjusted by customize first.
+func serverFixtureWith(t *testing.T, customize func(*Server)) (*httptest.Server, *testCA) {
 	pods := newTestPods(t)
 	vmi := &v1.VirtualMachineInstance{}
 	vmi.Namespace, vmi.Name, vmi.UID = "ns", "guest", "uid-s"
@@ -136,6 +141,9 @@ func serverFixture(t *testing.T) (*httptest.Server, *testCA) {
 
 	ca := newTestCA(t)
 	s := &Server{Lister: listers.NewVirtualMachineInstanceLister(indexer), Sockets: &Sockets{Pods: pods.root, NodeName: "node-a"}, AllowedNames: []string{"virt-api"}}
+	if customize != nil {
+		customize(s)
+	}
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{ca.issue(t, "virt-handler", x509.ExtKeyUsageServerAuth)},

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,8 @@ type nodeAgent struct {
 	pods     *podsockets.Root
 	server   *httptest.Server
 	handlers nodeclient.Config
+	// forwardAddress admits the addresses port-forwards dial (nil: the handler's default).
+	forwardAddress func(netip.Addr) error
 }
 
 // newNodeAgent makes the agent's PKI and address; serve starts it once virt-api runs.
@@ -81,7 +84,7 @@ func (a *nodeAgent) serve(t *testing.T, client versioned.Interface) {
 	lister := informers.Kubevirt().V1().VirtualMachineInstances().Lister()
 	informers.Start(ctx.Done())
 	informers.WaitForCacheSync(ctx.Done())
-	a.server.Config.Handler = (&handler.Server{Lister: lister, Sockets: &handler.Sockets{Pods: a.pods, NodeName: "node-a"}, AllowedNames: []string{"virt-api"}}).Handler()
+	a.server.Config.Handler = (&handler.Server{Lister: lister, Sockets: &handler.Sockets{Pods: a.pods, NodeName: "node-a"}, AllowedNames: []string{"virt-api"}, ForwardAddress: a.forwardAddress}).Handler()
 	a.server.StartTLS()
 	t.Cleanup(a.server.Close)
 }
@@ -297,9 +300,9 @@ func TestStreamLimits(t *testing.T) {
 	}
 
 	first, second := open("a"), open("a")
-	refused("a", "virtualmachineinstance "+ns+"/a has 2 consoles, VNC displays and screenshots open, the most one instance may")
+	refused("a", "virtualmachineinstance "+ns+"/a has 2 consoles, VNC displays, screenshots and port-forwards open, the most one instance may")
 	third := open("b")
-	refused("b", "has 3 consoles, VNC displays and screenshots open, the most one user may")
+	refused("b", "has 3 consoles, VNC displays, screenshots and port-forwards open, the most one user may")
 
 	first.Close()
 	again := open("a") // its place comes free once virt-api sees the client go

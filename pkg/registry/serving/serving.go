@@ -6,6 +6,8 @@
 package serving
 
 import (
+	"context"
+
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/registry/action"
@@ -42,6 +44,23 @@ type Route struct {
 	// Stream and, for a JSON answer, its type make a GET route.
 	Stream  rest.Connecter
 	Returns interface{}
+	// Paths, when set, replace the subresource's own path by paths below it with path
+	// parameters ("/{port}", "/{port}/{protocol}"), which the stream reads with PathParam;
+	// RBAC and discovery see the subresource alone.
+	Paths []string
+}
+
+type pathParamsKey struct{}
+
+// WithPathParams returns ctx carrying a route's path parameters for its stream.
+func WithPathParams(ctx context.Context, params map[string]string) context.Context {
+	return context.WithValue(ctx, pathParamsKey{}, params)
+}
+
+// PathParam is the path parameter name of the request ctx belongs to ("" when absent).
+func PathParam(ctx context.Context, name string) string {
+	params, _ := ctx.Value(pathParamsKey{}).(map[string]string)
+	return params[name]
 }
 
 // Action is a subresource served in both groups that carries out act: a PUT or POST in

@@ -12,6 +12,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
 // Storage holds the REST endpoints of virtualmachines and their subresources.
@@ -20,6 +21,9 @@ type Storage struct {
 	Status         *statusrest.REST
 	// Actions are start, stop, restart and migrate.
 	Actions *Actions
+	// PortForward forwards a connection to a port of the VM's instance (the instances'
+	// stream on the VM's name); nil when not served.
+	PortForward rest.Connecter
 }
 
 // Dependencies are what virtualmachines need beside their own storage.
@@ -105,5 +109,14 @@ func (s *Storage) Serving() serving.Resource {
 		serving.Action("stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
 		serving.Action("restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
 		serving.Action("migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
+		{Name: "portforward", Subresources: s.portForward()},
 	}}
+}
+
+// portForward is the portforward route, with the instances' paths and documentation.
+func (s *Storage) portForward() *serving.Route {
+	if s.PortForward == nil {
+		return nil
+	}
+	return &serving.Route{Doc: virtualmachineinstance.PortForwardDoc, Stream: s.PortForward, Paths: virtualmachineinstance.PortForwardPaths}
 }

@@ -24,6 +24,8 @@ type Storage struct {
 	Console, VNC, Screenshot *StreamREST
 	// GuestOSInfo, UserList and FileSystemList are what the guest agent reports.
 	GuestOSInfo, UserList, FileSystemList *GuestAgentREST
+	// PortForward forwards a connection to a port of the guest (ForVMs gives the VMs' own).
+	PortForward *PortForwardREST
 }
 
 // REST serves virtualmachineinstances.
@@ -44,9 +46,10 @@ func (*REST) Categories() []string { return []string{"all"} }
 
 // NewStorage returns the storage of virtualmachineinstances and their subresources on the
 // given etcd-backed options. nodes reaches the node agents for guest commands and streams
-// (nil when there are none); authz authorizes the streams' second check; streams bounds the
+// (nil when there are none); addresses finds the launcher pods' IPs for port-forwards (nil
+// without a cluster); authz authorizes the streams' second check; streams bounds the
 // streams open at once.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, authz authorizer.Authorizer, streams *StreamLimits) (*Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, addresses LauncherAddresses, authz authorizer.Authorizer, streams *StreamLimits) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachineInstance{} },
@@ -81,6 +84,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, no
 		GuestOSInfo:            NewGuestAgentREST(vmis, nodes, "guestosinfo"),
 		UserList:               NewGuestAgentREST(vmis, nodes, "userlist"),
 		FileSystemList:         NewGuestAgentREST(vmis, nodes, "filesystemlist"),
+		PortForward:            NewPortForwardREST(vmis, nodes, addresses, authz, streams),
 	}, nil
 }
 
@@ -108,5 +112,6 @@ func (s *Storage) Serving() serving.Resource {
 			Stream: s.UserList, Returns: v1.VirtualMachineInstanceGuestOSUserList{}}},
 		{Name: "filesystemlist", Subresources: &serving.Route{Doc: "the guest's file systems, as its agent reports them",
 			Stream: s.FileSystemList, Returns: v1.VirtualMachineInstanceFileSystemList{}}},
+		{Name: "portforward", Subresources: &serving.Route{Doc: PortForwardDoc, Stream: s.PortForward, Paths: PortForwardPaths}},
 	}}
 }

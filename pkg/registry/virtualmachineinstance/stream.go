@@ -110,6 +110,12 @@ func (r *StreamREST) Connect(ctx context.Context, name string, _ runtime.Object,
 
 // authorizeCreate requires "create" on the stream's subresource in the request's group.
 func (r *StreamREST) authorizeCreate(ctx context.Context, name string) error {
+	return authorizeStreamCreate(ctx, r.authorizer, "virtualmachineinstances", r.stream, name)
+}
+
+// authorizeStreamCreate requires "create" on resource/subresource name in the request's
+// group: a websocket opens with GET, which read-only roles grant.
+func authorizeStreamCreate(ctx context.Context, authz authorizer.Authorizer, resource, subresource, name string) error {
 	user, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return apierrors.NewUnauthorized("no user in the request")
@@ -121,17 +127,18 @@ func (r *StreamREST) authorizeCreate(ctx context.Context, name string) error {
 	attrs := authorizer.AttributesRecord{
 		User: user, Verb: "create", Namespace: info.Namespace, Name: name,
 		APIGroup: info.APIGroup, APIVersion: info.APIVersion,
-		Resource: "virtualmachineinstances", Subresource: r.stream, ResourceRequest: true,
+		Resource: resource, Subresource: subresource, ResourceRequest: true,
 	}
-	decision, reason, err := r.authorizer.Authorize(ctx, attrs)
+	decision, reason, err := authz.Authorize(ctx, attrs)
 	if decision == authorizer.DecisionAllow {
 		return nil
 	}
 	if err != nil {
 		reason = err.Error()
 	}
-	return apierrors.NewForbidden(schema.GroupResource{Group: info.APIGroup, Resource: "virtualmachineinstances/" + r.stream}, name,
-		fmt.Errorf("opening a %s needs create on virtualmachineinstances/%s: %s", r.stream, r.stream, reason))
+	what := resource + "/" + subresource
+	return apierrors.NewForbidden(schema.GroupResource{Group: info.APIGroup, Resource: what}, name,
+		fmt.Errorf("opening a %s needs create on %s: %s", subresource, what, reason))
 }
 
 // stripCredentials keeps the user's credentials from travelling on to the node agent, which

@@ -13,7 +13,8 @@ import (
 
 // Defaults of StreamLimits.
 const (
-	// DefaultStreamsPerUser: the consoles, VNC displays and screenshots one user has open at
+	// DefaultStreamsPerUser: the consoles, VNC displays, screenshots and port-forwards (a
+	// forwarded TCP connection or UDP flow each) one user has open at
 	// once through one virt-api.
 	DefaultStreamsPerUser = 16
 	// DefaultStreamsPerInstance: those of one instance, whoever opened them (the launcher
@@ -50,9 +51,9 @@ func (l *StreamLimits) open(user, instance string) (func(), error) {
 	defer l.mu.Unlock()
 	switch {
 	case l.users[user] >= l.perUser:
-		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("%s has %d consoles, VNC displays and screenshots open, the most one user may", user, l.perUser), 10)
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("%s has %d consoles, VNC displays, screenshots and port-forwards open, the most one user may", user, l.perUser), 10)
 	case l.instances[instance] >= l.perInstance:
-		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("virtualmachineinstance %s has %d consoles, VNC displays and screenshots open, the most one instance may", instance, l.perInstance), 10)
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("virtualmachineinstance %s has %d consoles, VNC displays, screenshots and port-forwards open, the most one instance may", instance, l.perInstance), 10)
 	}
 	l.users[user]++
 	l.instances[instance]++
