@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -44,12 +46,12 @@ func forwardAddress(addr netip.Addr) error {
 func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 	port, err := strconv.Atoi(r.PathValue("port"))
 	if err != nil || port < 1 || port > 65535 {
-		http.Error(w, fmt.Sprintf("port %q: must be between 1 and 65535", r.PathValue("port")), http.StatusBadRequest)
+		statusError(w, fmt.Sprintf("port %q: must be between 1 and 65535", r.PathValue("port")), http.StatusBadRequest)
 		return
 	}
 	protocol := r.PathValue("protocol")
 	if protocol != "tcp" && protocol != "udp" {
-		http.Error(w, fmt.Sprintf("protocol %q: must be tcp or udp", protocol), http.StatusBadRequest)
+		statusError(w, fmt.Sprintf("protocol %q: must be tcp or udp", protocol), http.StatusBadRequest)
 		return
 	}
 	addr, err := netip.ParseAddr(r.URL.Query().Get("address"))
@@ -61,30 +63,30 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		err = allowed(addr)
 	}
 	if err != nil {
-		http.Error(w, fmt.Sprintf("address %q: %v", r.URL.Query().Get("address"), err), http.StatusBadRequest)
+		statusError(w, fmt.Sprintf("address %q: %v", r.URL.Query().Get("address"), err), http.StatusBadRequest)
 		return
 	}
 	vmi, err := s.Lister.VirtualMachineInstances(r.PathValue("namespace")).Get(r.PathValue("name"))
 	switch {
 	case apierrors.IsNotFound(err):
-		http.Error(w, "no such instance on this node", http.StatusNotFound)
+		statusError(w, "no such instance on this node", http.StatusNotFound)
 		return
 	case err != nil:
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		statusError(w, err.Error(), http.StatusInternalServerError)
 		return
 	case vmi.Status.Phase != v1.Running:
-		http.Error(w, fmt.Sprintf("instance is %s, not Running", vmi.Status.Phase), http.StatusConflict)
+		statusError(w, fmt.Sprintf("instance is %s, not Running", vmi.Status.Phase), http.StatusConflict)
 		return
 	}
 	if _, err := s.Sockets.PodUID(vmi); err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
+		statusError(w, err.Error(), http.StatusNotFound)
 		return
 	}
 
 	target := net.JoinHostPort(addr.String(), strconv.Itoa(port))
 	conn, err := (&net.Dialer{Timeout: guestDialTimeout}).DialContext(r.Context(), protocol, target)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("port %d/%s of the guest: %v", port, protocol, err), http.StatusBadGateway)
+		statusError(w, fmt.Sprintf("port %d/%s of the guest: %v", port, protocol, err), http.StatusBadGateway)
 		return
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)
@@ -98,6 +100,26 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	Bridge(ws, conn)
+}
+
+// statusError answers a port-forward's refusal as a Status, which clients (client-go's
+// websocket dialer, KubeVirt's virtctl) show with its message; plain text they would not.
+func statusError(w http.ResponseWriter, msg string, code int) {
+	reason := metav1.StatusReasonBadRequest
+	switch code {
+	case http.StatusNotFound:
+		reason = metav1.StatusReasonNotFound
+	case http.StatusConflict:
+		reason = metav1.StatusReasonConflict
+	case http.StatusBadGateway:
+		reason = metav1.StatusReasonServiceUnavailable
+	case http.StatusInternalServerError:
+		reason = metav1.StatusReasonInternalError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
 }
 
 // BridgeDatagrams copies datagrams between a websocket and a connected UDP socket, a message

@@ -1,13 +1,15 @@
 // Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
 // start, stop, restart, pause, unpause, soft-reboot, migrate, migrate-cancel, console, vnc,
-// expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
+// port-forward, ssh, scp, expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
 // subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
 package virtctl
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -27,6 +29,8 @@ type Streams = genericiooptions.IOStreams
 type cliContext struct {
 	flags   *genericclioptions.ConfigFlags
 	streams Streams
+	// run runs a local client (ssh, scp); nil: exec it. Tests see the command line.
+	run func(*exec.Cmd) error
 }
 
 func (c *cliContext) restConfig() (*rest.Config, error) {
@@ -86,7 +90,11 @@ func NewCommand(streams Streams) *cobra.Command {
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-virt") {
 		use = "kubectl virt"
 	}
-	c := &cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+	return newRootCommand(&cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams}, use)
+}
+
+// newRootCommand is virtctl's root command named use, on c.
+func newRootCommand(c *cliContext, use string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           use,
 		Short:         "Control virtual machines: start, stop, consoles and more",
@@ -99,6 +107,7 @@ func NewCommand(streams Streams) *cobra.Command {
 		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c),
 		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
+		newPortForwardCommand(c), newSSHCommand(c), newSCPCommand(c),
 		newGuestAgentCommand(c, "guestosinfo", "guestosinfo", "Show what the guest agent reports of a running instance's guest"),
 		newGuestAgentCommand(c, "userlist", "userlist", "List the users logged in to a running instance's guest"),
 		newGuestAgentCommand(c, "fslist", "filesystemlist", "List the file systems of a running instance's guest"),
@@ -113,6 +122,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	if err := cmd.Execute(); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			return int(code) // the remote command's or local client's own status
+		}
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1
 	}

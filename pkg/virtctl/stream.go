@@ -18,6 +18,12 @@ const streamSubprotocol = "plain.kubevirt.io"
 // openStream opens an instance's console or VNC stream through the API, with the same
 // credentials as every other request.
 func openStream(ctx context.Context, cfg *rest.Config, namespace, name, stream string) (*gwebsocket.Conn, error) {
+	return openResourceStream(ctx, cfg, namespace, "virtualmachineinstances", name, stream)
+}
+
+// openResourceStream opens the stream at subpath of resource/name (virtualmachines or
+// virtualmachineinstances) in subresources.kubevirt.io.
+func openResourceStream(ctx context.Context, cfg *rest.Config, namespace, resource, name, stream string) (*gwebsocket.Conn, error) {
 	rt, holder, err := clientwebsocket.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, err
@@ -26,7 +32,7 @@ func openStream(ctx context.Context, cfg *rest.Config, namespace, name, stream s
 	if err != nil {
 		return nil, err
 	}
-	u.Path = path.Join(u.Path, "/apis", subresourcesGV.String(), "namespaces", namespace, "virtualmachineinstances", name, stream)
+	u.Path = path.Join(u.Path, "/apis", subresourcesGV.String(), "namespaces", namespace, resource, name, stream)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err

@@ -3,13 +3,17 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +27,7 @@ import (
 
 	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/virtctl"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -145,6 +150,68 @@ func TestPortForwardThroughKubeAPIServer(t *testing.T) {
 			ws.Close()
 		}
 	})
+	operatorConfig, err := c.UserConfig("operator")
+	require.NoError(t, err)
+	kubeconfig := filepath.Join(t.TempDir(), "operator.kubeconfig")
+	require.NoError(t, framework.WriteKubeconfig(operatorConfig, kubeconfig))
+	t.Run("virtctl port-forward --stdio", func(t *testing.T) {
+		for _, target := range []string{"vm/guest/" + ns, "vmi/guest/" + ns} {
+			stdin, writer := io.Pipe()
+			var out syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- virtctl.Main([]string{"--kubeconfig", kubeconfig, "port-forward", "--stdio=true", target, strconv.Itoa(tcpPort)}, stdin, &out, io.Discard)
+			}()
+			_, err := writer.Write([]byte("stdio"))
+			require.NoError(t, err)
+			assert.Eventually(t, func() bool { return out.String() == "echo:stdio" }, 10*time.Second, 20*time.Millisecond, "got %q", out.String())
+			writer.Close()
+			select {
+			case <-done:
+				t.Fatal("virtctl ended while the guest's end was open")
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	t.Run("virtctl port-forward listens and forwards TCP and UDP", func(t *testing.T) {
+		localTCP, localUDP := freePort(t, "tcp"), freePort(t, "udp")
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		root := virtctl.NewCommand(virtctl.Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		root.SetArgs([]string{"--kubeconfig", kubeconfig, "-n", ns, "port-forward", "vm/guest",
+			fmt.Sprintf("%d:%d", localTCP, tcpPort), fmt.Sprintf("udp/%d:%d", localUDP, udpPort)})
+		done := make(chan error, 1)
+		go func() { done <- root.ExecuteContext(ctx) }()
+
+		var conn net.Conn
+		require.Eventually(t, func() bool {
+			conn, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", localTCP))
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond)
+		defer conn.Close()
+		_, err = conn.Write([]byte("tcp"))
+		require.NoError(t, err)
+		got := make([]byte, len("echo:tcp"))
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err = io.ReadFull(conn, got)
+		require.NoError(t, err)
+		assert.Equal(t, "echo:tcp", string(got))
+
+		udp, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", localUDP))
+		require.NoError(t, err)
+		defer udp.Close()
+		for _, d := range []string{"first", "second"} {
+			_, err = udp.Write([]byte(d))
+			require.NoError(t, err)
+			require.NoError(t, udp.SetReadDeadline(time.Now().Add(10*time.Second)))
+			buf := make([]byte, 100)
+			n, err := udp.Read(buf)
+			require.NoError(t, err)
+			assert.Equal(t, "udp:"+d, string(buf[:n]))
+		}
+		cancel()
+		require.NoError(t, <-done)
+	})
 	t.Run("view may not forward", func(t *testing.T) {
 		for _, resource := range []string{"virtualmachineinstances", "virtualmachines"} {
 			_, resp, err := dialAs(t, c, "watcher", fmt.Sprintf("%s%d", base(resource), tcpPort))
@@ -180,6 +247,39 @@ func TestPortForwardThroughKubeAPIServer(t *testing.T) {
 		assert.Contains(t, body, fmt.Sprintf("port %d/tcp of the guest", closedPort))
 		assert.Contains(t, body, "connection refused")
 	})
+}
+
+// freePort is a local port free for now.
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer pc.Close()
+		return pc.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // echoTCP listens on the loopback and answers each connection with "echo:" and its bytes.
