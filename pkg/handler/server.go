@@ -35,7 +35,7 @@ const (
 )
 
 // Server serves virt-api: the serial console and VNC of an instance as websockets carrying
-// raw bytes, port-forwards to its guest, and the guest commands pause, unpause and softreboot. Only clients with a
+// raw bytes, port-forwards to its guest, and the guest commands pause, unpause, softreboot and reset. Only clients with a
 // certificate from the client CA whose common name is allowed (virt-api's) get in.
 type Server struct {
 	Lister       listers.VirtualMachineInstanceLister
@@ -70,6 +70,7 @@ func (s *Server) Handler() http.Handler {
 		"pause":      (*api.Client).Pause,
 		"unpause":    (*api.Client).Unpause,
 		"softreboot": (*api.Client).SoftReboot,
+		"reset":      (*api.Client).Reset,
 	} {
 		mux.HandleFunc("PUT "+base+verb, s.command(call))
 	}

@@ -418,6 +418,12 @@ func (l *Launcher) SoftReboot() (api.State, error) {
 	return l.command(api.PhaseRunning, func(name string) error { return l.hv.Reboot(name) })
 }
 
+// Reset resets the guest at once (the reset button): a hard reset, which the guest does not
+// see coming.
+func (l *Launcher) Reset() (api.State, error) {
+	return l.command(api.PhaseRunning, func(name string) error { return l.hv.Reset(name) })
+}
+
 // command runs f on the domain if the guest is in phase want; the state follows from the
 // event libvirt sends.
 func (l *Launcher) command(want api.Phase, f func(string) error) (api.State, error) {

@@ -127,6 +127,7 @@ func (f *fakeHypervisor) Suspend(string) error {
 	return f.call("Suspend")
 }
 func (f *fakeHypervisor) Reboot(string) error   { return f.call("Reboot") }
+func (f *fakeHypervisor) Reset(string) error    { return f.call("Reset") }
 func (f *fakeHypervisor) Shutdown(string) error { return f.call("Shutdown") }
 func (f *fakeHypervisor) Destroy(string) error  { return f.call("Destroy") }
 func (f *fakeHypervisor) Undefine(string) error { return f.call("Undefine") }
@@ -225,6 +226,10 @@ func TestEventsFollowLibvirtAndRunExits(t *testing.T) {
 	runDone := make(chan error, 1)
 	go func() { runDone <- l.Run(context.Background(), nil) }()
 
+	_, err = l.Reset()
+	require.NoError(t, err)
+	assert.Equal(t, 1, countOf(hv.Calls(), "Reset"))
+
 	seq := l.State().Seq
 	_, err = l.Pause()
 	require.NoError(t, err)
@@ -234,6 +239,9 @@ func TestEventsFollowLibvirtAndRunExits(t *testing.T) {
 
 	_, err = l.SoftReboot()
 	assert.ErrorIs(t, err, errConflict, "no reboot while paused")
+	_, err = l.Reset()
+	assert.ErrorIs(t, err, errConflict, "no reset while paused")
+	assert.Equal(t, 1, countOf(hv.Calls(), "Reset"), "only the reset while running reached libvirt")
 
 	// A long poll with nothing new returns the current state after its wait.
 	t0 := time.Now()
@@ -364,4 +372,14 @@ func TestSyncWithStartStrategyPausedStaysPaused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, api.PhasePaused, s.Phase)
 	assert.Equal(t, []string{"Define", "StartPaused"}, hv.Calls(), "no resume: the user unpauses")
+}
+
+func countOf(calls []string, name string) int {
+	n := 0
+	for _, c := range calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
 }

@@ -78,6 +78,10 @@ func (l *Launcher) Handler() http.Handler {
 		state, err := l.SoftReboot()
 		reply(w, state, err)
 	})
+	mux.HandleFunc("POST "+api.PathReset, func(w http.ResponseWriter, r *http.Request) {
+		state, err := l.Reset()
+		reply(w, state, err)
+	})
 	mux.HandleFunc("PUT "+api.PathMigrationTarget, func(w http.ResponseWriter, r *http.Request) {
 		var req api.MigrationTargetRequest
 		if err := decode(r, &req); err != nil || req.VMI == nil {

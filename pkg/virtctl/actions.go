@@ -190,6 +190,25 @@ func newSoftRebootCommand(c *cliContext) *cobra.Command {
 	}
 }
 
+func newResetCommand(c *cliContext) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset VMI",
+		Short: "Reset a virtual machine instance at once (a hard reset, as the reset button)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, acts, ns, err := c.clients()
+			if err != nil {
+				return err
+			}
+			if err := acts.put(cmd.Context(), ns, "virtualmachineinstances", args[0], "reset", nil); err != nil {
+				return fmt.Errorf("reset of VMI %s: %w", args[0], err)
+			}
+			fmt.Fprintf(c.streams.Out, "VMI %s was scheduled to reset\n", args[0])
+			return nil
+		},
+	}
+}
+
 func capitalize(s string) string {
 	if s == "" {
 		return s

@@ -1,5 +1,5 @@
 // Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
-// start, stop, restart, pause, unpause, soft-reboot, migrate, migrate-cancel, console, vnc,
+// start, stop, restart, pause, unpause, soft-reboot, reset, migrate, migrate-cancel, console, vnc,
 // port-forward, ssh, scp, expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
 // subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
 package virtctl
@@ -104,7 +104,7 @@ func newRootCommand(c *cliContext, use string) *cobra.Command {
 	c.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newStartCommand(c), newStopCommand(c), newRestartCommand(c),
-		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c),
+		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c), newResetCommand(c),
 		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
 		newPortForwardCommand(c), newSSHCommand(c), newSCPCommand(c),

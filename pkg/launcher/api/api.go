@@ -33,6 +33,7 @@ const (
 	PathPause      = "/" + Version + "/pause"      // POST: State
 	PathUnpause    = "/" + Version + "/unpause"    // POST: State
 	PathSoftReboot = "/" + Version + "/softreboot" // POST: State
+	PathReset      = "/" + Version + "/reset"      // POST: State
 	PathShutdown   = "/" + Version + "/shutdown"   // POST ShutdownRequest: State
 	PathGuestInfo  = "/" + Version + "/guestinfo"  // GET: v1.VirtualMachineInstanceGuestAgentInfo
 	PathFreeze     = "/" + Version + "/freeze"     // POST FreezeRequest: State

@@ -111,6 +111,9 @@ func (c *Client) SoftReboot(ctx context.Context) (State, error) {
 	return c.post(ctx, PathSoftReboot, nil)
 }
 
+// Reset resets the guest at once (a hard reset).
+func (c *Client) Reset(ctx context.Context) (State, error) { return c.post(ctx, PathReset, nil) }
+
 // Shutdown asks the guest to power off and destroys it after the grace period; it returns
 // at once.
 func (c *Client) Shutdown(ctx context.Context, grace *int64) (State, error) {

@@ -226,6 +226,10 @@ func (c *Conn) Reboot(name string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN) })
 }
 
+func (c *Conn) Reset(name string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Reset(0) })
+}
+
 func (c *Conn) Shutdown(name string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error {
 		return d.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN)

@@ -61,6 +61,8 @@ type Hypervisor interface {
 	Suspend(name string) error
 	// Reboot asks the guest to reboot through ACPI.
 	Reboot(name string) error
+	// Reset resets the guest at once, as the reset button does: no guest cooperation.
+	Reset(name string) error
 	// Shutdown presses the guest's ACPI power button.
 	Shutdown(name string) error
 	// Destroy stops QEMU at once.

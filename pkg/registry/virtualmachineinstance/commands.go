@@ -10,7 +10,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
-// Commands are the guest commands of instances: pause, unpause and softreboot. virt-api checks
+// Commands are the guest commands of instances: pause, unpause, softreboot and reset. virt-api checks
 // the instance's state and forwards the command to the node that runs it.
 type Commands struct {
 	vmis  rest.Getter
@@ -68,6 +68,20 @@ func (c *Commands) SoftReboot(ctx context.Context, name string, body action.Body
 		}
 		if f := vmi.Spec.Domain.Features; f != nil && f.ACPI.Enabled != nil && !*f.ACPI.Enabled {
 			return conflict(name, "VMI has ACPI disabled and no guest agent to ask for a reboot")
+		}
+		return nil
+	})
+}
+
+// Reset serves virtualmachineinstances/reset (KubeVirt v1.5+): a hard reset of the guest, as
+// the reset button, which needs nothing of the guest. KubeVirt's clients send no body.
+func (c *Commands) Reset(ctx context.Context, name string, _ action.Body) error {
+	return c.run(ctx, name, "reset", false, func(vmi *kubevirt.VirtualMachineInstance) error {
+		if vmi.Status.Phase != kubevirt.Running {
+			return conflict(name, "Failed to reset non-running VMI with phase %s", vmi.Status.Phase)
+		}
+		if hasCondition(vmi, kubevirt.VirtualMachineInstancePaused) {
+			return conflict(name, "VMI is paused")
 		}
 		return nil
 	})

@@ -100,6 +100,7 @@ func (s *Storage) Serving() serving.Resource {
 		serving.Action("pause", c.Pause, v1.PauseOptions{}, "pause a running instance"),
 		serving.Action("unpause", c.Unpause, v1.UnpauseOptions{}, "unpause a paused instance"),
 		serving.Action("softreboot", c.SoftReboot, nil, "ask the guest to reboot (ACPI)"),
+		serving.Action("reset", c.Reset, nil, "reset the guest at once (a hard reset, as the reset button)"),
 		{Name: "freeze", Subresources: &serving.Route{Doc: "freeze the guest's file systems through the guest agent",
 			Action: c.Freeze, Options: v1.FreezeUnfreezeTimeout{}}},
 		{Name: "unfreeze", Subresources: &serving.Route{Doc: "thaw the guest's file systems", Action: c.Unfreeze}},
