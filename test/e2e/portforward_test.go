@@ -1,0 +1,209 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/test/integration/framework"
+)
+
+var (
+	virtctlOnce sync.Once
+	virtctlPath string
+	virtctlErr  error
+)
+
+// virtctlBinary builds the project's virtctl once, for commands that run in the background
+// (go run would leave its child behind when killed).
+func virtctlBinary(t *testing.T) string {
+	t.Helper()
+	virtctlOnce.Do(func() {
+		dir, err := exec.Command("mktemp", "-d").Output()
+		if err != nil {
+			virtctlErr = err
+			return
+		}
+		virtctlPath = filepath.Join(strings.TrimSpace(string(dir)), "virtctl")
+		out, err := exec.Command("go", "build", "-o", virtctlPath, filepath.Join(framework.RepoRoot(), "cmd", "virtctl")).CombinedOutput()
+		if err != nil {
+			virtctlErr = fmt.Errorf("build virtctl: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, virtctlErr)
+	return virtctlPath
+}
+
+func virtctlCmd(t *testing.T, args ...string) *exec.Cmd {
+	return exec.Command(virtctlBinary(t), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+}
+
+// TestPortForward: virtctl port-forward reaches a TCP port of a masquerade and of a bridge
+// guest (busybox nc in the guest echoes with cat), on the VM's and the instance's paths, as
+// a listening forward and with --stdio; a port nothing listens on says so; a view user is
+// refused. The test guest has no SSH server yet, so virtctl ssh and scp are covered by the
+// unit and integration tests (an in-process SSH server) until hack/guest gains one.
+func TestPortForward(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-portforward")
+	_, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "e2e-viewer"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	for _, binding := range []string{"masquerade", "bridge"} {
+		t.Run(binding, func(t *testing.T) {
+			spec := guestSpec()
+			iface := v1.Interface{Name: "default"}
+			if binding == "bridge" {
+				iface.Bridge = &v1.InterfaceBridge{}
+			} else {
+				iface.Masquerade = &v1.InterfaceMasquerade{}
+			}
+			spec.Networks = []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}}
+			spec.Domain.Devices.Interfaces = []v1.Interface{iface}
+			vm := &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: binding},
+				Spec: v1.VirtualMachineSpec{RunStrategy: ptrTo(v1.RunStrategyAlways),
+					Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}}}
+			_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, vm, metav1.CreateOptions{})
+			require.NoError(t, err)
+			waitVMI(t, ns, binding, 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+			console := attach(t, ns, binding, "console")
+			console.waitFor(t, banner, 90*time.Second)
+			console.typeUntil(t, "nc -lk -p 1234 -e cat & echo echoing-$((3*3))", "echoing-9")
+
+			// --stdio, through the VM's path and the instance's.
+			for _, target := range []string{"vm/" + binding + "/" + ns, "vmi/" + binding + "/" + ns} {
+				var out string
+				require.Eventually(t, func() bool {
+					out = stdioRoundTrip(t, target, "1234", "hello-"+binding+"\n")
+					return out == "hello-"+binding+"\n"
+				}, 60*time.Second, time.Second, "%s echoes through --stdio (last %q)", target, out)
+			}
+
+			// A listening forward: two connections at once, each its own stream.
+			local := freeLocalPort(t)
+			cmd := virtctlCmd(t, "-n", ns, "port-forward", "vm/"+binding, fmt.Sprintf("%d:1234", local))
+			var logs strings.Builder
+			cmd.Stdout, cmd.Stderr = &logs, &logs
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			var conns []net.Conn
+			require.Eventually(t, func() bool {
+				c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
+				if err == nil {
+					conns = append(conns, c)
+				}
+				return len(conns) == 2
+			}, 30*time.Second, 200*time.Millisecond, "virtctl listens: %s", logs.String())
+			for i, c := range conns {
+				line := fmt.Sprintf("conn-%d\n", i)
+				_, err := c.Write([]byte(line))
+				require.NoError(t, err)
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+				got, err := bufio.NewReader(c).ReadString('\n')
+				require.NoError(t, err, logs.String())
+				assert.Equal(t, line, got)
+				c.Close()
+			}
+
+			// Nothing listens on 4321: the error says so.
+			out, err := virtctl(t, "port-forward", "--stdio=true", "vmi/"+binding+"/"+ns, "4321")
+			require.Error(t, err)
+			assert.Contains(t, out, "port 4321/tcp of the guest")
+			assert.Contains(t, out, "connection refused")
+
+			// view may look, not forward.
+			out, err = virtctl(t, "--as=e2e-viewer", "port-forward", "--stdio=true", "vm/"+binding+"/"+ns, "1234")
+			require.Error(t, err)
+			assert.Contains(t, strings.ToLower(out), "forbidden")
+		})
+	}
+}
+
+// stdioRoundTrip sends input through virtctl port-forward --stdio and returns the first line
+// that comes back.
+func stdioRoundTrip(t *testing.T, target, port, input string) string {
+	t.Helper()
+	cmd := virtctlCmd(t, "port-forward", "--stdio=true", target, port)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	_, _ = io.WriteString(stdin, input)
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if s == "" {
+			t.Logf("virtctl: %s", stderr.String())
+		}
+		return s
+	case <-time.After(20 * time.Second):
+		return ""
+	}
+}
+
+func freeLocalPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestResetResetsGuest: virtctl reset is a hard reset: the guest boots again (the banner a
+// second time) while the instance keeps its UID and its launcher pod.
+func TestResetResetsGuest(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-reset")
+	vmis := hangar.KubevirtV1().VirtualMachineInstances(ns)
+	_, err := vmis.Create(ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "guest"}, Spec: guestSpec()}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	console := attach(t, ns, "guest", "console")
+	console.waitFor(t, banner, 90*time.Second)
+	before := waitVMI(t, ns, "guest", 30*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	pods := launcherPods(t, ns, before.UID)
+	require.Len(t, pods, 1)
+	console.typeUntil(t, "echo before-reset-$((2*21))", "before-reset-42")
+	mark := len(console.output())
+
+	out, err := virtctl(t, "-n", ns, "reset", "guest")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "VMI guest was scheduled to reset")
+	require.Eventually(t, func() bool { return strings.Contains(console.output()[mark:], banner) },
+		90*time.Second, 100*time.Millisecond, "the banner again after the reset; saw %q", console.output()[mark:])
+
+	after := waitVMI(t, ns, "guest", 10*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	assert.Equal(t, before.UID, after.UID, "the same instance")
+	now := launcherPods(t, ns, after.UID)
+	require.Len(t, now, 1)
+	assert.Equal(t, pods[0].UID, now[0].UID, "the same launcher pod")
+}
