@@ -19,6 +19,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 	"github.com/hangarvm/hangar/pkg/launcher/virt"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // Config is a launcher's instance and environment.
@@ -392,7 +393,7 @@ func (l *Launcher) attachConsole(socket string) error {
 	if err != nil {
 		return err
 	}
-	relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, "console.log"))
+	relay, err := startConsoleRelay(serial, filepath.Join(l.cfg.SocketDir, api.ConsoleSocketName), filepath.Join(l.cfg.RunDir, layout.ConsoleLogName))
 	if err != nil {
 		serial.Close()
 		return fmt.Errorf("console relay: %w", err)

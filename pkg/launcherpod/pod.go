@@ -156,7 +156,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *clusterconfig
 			SchedulerName:         vmi.Spec.SchedulerName,
 			PriorityClassName:     vmi.Spec.PriorityClassName,
 			ImagePullSecrets:      files.pullSecrets,
-			InitContainers:        files.initContainers,
+			InitContainers:        append(files.initContainers, guestConsoleLog(vmi, cfg.LauncherImage, res)...),
 			SecurityContext:       podSecurityContext(),
 			Containers: []corev1.Container{{
 				Name:            layout.ComputeContainer,
@@ -202,6 +202,44 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *clusterconfig
 		pod.Spec.Volumes = append(pod.Spec.Volumes, *tmpVol)
 	}
 	return pod, nil
+}
+
+// consoleLogResources are the guest-console-log container's: it copies a file that grows at
+// the speed of a serial line. Each limit equals its request, so any LimitRange's
+// maxLimitRequestRatio admits them and a Guaranteed pod stays Guaranteed. Memory (KubeVirt's
+// limit for its virt-tail container; the follower here is virt-launcher, a larger program) is
+// always limited; CPU only when the compute container's is, so that a quota on limits.cpu
+// finds a limit in every container without the sidecar adding one nobody asked for.
+func consoleLogResources(compute corev1.ResourceRequirements) corev1.ResourceRequirements {
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("60Mi")}
+	limits := corev1.ResourceList{corev1.ResourceMemory: requests[corev1.ResourceMemory].DeepCopy()}
+	if _, ok := compute.Limits[corev1.ResourceCPU]; ok {
+		limits[corev1.ResourceCPU] = requests[corev1.ResourceCPU].DeepCopy()
+	}
+	return corev1.ResourceRequirements{Requests: requests, Limits: limits}
+}
+
+// guestConsoleLog is the sidecar that follows the guest's serial console log (the launcher's
+// virt-launcher --follow-console-log) to its standard output, where the kubelet keeps it,
+// rotated, as the container's log: KubeVirt's guest-console-log. A restartable init
+// container, so the pod still ends when the compute container does. It reads the private
+// volume, read-only; under the pod's user and the compute container's restrictions. None
+// when the guest has no serial console (autoattachSerialConsole: false).
+func guestConsoleLog(vmi *v1.VirtualMachineInstance, image string, compute corev1.ResourceRequirements) []corev1.Container {
+	if a := vmi.Spec.Domain.Devices.AutoattachSerialConsole; a != nil && !*a {
+		return nil
+	}
+	res := consoleLogResources(compute)
+	return []corev1.Container{{
+		Name:            layout.GuestConsoleLogContainer,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            []string{"--follow-console-log=" + layout.RunDir + "/" + layout.ConsoleLogName},
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
+		Resources:       res,
+		SecurityContext: containerSecurityContext(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath, ReadOnly: true}},
+	}}
 }
 
 // A launcher pod meets Pod Security "restricted": it runs as KubeVirt's unprivileged qemu user

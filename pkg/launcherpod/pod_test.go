@@ -2,6 +2,7 @@ package launcherpod
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -293,4 +294,69 @@ func TestVCPUsDoNotWrap(t *testing.T) {
 	assert.Equal(t, int64(24), testVMI(func(vmi *v1.VirtualMachineInstance) {
 		vmi.Spec.Domain.CPU = &v1.CPU{Cores: 4, Sockets: 2, Threads: 3}
 	}).Spec.Domain.VCPUs())
+}
+
+// TestGuestConsoleLog: the guest-console-log sidecar follows the console log the launcher
+// writes, read-only, as the last init container with restartPolicy Always (so the pod ends
+// with the compute container), with small resources that keep a Guaranteed pod Guaranteed;
+// a guest without a serial console has none.
+func TestGuestConsoleLog(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		vmi        func(*v1.VirtualMachineInstance)
+		want       bool
+		guaranteed bool
+	}{
+		{name: "a guest with a serial console", want: true},
+		{name: "autoattachSerialConsole true", vmi: func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Devices.AutoattachSerialConsole = ptr.To(true)
+		}, want: true},
+		{name: "no serial console", vmi: func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Devices.AutoattachSerialConsole = ptr.To(false)
+		}},
+		{name: "a Guaranteed pod", vmi: func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
+			vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q("1Gi"), corev1.ResourceCPU: q("1")}
+		}, want: true, guaranteed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := clusterconfig.Defaults()
+			cfg.LauncherImage = "reg/launcher:v1"
+			pod, err := Build(testVMI(tc.vmi), nil, &cfg)
+			require.NoError(t, err)
+			var sidecar *corev1.Container
+			for i := range pod.Spec.InitContainers {
+				if pod.Spec.InitContainers[i].Name == layout.GuestConsoleLogContainer {
+					sidecar = &pod.Spec.InitContainers[i]
+					assert.Equal(t, len(pod.Spec.InitContainers)-1, i, "after the copies")
+				}
+			}
+			for _, c := range pod.Spec.Containers {
+				assert.NotEqual(t, layout.GuestConsoleLogContainer, c.Name)
+			}
+			if !tc.want {
+				assert.Nil(t, sidecar)
+				return
+			}
+			require.NotNil(t, sidecar)
+			assert.Equal(t, "reg/launcher:v1", sidecar.Image)
+			assert.Equal(t, []string{"--follow-console-log=/var/run/hangar/private/run/console.log"}, sidecar.Args)
+			assert.Equal(t, layout.RunDir+"/"+layout.ConsoleLogName, strings.TrimPrefix(sidecar.Args[0], "--follow-console-log="))
+			require.NotNil(t, sidecar.RestartPolicy)
+			assert.Equal(t, corev1.ContainerRestartPolicyAlways, *sidecar.RestartPolicy)
+			assert.Equal(t, []corev1.VolumeMount{{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath, ReadOnly: true}}, sidecar.VolumeMounts)
+			sc := sidecar.SecurityContext
+			require.NotNil(t, sc)
+			assert.True(t, *sc.ReadOnlyRootFilesystem)
+			assert.False(t, *sc.AllowPrivilegeEscalation)
+			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+			assertList(t, corev1.ResourceList{corev1.ResourceCPU: q("10m"), corev1.ResourceMemory: q("60Mi")}, sidecar.Resources.Requests, "requests")
+			if tc.guaranteed {
+				assert.True(t, isGuaranteed(sidecar.Resources), "a Guaranteed pod stays Guaranteed")
+			} else {
+				assertList(t, corev1.ResourceList{corev1.ResourceMemory: q("60Mi")}, sidecar.Resources.Limits, "limits: no CPU limit where the compute container has none")
+			}
+			assert.Empty(t, podrules.ValidatePod(pod), "the pod API would refuse this pod")
+		})
+	}
 }

@@ -18,6 +18,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // TestGuestImagesMountedOrCopied boots the kernelBoot guest twice: with the ImageVolume gate
@@ -49,7 +50,9 @@ func TestGuestImagesMountedOrCopied(t *testing.T) {
 	}
 
 	mounted := boot("mounted")
-	assert.Empty(t, mounted.Spec.InitContainers, "nothing to copy")
+	for _, c := range mounted.Spec.InitContainers {
+		assert.Equal(t, layout.GuestConsoleLogContainer, c.Name, "nothing to copy: the console log's sidecar alone")
+	}
 	vol := kernelBootVolume(mounted)
 	require.NotNil(t, vol)
 	require.NotNil(t, vol.Image, "the kernelBoot image is an image volume")
@@ -61,7 +64,7 @@ func TestGuestImagesMountedOrCopied(t *testing.T) {
 	for _, c := range copied.Spec.InitContainers {
 		names = append(names, c.Name)
 	}
-	assert.Equal(t, []string{launcherpod.CopyHelperContainer, launcherpod.KernelBootContainer}, names)
+	assert.Equal(t, []string{launcherpod.CopyHelperContainer, launcherpod.KernelBootContainer, layout.GuestConsoleLogContainer}, names)
 	vol = kernelBootVolume(copied)
 	require.NotNil(t, vol)
 	assert.NotNil(t, vol.EmptyDir, "the kernelBoot files are copied into an emptyDir")

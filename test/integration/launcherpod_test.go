@@ -36,9 +36,10 @@ func TestLauncherPodAdmission(t *testing.T) {
 	ctx := context.Background()
 
 	// virt-controller's configuration reaches virt-api too (its Role names that one
-	// ConfigMap): a memory overhead of 1Mi makes a 128Mi guest's launcher pod ask for 178Mi
-	// (the 1Mi, its page tables, a vCPU, the I/O thread and the graphics device: 49.25Mi,
-	// rounded up), where the default 180Mi would make it 357Mi.
+	// ConfigMap): a memory overhead of 1Mi makes a 128Mi guest's compute container ask for
+	// 178Mi (the 1Mi, its page tables, a vCPU, the I/O thread and the graphics device: 49.25Mi,
+	// rounded up), where the default 180Mi would make it 357Mi; with the guest-console-log
+	// container's 60Mi, the pod asks for 238Mi.
 	_, err := c.Kube.CoreV1().ConfigMaps("hangar").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "hangar-config"},
 		Data:       map[string]string{"memoryOverhead": "1Mi", "useEmulation": "true"},
@@ -48,12 +49,12 @@ func TestLauncherPodAdmission(t *testing.T) {
 	t.Run("a quota on memory requests, with virt-controller's configuration", func(t *testing.T) {
 		ns := "quota-memory"
 		createNamespace(t, c.Kube, ns)
-		createQuota(t, c, ns, "mem", corev1.ResourceList{corev1.ResourceRequestsMemory: resource.MustParse("100Mi")})
-		waitRefused(t, c, ns, "requests.memory=178Mi")
+		createQuota(t, c, ns, "mem", corev1.ResourceList{corev1.ResourceRequestsMemory: resource.MustParse("200Mi")})
+		waitRefused(t, c, ns, "requests.memory=238Mi")
 		_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("big"), metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "%v", err)
 		assert.Equal(t, `virtualmachineinstances.kubevirt.io "big" is forbidden: launcher pod: exceeded quota: mem, `+
-			`requested: requests.memory=178Mi, used: requests.memory=0, limited: requests.memory=100Mi`, err.Error())
+			`requested: requests.memory=238Mi, used: requests.memory=0, limited: requests.memory=200Mi`, err.Error())
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "big", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "nothing is stored: %v", err)
 
@@ -61,7 +62,7 @@ func TestLauncherPodAdmission(t *testing.T) {
 		small.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Mi")
 		small.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, small, metav1.CreateOptions{})
-		assert.NoError(t, err, "82Mi fits")
+		assert.NoError(t, err, "82Mi and guest-console-log's 60Mi fit")
 	})
 
 	t.Run("no pods allowed: instance create, VM create, VM start", func(t *testing.T) {

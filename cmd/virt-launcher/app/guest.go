@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangarvm/hangar/pkg/launcher"
+	"github.com/hangarvm/hangar/pkg/launcher/consolelog"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
 	"github.com/hangarvm/hangar/pkg/launcher/virt"
 )
@@ -23,6 +24,10 @@ func (o *Options) Run(ctx context.Context) error {
 	case ModeQEMUCapabilities:
 		writeQEMUCapabilities(o.Launcher.LibvirtStateDir, o.QEMUCapabilitiesFile)
 		return nil
+	case ModeFollowConsoleLog:
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return consolelog.Follow(ctx, o.ConsoleLogFile, os.Stdout, 250*time.Millisecond)
 	case ModeGuest:
 		cfg := o.Launcher
 		podNetwork := &launcher.PodNetwork{}

@@ -25,6 +25,10 @@ const (
 	// file to QEMUCapabilitiesFile and exits: virt-handler's init container's job, chosen
 	// by --write-qemu-capabilities.
 	ModeQEMUCapabilities Mode = "qemu-capabilities"
+	// ModeFollowConsoleLog copies the guest's console log to standard output as it grows,
+	// until SIGTERM: the launcher pod's guest-console-log container, chosen by
+	// --follow-console-log.
+	ModeFollowConsoleLog Mode = "follow-console-log"
 )
 
 // Options are virt-launcher's flags. Those of the instance default to the environment the
@@ -35,6 +39,8 @@ type Options struct {
 	Launcher launcher.Config
 	// QEMUCapabilitiesFile, when set, is where ModeQEMUCapabilities writes its probe.
 	QEMUCapabilitiesFile string
+	// ConsoleLogFile, when set, is the console log ModeFollowConsoleLog follows.
+	ConsoleLogFile string
 	// Mode is set by Complete.
 	Mode Mode
 }
@@ -83,14 +89,21 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.FinalWait, "final-wait", c.FinalWait, "how long the final state waits for virt-handler before the launcher exits")
 	fs.StringVar(&o.QEMUCapabilitiesFile, "write-qemu-capabilities", o.QEMUCapabilitiesFile,
 		"instead of running a guest, write libvirt's capabilities of QEMU to this file and exit (virt-handler's init container)")
+	fs.StringVar(&o.ConsoleLogFile, "follow-console-log", o.ConsoleLogFile,
+		"instead of running a guest, copy this console log to standard output as the guest writes it, until SIGTERM (the guest-console-log container)")
 }
 
-// Complete chooses the mode: the probe when --write-qemu-capabilities names a file, else the
-// guest.
+// Complete chooses the mode: the probe when --write-qemu-capabilities names a file, the
+// console log's follower when --follow-console-log does, else the guest.
 func (o *Options) Complete() error {
 	o.Mode = ModeGuest
-	if o.QEMUCapabilitiesFile != "" {
+	switch {
+	case o.QEMUCapabilitiesFile != "" && o.ConsoleLogFile != "":
+		return errors.New("--write-qemu-capabilities and --follow-console-log are two jobs: choose one")
+	case o.QEMUCapabilitiesFile != "":
 		o.Mode = ModeQEMUCapabilities
+	case o.ConsoleLogFile != "":
+		o.Mode = ModeFollowConsoleLog
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ func TestValidate(t *testing.T) {
 		{name: "a guest", set: instance},
 		{name: "a guest without its instance", set: func(o *Options) { o.Launcher.Name = "vm1" }, wantErr: []string{required}},
 		{name: "the probe needs no instance", set: func(o *Options) { o.QEMUCapabilitiesFile = "/caps.xml" }},
+		{name: "the console log's follower needs no instance", set: func(o *Options) { o.ConsoleLogFile = "/run/console.log" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,5 +42,27 @@ func TestValidate(t *testing.T) {
 				assert.ErrorContains(t, err, w)
 			}
 		})
+	}
+}
+
+func TestCompleteChoosesTheMode(t *testing.T) {
+	for _, tc := range []struct {
+		caps, log string
+		want      Mode
+		err       bool
+	}{
+		{want: ModeGuest},
+		{caps: "/caps.xml", want: ModeQEMUCapabilities},
+		{log: "/run/console.log", want: ModeFollowConsoleLog},
+		{caps: "/caps.xml", log: "/run/console.log", err: true},
+	} {
+		o := &Options{QEMUCapabilitiesFile: tc.caps, ConsoleLogFile: tc.log}
+		err := o.Complete()
+		if tc.err {
+			assert.Error(t, err)
+			continue
+		}
+		assert.NoError(t, err)
+		assert.Equal(t, tc.want, o.Mode)
 	}
 }

@@ -62,11 +62,11 @@ func TestLimitRanges(t *testing.T) {
 			objs: []runtime.Object{limitRange("lr", corev1.LimitRangeItem{Type: container, MaxLimitRequestRatio: mem("2")})}},
 		{name: "defaults fill limits, then the ratio holds", vmi: testVMI(noDisks),
 			objs: []runtime.Object{limitRange("lr", corev1.LimitRangeItem{Type: container, Default: mem("400Mi"), MaxLimitRequestRatio: mem("1500m")})}},
-		{name: "Pod max on the pod's total (sum of containers, max of init containers)", vmi: testVMI(withLimits(mem("256Mi"))),
+		{name: "Pod max on the pod's total (sum of containers and sidecars, max of init containers)", vmi: testVMI(withLimits(mem("256Mi"))),
 			objs:    []runtime.Object{limitRange("lr", corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: mem("400Mi")})},
-			wantMsg: "LimitRange lr: maximum memory usage per Pod is 400Mi, but limit is 585Mi"},
+			wantMsg: "LimitRange lr: maximum memory usage per Pod is 400Mi, but limit is 645Mi"},
 		{name: "Pod min", objs: []runtime.Object{limitRange("lr", corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: mem("1Gi")})},
-			wantMsg: "LimitRange lr: minimum memory usage per Pod is 1Gi, but request is 357Mi"},
+			wantMsg: "LimitRange lr: minimum memory usage per Pod is 1Gi, but request is 417Mi"},
 		{name: "a LimitRange of another namespace", objs: []runtime.Object{func() runtime.Object {
 			lr := limitRange("lr", corev1.LimitRangeItem{Type: container, Min: mem("1Gi")})
 			lr.Namespace = "other"
@@ -88,7 +88,7 @@ func TestLimitRanges(t *testing.T) {
 			objs: []runtime.Object{
 				limitRange("lr", corev1.LimitRangeItem{Type: container, Default: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}),
 				quota("q1", corev1.ResourceList{corev1.ResourceLimitsMemory: q("1Gi")}, corev1.ResourceList{corev1.ResourceLimitsMemory: q("512Mi")}),
-			}, wantMsg: "exceeded quota: q1, requested: limits.memory=1Gi, used: limits.memory=512Mi, limited: limits.memory=1Gi"},
+			}, wantMsg: "exceeded quota: q1, requested: limits.memory=1084Mi, used: limits.memory=512Mi, limited: limits.memory=1Gi"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

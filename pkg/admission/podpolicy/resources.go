@@ -7,9 +7,11 @@ import (
 )
 
 // podRequests and podLimits total a pod's containers as the scheduler, the quota and the
-// LimitRanger count them: the sum over the containers, raised to any init container that asks
-// for more (init containers run one at a time, before the others). Launcher pods have no
-// sidecars (restartable init containers) and no overhead (no runtimeClassName).
+// LimitRanger count them (k8s.io/component-helpers' resource helpers): the containers and the
+// sidecars (restartable init containers, which run beside them: guest-console-log) summed,
+// raised to what any init container asks for while it runs, plus the sidecars started before
+// it (init containers run one at a time, in order). Launcher pods have no overhead (no
+// runtimeClassName).
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	return podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
 }
@@ -27,14 +29,44 @@ func podTotal(pod *corev1.Pod, list func(*corev1.Container) corev1.ResourceList)
 			total[name] = sum
 		}
 	}
+	sidecars := corev1.ResourceList{}
+	peak := corev1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
-		for name, q := range list(&pod.Spec.InitContainers[i]) {
-			if cur, ok := total[name]; !ok || q.Cmp(cur) > 0 {
-				total[name] = q.DeepCopy()
+		c := &pod.Spec.InitContainers[i]
+		running := corev1.ResourceList{}
+		if isSidecar(c) {
+			addTo(total, list(c))
+			addTo(sidecars, list(c))
+			addTo(running, sidecars)
+		} else {
+			addTo(running, list(c))
+			addTo(running, sidecars)
+		}
+		for name, q := range running {
+			if cur, ok := peak[name]; !ok || q.Cmp(cur) > 0 {
+				peak[name] = q
 			}
 		}
 	}
+	for name, q := range peak {
+		if cur, ok := total[name]; !ok || q.Cmp(cur) > 0 {
+			total[name] = q.DeepCopy()
+		}
+	}
 	return total
+}
+
+// isSidecar: a restartable init container, which runs beside the containers.
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+func addTo(sum, l corev1.ResourceList) {
+	for name, q := range l {
+		s := sum[name]
+		s.Add(q)
+		sum[name] = s
+	}
 }
 
 // isNativeResource: a resource without a domain, or in kubernetes.io; everything else is an

@@ -87,7 +87,16 @@ const (
 	CopyHelperContainer = "install-copy-helper"
 	// KernelBootContainer copies the kernelBoot image's files.
 	KernelBootContainer = "kernel-boot"
+	// GuestConsoleLogContainer follows the guest's serial console log to its standard
+	// output, so `kubectl logs POD -c guest-console-log` shows it, as KubeVirt's: a sidecar
+	// (a restartable init container) that the kubelet stops after the compute container.
+	GuestConsoleLogContainer = "guest-console-log"
 )
+
+// ConsoleLogName is the guest's serial console log in the launcher's run directory (RunDir),
+// which the launcher writes and rotates (to ConsoleLogName + ".1") and the guest-console-log
+// container follows.
+const ConsoleLogName = "console.log"
 
 // Pod volumes of the launcher's own. A persistentVolumeClaim volume becomes a pod volume of
 // the instance volume's name (as in KubeVirt), so such a volume may not take one of these.
