@@ -43,6 +43,15 @@ func TestResetThroughVirtAPI(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
+	// Discovery lists the new subresources under KubeVirt's names.
+	resources, err := server.Client.Discovery().ServerResourcesForGroupVersion("subresources.kubevirt.io/v1")
+	require.NoError(t, err)
+	var names []string
+	for _, r := range resources.APIResources {
+		names = append(names, r.Name)
+	}
+	assert.Subset(t, names, []string{"virtualmachineinstances/reset", "virtualmachineinstances/portforward", "virtualmachines/portforward"})
+
 	put := func(group string) int {
 		var code int
 		server.Client.Discovery().RESTClient().Put().AbsPath("/apis/" + group + "/namespaces/" + ns + "/virtualmachineinstances/guest/reset").
