@@ -182,7 +182,7 @@ func installCRD(t *testing.T, c *framework.Cluster, client dynamic.Interface) {
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
-	vmSchema, err := crdSchema(doc.Components.Schemas, "com.github.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachine")
+	vmSchema, err := crdSchema(doc.Components.Schemas, "v1.VirtualMachine")
 	require.NoError(t, err)
 
 	crdRes := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
