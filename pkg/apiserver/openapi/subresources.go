@@ -102,9 +102,23 @@ func Document(v2 *common.Config, v3 *common.OpenAPIV3Config, prefixes Prefixes, 
 			d.kinds[prefixes.Subresources+item] = r.Kind
 		}
 	}
-	v2.PostProcessSpec = d.PostProcessV2
-	v3.PostProcessSpec = d.PostProcessV3
+	v2.PostProcessSpec = chain(v2.PostProcessSpec, d.PostProcessV2)
+	v3.PostProcessSpec = chain(v3.PostProcessSpec, d.PostProcessV3)
 	return d
+}
+
+// chain runs first (if any), then next.
+func chain[T any](first, next func(T) (T, error)) func(T) (T, error) {
+	if first == nil {
+		return next
+	}
+	return func(doc T) (T, error) {
+		doc, err := first(doc)
+		if err != nil {
+			return doc, err
+		}
+		return next(doc)
+	}
 }
 
 // addKubeVirt documents a subresource as kubevirt.io serves it: an action answers a Status.
