@@ -4,9 +4,10 @@
 # hack/guest/apt-mirror.sh) with only what the README asks for (Go, copied from this machine;
 # gcc; git and ca-certificates, which a clone and the module proxy need) and a fresh clone of
 # this checkout's HEAD. Inside it runs, as hack/test.sh does and timed:
-#   hack/install-node-deps.sh, hack/install-browser.sh, hack/install-codegen-deps.sh,
-#   go build ./..., go vet (every tag), hack/verify-codegen.sh, go test ./... (unit,
-#   in-process integration and browser tests; HANGAR_REQUIRE_BROWSER=1),
+#   hack/install-node-deps.sh, hack/install-browser.sh, hack/install-prometheus.sh,
+#   hack/install-codegen-deps.sh, go build ./..., go vet (every tag), hack/verify-codegen.sh,
+#   go test ./... (unit, in-process integration, browser and promtool tests;
+#   HANGAR_REQUIRE_BROWSER=1, HANGAR_REQUIRE_PROMTOOL=1),
 #   and with --kubernetes also hack/cluster/build.sh (Kubernetes and containerd from source);
 # then checks that no node or npm is on the chroot's PATH. A missing package that a script does
 # not install fails a stage here, as it would on a new machine. The cluster stages cannot run
@@ -86,7 +87,7 @@ bind "$(go env GOMODCACHE)" /root/go/pkg/mod
 in_chroot() {
   chroot "${CHROOT}" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
     PATH=/usr/local/go/bin:/root/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    GOPROXY="$(go env GOPROXY)" GOFLAGS=-buildvcs=false GOTOOLCHAIN=local HANGAR_REQUIRE_BROWSER=1 \
+    GOPROXY="$(go env GOPROXY)" GOFLAGS=-buildvcs=false GOTOOLCHAIN=local HANGAR_REQUIRE_BROWSER=1 HANGAR_REQUIRE_PROMTOOL=1 \
     bash -c "cd /src/hangar && $*"
 }
 
@@ -104,11 +105,12 @@ step() { # step NAME COMMAND...
 in_chroot 'go version; . /etc/os-release; echo "$PRETTY_NAME"; command -v node npm nodejs || echo "no node, nodejs or npm"'
 step "node packages (hack/install-node-deps.sh)" hack/install-node-deps.sh
 step "browser (hack/install-browser.sh)" hack/install-browser.sh
+step "prometheus (hack/install-prometheus.sh)" hack/install-prometheus.sh
 step "codegen packages (hack/install-codegen-deps.sh)" hack/install-codegen-deps.sh
 step "go build ./..." go build ./...
 step "go vet, every tag" go vet -tags kube,e2e,bench,libvirt,cluster,install ./...
 step "hack/verify-codegen.sh" hack/verify-codegen.sh
-step "go test ./... (unit, integration, browser)" go test -count=1 ./...
+step "go test ./... (unit, integration, browser, promtool)" go test -count=1 ./...
 if [[ ${KUBERNETES} == true ]]; then
   step "hack/cluster/build.sh (Kubernetes, containerd)" hack/cluster/build.sh
 fi

@@ -64,7 +64,6 @@ e2e() {
     started_cluster=true
     trap 'stage "cluster down" hack/cluster/down.sh' EXIT
   fi
-  stage "prometheus (Debian's, for the monitoring test)" hack/install-prometheus.sh
   # Two nodes: what crosses nodes (spreading, failover, DNS and Services across nodes) is tested.
   stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
   # The cluster this script brought up, whatever KUBECONFIG the caller has.
@@ -141,15 +140,16 @@ no_node_called() {
 START=${SECONDS}
 export HANGAR_NODES=${HANGAR_NODES:-2}
 forbid_node
-# The browser tests drive Debian's Chromium (test/browser), installed below: a missing one
-# fails them instead of skipping them.
-export HANGAR_REQUIRE_BROWSER=1
+# The browser tests drive Debian's Chromium (test/browser) and the rules' tests run Debian's
+# promtool, both installed below: a missing one fails them instead of skipping them.
+export HANGAR_REQUIRE_BROWSER=1 HANGAR_REQUIRE_PROMTOOL=1
 # libvirt.org/go/libvirt is cgo: the node packages need libvirt-dev (and the node tests QEMU).
 stage "node packages" hack/install-node-deps.sh
 stage "browser (Debian's Chromium, for the browser tests)" hack/install-browser.sh
+stage "prometheus (Debian's: promtool for the rules' tests, the server for the monitoring tests)" hack/install-prometheus.sh
 stage "go build" go build ./...
 # Every build tag at once: benchmarks and tests that CI does not run still compile.
-stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster ./...
+stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster,install ./...
 stage "verify codegen" hack/verify-codegen.sh
 stage "kubernetes binaries" hack/cluster/build.sh
 stage "cluster tooling tests" go -C hack/tools test -count=1 ./...
