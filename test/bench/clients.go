@@ -81,6 +81,10 @@ func typedVMs(c *clients, ns string) target {
 			_, err := vms.Create(ctx, typedVM(n), metav1.CreateOptions{})
 			return err
 		},
+		get: func(ctx context.Context, n int) error {
+			_, err := vms.Get(ctx, typedVM(n).Name, metav1.GetOptions{})
+			return err
+		},
 		list: func(ctx context.Context, opts metav1.ListOptions) (int, string, error) {
 			list, err := vms.List(ctx, opts)
 			if err != nil {
