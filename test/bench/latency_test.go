@@ -46,7 +46,9 @@ func TestAPILatency(t *testing.T) {
 			ns := fmt.Sprintf("latency-%d-%d", run, i)
 			_, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 			require.NoError(t, err)
-			l := offerLoad(row.new(cl, ns), rate, time.Duration(seconds)*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
+			l := offerLoad(ctx, row.new(cl, ns), rate)
+			cancel()
 			results[i].creates = append(results[i].creates, l.creates...)
 			results[i].gets = append(results[i].gets, l.gets...)
 			results[i].errors += l.errors
@@ -67,10 +69,9 @@ func TestAPILatency(t *testing.T) {
 	require.Zero(t, hangar.errors+crd.errors, "requests failed")
 }
 
-// offerLoad sends rate creates and 2×rate gets per second to tg for d, each on a goroutine of
-// its own, and waits for the last answer.
-func offerLoad(tg target, rate int, d time.Duration) latencies {
-	ctx := context.Background()
+// offerLoad sends rate creates and 2×rate gets per second to tg until ctx is done, each on a
+// goroutine of its own, and waits for the last answer.
+func offerLoad(ctx context.Context, tg target, rate int) latencies {
 	var (
 		mu   sync.Mutex
 		l    latencies
@@ -89,23 +90,29 @@ func offerLoad(tg target, rate int, d time.Duration) latencies {
 	}
 	// A few objects first, so that gets have something to read from the start.
 	for n := 0; n < 10; n++ {
-		if err := tg.create(ctx, n); err == nil {
+		if err := tg.create(context.WithoutCancel(ctx), n); err == nil {
 			made = append(made, n)
 		}
 	}
 	next.Store(10)
 	tick := time.NewTicker(time.Second / time.Duration(3*rate))
 	defer tick.Stop()
-	end := time.Now().Add(d)
-	for i := 0; time.Now().Before(end); i++ {
-		<-tick.C
+	// Requests are not tied to ctx: the last ones finish and count.
+	reqCtx := context.WithoutCancel(ctx)
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return l
+		case <-tick.C:
+		}
 		wg.Add(1)
 		if i%3 == 0 {
 			n := int(next.Add(1) - 1)
 			go func() {
 				defer wg.Done()
 				start := time.Now()
-				err := tg.create(ctx, n)
+				err := tg.create(reqCtx, n)
 				record(&l.creates, start, err)
 				if err == nil {
 					mu.Lock()
@@ -127,11 +134,9 @@ func offerLoad(tg target, rate int, d time.Duration) latencies {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			record(&l.gets, start, tg.get(ctx, n))
+			record(&l.gets, start, tg.get(reqCtx, n))
 		}()
 	}
-	wg.Wait()
-	return l
 }
 
 // pct is the p-th percentile of d (nearest rank); 0 when d is empty.
