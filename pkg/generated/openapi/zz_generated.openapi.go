@@ -5185,7 +5185,7 @@ func schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref common.ReferenceC
 					},
 					"launcherDevicesOnly": {
 						SchemaProps: spec.SchemaProps{
-							Description: "LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver refuses any other pod that asks for one (the ValidatingAdmissionPolicy hangar-launcher-devices of the release manifest reads this from hangar-config). Unset, as in KubeVirt, any pod may ask for them.",
+							Description: "LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver refuses any other pod that asks for one (the ValidatingAdmissionPolicy hangar-launcher-devices, which the operator applies while this is set). Unset, as in KubeVirt, any pod may ask for them.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},

@@ -48,6 +48,9 @@ func Objects(s Settings) ([]Object, error) {
 		if u, ok := o.Object.(*unstructured.Unstructured); ok && !s.Served[u.GroupVersionKind()] {
 			continue // a monitoring object of a kind the cluster does not serve
 		}
+		if launcherDevicesPolicy(o.Object) && !s.Spec.Configuration.LauncherDevicesOnly {
+			continue // pruned if an earlier spec had it
+		}
 		objs = append(objs, o)
 	}
 	for _, o := range objs {
@@ -59,6 +62,20 @@ func Objects(s Settings) ([]Object, error) {
 		}
 	}
 	return objs, nil
+}
+
+// LauncherDevicesPolicyName names the ValidatingAdmissionPolicy (and its binding) that keeps
+// Hangar's devices for launcher pods, rendered only with spec.configuration.launcherDevicesOnly.
+const LauncherDevicesPolicyName = "hangar-launcher-devices"
+
+func launcherDevicesPolicy(obj interface{}) bool {
+	switch o := obj.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		return o.Name == LauncherDevicesPolicyName
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		return o.Name == LauncherDevicesPolicyName
+	}
+	return false
 }
 
 // label marks an object as the operator's, of this version.

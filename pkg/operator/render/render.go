@@ -67,14 +67,15 @@ const monitoringPhase = PhaseEtcd
 
 // phaseOfFile says which phase a component manifest belongs to.
 var phaseOfFile = map[string]Phase{
-	"etcd.yaml":            PhaseEtcd,
-	"virt-api.yaml":        PhaseAPI,
-	"apiservices.yaml":     PhaseAPI,
-	"webhooks.yaml":        PhaseAPI,
-	"metrics.yaml":         PhaseController,
-	"config.yaml":          PhaseController,
-	"virt-controller.yaml": PhaseController,
-	"virt-handler.yaml":    PhaseHandler,
+	"etcd.yaml":             PhaseEtcd,
+	"virt-api.yaml":         PhaseAPI,
+	"apiservices.yaml":      PhaseAPI,
+	"webhooks.yaml":         PhaseAPI,
+	"metrics.yaml":          PhaseController,
+	"config.yaml":           PhaseController,
+	"launcher-devices.yaml": PhaseController,
+	"virt-controller.yaml":  PhaseController,
+	"virt-handler.yaml":     PhaseHandler,
 }
 
 // Object is one object to apply, and its phase.

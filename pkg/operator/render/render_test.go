@@ -89,8 +89,10 @@ func TestObjectsDefaults(t *testing.T) {
 	assert.Nil(t, etcd.Spec.VolumeClaimTemplates[0].Spec.StorageClassName, "the cluster's default class")
 
 	config := find[*corev1.ConfigMap](t, objs, ConfigName)
-	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l",
-		"launcherDevicesOnly": "false"}, config.Data)
+	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l"}, config.Data)
+	for _, o := range objs {
+		assert.False(t, launcherDevicesPolicy(o.Object), "no launcher devices policy without launcherDevicesOnly")
+	}
 
 	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io"} {
 		assert.Equal(t, []byte("CA"), find[*apiregistrationv1.APIService](t, objs, name).Spec.CABundle, name)
@@ -154,7 +156,13 @@ func TestObjectsSettings(t *testing.T) {
 	assert.Equal(t, "4", config.Data["cpuAllocationRatio"])
 	assert.Equal(t, "LiveMigrate", config.Data["evictionStrategy"])
 	assert.Equal(t, "20s", config.Data["nodeUnresponsiveGracePeriod"])
-	assert.Equal(t, "true", config.Data["launcherDevicesOnly"], "what the admission policy hangar-launcher-devices reads")
+	policy := find[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, LauncherDevicesPolicyName)
+	// Every API server that runs the ValidatingAdmissionPolicy plugin watches a parameter kind
+	// cluster-wide; virt-api, which runs it too, may not (it would never be ready).
+	assert.Nil(t, policy.Spec.ParamKind, "the policy takes no parameter")
+	binding := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, LauncherDevicesPolicyName)
+	assert.Nil(t, binding.Spec.ParamRef)
+	assert.Equal(t, LauncherDevicesPolicyName, binding.Spec.PolicyName)
 	assert.Equal(t, "parallelMigrationsPerCluster: 3\n", config.Data["migrations"])
 	assert.Equal(t, "LiveMigrate", config.Data["workloadUpdateMethods"])
 	assert.Equal(t, "3", config.Data["batchEvictionSize"])
