@@ -54,11 +54,11 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []
 	}
 	ws.Route(ws.GET("/version").To(func(_ *restful.Request, resp *restful.Response) {
 		_ = resp.WriteAsJson(version.Get())
-	}).Operation("getVersion").Doc("the Hangar version, as KubeVirt reports its own"))
+	}).Operation("v1Version").Doc("the Hangar version, as KubeVirt reports its own"))
 	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
 		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
 			resp.ResponseWriter, req.Request, http.StatusOK, resourceList, false)
-	}).Operation("getSubresourcesAPIResources").Doc("the resources of the group"))
+	}).Operation("v1getAPISubResources").Doc("the resources of the group"))
 	s.Handler.GoRestfulContainer.Add(ws)
 
 	group := metav1.APIGroup{
@@ -81,43 +81,29 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []
 }
 
 // addRoute adds the route of one subresource to ws and returns its verb as RBAC sees it:
-// an action is a PUT ("update"), a stream a GET ("get").
+// an action is a PUT ("update"), a stream a GET ("get"). The OpenAPI documents bodies and
+// answers from the same table (pkg/apiserver/openapi).
 func addRoute(ws *restful.WebService, r serving.Resource, subresource string, route *serving.Route) string {
 	path := "/namespaces/{namespace}/" + r.Name + "/{name}/" + subresource
 	namespace := ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")
-	name := ws.PathParameter("name", "name of the "+r.Name[:len(r.Name)-1])
+	name := ws.PathParameter("name", "name of the "+r.Kind)
 	if route.Action != nil {
 		// The same endpoint as the kubevirt.io subresource: one body reader, one answer.
 		connecter := action.NewBodiless(route.Action)
-		b := ws.PUT(path).
-			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) }).
-			Operation("replaceSubresourcesNamespaced"+r.Kind+capitalize(subresource)).
-			Doc(route.Doc).Param(namespace).Param(name).
-			Returns(http.StatusAccepted, "Accepted; the response has no body", metav1.Status{}).
-			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{})
-		if route.Options != nil {
-			b = b.Reads(route.Options, "options of the action; optional")
-		}
-		ws.Route(b)
+		b := ws.PUT(path).To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) })
+		// Kubernetes marks the kubevirt.io subresources, which it serves as connecters, so.
+		ws.Route(b.Operation(route.Operation).Doc(route.Doc).Param(namespace).Param(name).Metadata("x-kubernetes-action", "connect"))
 		return "update"
 	}
-	paths := []string{""}
-	if len(route.Paths) > 0 {
-		paths = route.Paths
+	below := route.Below
+	if len(below) == 0 {
+		below = []serving.Below{{Operation: route.Operation}}
 	}
-	for _, below := range paths {
-		b := ws.GET(path + below).
-			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) }).
-			Operation("connectSubresourcesNamespaced" + r.Kind + operationName(subresource+below)).
-			Doc(route.Doc).Param(namespace).Param(name)
-		for _, param := range pathParams(below) {
+	for _, p := range below {
+		b := ws.GET(path + p.Path).To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) })
+		b = b.Operation(p.Operation).Doc(route.Doc).Param(namespace).Param(name).Metadata("x-kubernetes-action", "connect")
+		for _, param := range pathParams(p.Path) {
 			b = b.Param(ws.PathParameter(param, "the "+param+" of the "+subresource))
-		}
-		if route.Returns != nil {
-			b = b.Returns(http.StatusOK, "OK", route.Returns).
-				Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
-		} else {
-			b = b.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
 		}
 		ws.Route(b)
 	}
@@ -172,25 +158,6 @@ func newGroupWebService(group metav1.APIGroup) *restful.WebService {
 	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
 		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
 			resp.ResponseWriter, req.Request, http.StatusOK, &group, false)
-	}).Operation("getSubresourcesAPIGroup").Doc("the group's discovery document"))
+	}).Operation("v1GetSubAPIGroup").Doc("the group's discovery document"))
 	return ws
-}
-
-// operationName turns a subresource path (vnc/screenshot) into part of an operation ID.
-func operationName(subresource string) string {
-	var out string
-	for _, part := range strings.Split(subresource, "/") {
-		if strings.HasPrefix(part, "{") {
-			part = "with" + capitalize(strings.Trim(part, "{}"))
-		}
-		out += capitalize(part)
-	}
-	return out
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]-'a'+'A') + s[1:]
 }

@@ -114,7 +114,7 @@ func (tc *testCLI) runWithInput(t *testing.T, input string, args ...string) erro
 			tc.ran = append(tc.ran, append([]string{filepath.Base(cmd.Path)}, cmd.Args[1:]...))
 			return nil
 		}}
-	root := newRootCommand(c, "virtctl")
+	root := newCommand(c)
 	root.SetArgs(append([]string{"--kubeconfig", tc.kubeconfig}, args...))
 	root.SetOut(&tc.out)
 	root.SetErr(&tc.errOut)

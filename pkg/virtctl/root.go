@@ -1,6 +1,6 @@
 // Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
-// start, stop, restart, pause, unpause, soft-reboot, reset, migrate, migrate-cancel, console, vnc,
-// port-forward, ssh, scp, expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
+// start, stop, restart, pause, unpause, soft-reboot, reset, migrate, migrate-cancel, console,
+// vnc, port-forward, ssh, scp, expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
 // subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
 package virtctl
 
@@ -29,6 +29,10 @@ type Streams = genericiooptions.IOStreams
 type cliContext struct {
 	flags   *genericclioptions.ConfigFlags
 	streams Streams
+	// kubevirt and kubernetes, when set, are the clients to use instead of ones made from the
+	// flags (unit tests set fake clientsets).
+	kubevirt   versioned.Interface
+	kubernetes kubernetes.Interface
 	// run runs a local client (ssh, scp); nil: exec it. Tests see the command line.
 	run func(*exec.Cmd) error
 }
@@ -63,9 +67,11 @@ func (c *cliContext) clients() (versioned.Interface, *actions, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
-	kv, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, "", err
+	kv := c.kubevirt
+	if kv == nil {
+		if kv, err = versioned.NewForConfig(cfg); err != nil {
+			return nil, nil, "", err
+		}
 	}
 	acts, err := newActions(cfg)
 	if err != nil {
@@ -79,6 +85,9 @@ func (c *cliContext) kube() (kubernetes.Interface, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if c.kubernetes != nil {
+		return c.kubernetes, ns, nil
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	return kube, ns, err
 }
@@ -86,15 +95,17 @@ func (c *cliContext) kube() (kubernetes.Interface, string, error) {
 // NewCommand returns virtctl's root command. Called as kubectl-virt (a kubectl plugin), it
 // names itself "kubectl virt".
 func NewCommand(streams Streams) *cobra.Command {
+	return newCommand(&cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams})
+}
+
+// newCommand builds the command tree on c. The global flags are kubectl's own
+// (genericclioptions), as KubeVirt's virtctl takes them: --kubeconfig, -n/--namespace,
+// --context, --cluster, --user, --as, --as-group, --as-uid, -s/--server, --token, ...
+func newCommand(c *cliContext) *cobra.Command {
 	use := "virtctl"
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-virt") {
 		use = "kubectl virt"
 	}
-	return newRootCommand(&cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams}, use)
-}
-
-// newRootCommand is virtctl's root command named use, on c.
-func newRootCommand(c *cliContext, use string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           use,
 		Short:         "Control virtual machines: start, stop, consoles and more",

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -31,14 +30,16 @@ func devicePod(name string, device corev1.ResourceName) *corev1.Pod {
 	}}
 }
 
-// TestLauncherDevicesOnly: with the Hangar object's launcherDevicesOnly in hangar-config, the
-// release manifest's ValidatingAdmissionPolicy makes kube-apiserver refuse a pod that asks for
-// devices.kubevirt.io/kvm or /tun unless virt-controller creates it; without the setting (or
-// without hangar-config), any pod may ask, as in KubeVirt.
+// TestLauncherDevicesOnly: the ValidatingAdmissionPolicy hangar-operator applies with the
+// Hangar object's launcherDevicesOnly makes kube-apiserver refuse a pod that asks for
+// devices.kubevirt.io/kvm or /tun unless virt-controller creates it; without it (the setting
+// off: the operator removes it), any pod may ask, as in KubeVirt. virt-api, which runs the
+// ValidatingAdmissionPolicy plugin too, stays ready with the policy in place.
 func TestLauncherDevicesOnly(t *testing.T) {
 	c := framework.StartAggregated(t)
 	ctx := context.Background()
-	out, err := c.Kubectl("apply", "-f", filepath.Join(framework.RepoRoot(), "artifacts/install/admission/launcher-devices.yaml"))
+	policy := filepath.Join(framework.RepoRoot(), "artifacts/components/launcher-devices.yaml")
+	out, err := c.Kubectl("apply", "-f", policy)
 	require.NoError(t, err, out)
 	ns := "tenant"
 	createNamespace(t, c.Kube, ns)
@@ -51,10 +52,6 @@ func TestLauncherDevicesOnly(t *testing.T) {
 		return kubernetes.NewForConfigOrDie(cfg)
 	}
 	alice, virtController := as("alice"), as(controller)
-	config := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hangar-config", Namespace: "hangar"},
-		Data: map[string]string{clusterconfig.KeyLauncherDevicesOnly: "true"}}
-	_, err = c.Kube.CoreV1().ConfigMaps("hangar").Create(ctx, config, metav1.CreateOptions{})
-	require.NoError(t, err)
 
 	create := func(client kubernetes.Interface, pod *corev1.Pod) error {
 		var err error
@@ -65,7 +62,7 @@ func TestLauncherDevicesOnly(t *testing.T) {
 		}, 30*time.Second, 200*time.Millisecond)
 		return err
 	}
-	// kube-apiserver learns of the policy and its parameter through informers.
+	// kube-apiserver learns of the policy through informers.
 	require.Eventually(t, func() bool {
 		return apierrors.IsForbidden(create(alice, devicePod("kvm", "devices.kubevirt.io/kvm")))
 	}, 30*time.Second, 200*time.Millisecond, "the policy applies")
@@ -79,13 +76,15 @@ func TestLauncherDevicesOnly(t *testing.T) {
 	}
 	assert.NoError(t, create(alice, devicePod("plain", "cpu")), "a pod without Hangar's devices is not looked at")
 
-	// Off, as KubeVirt has it: anyone may ask.
-	config.Data[clusterconfig.KeyLauncherDevicesOnly] = "false"
-	_, err = c.Kube.CoreV1().ConfigMaps("hangar").Update(ctx, config, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	// virt-api's own admission chain loaded the policy and still serves.
+	_, err = c.Hangar.KubevirtV1().VirtualMachines(ns).List(ctx, metav1.ListOptions{})
+	assert.NoError(t, err, "virt-api serves with the policy in place")
+	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/apis/kubevirt.io/v1").DoRaw(ctx)
+	assert.NoError(t, err, "kubevirt.io through the aggregator: %s", raw)
+
+	// Off, as KubeVirt has it: the operator deletes the policy, and anyone may ask.
+	out, err = c.Kubectl("delete", "-f", policy)
+	require.NoError(t, err, out)
 	require.Eventually(t, func() bool { return create(alice, devicePod("kvm", "devices.kubevirt.io/kvm")) == nil },
 		30*time.Second, 200*time.Millisecond, "the setting off, any pod may ask")
-	require.NoError(t, c.Kube.CoreV1().ConfigMaps("hangar").Delete(ctx, "hangar-config", metav1.DeleteOptions{}))
-	time.Sleep(2 * time.Second)
-	assert.NoError(t, create(alice, devicePod("kvm", "devices.kubevirt.io/kvm")), "no hangar-config: allowed")
 }

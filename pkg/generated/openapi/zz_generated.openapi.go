@@ -512,10 +512,9 @@ func schema_pkg_apis_kubevirt_v1_CDRomTarget(ref common.ReferenceCallback) commo
 				Properties: map[string]spec.Schema{
 					"bus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Bus is sata, scsi or usb. Defaults to sata.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "Bus is sata, scsi or usb. Defaults to sata.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"readonly": {
@@ -1032,10 +1031,9 @@ func schema_pkg_apis_kubevirt_v1_DiskTarget(ref common.ReferenceCallback) common
 				Properties: map[string]spec.Schema{
 					"bus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Bus is virtio, sata, scsi or usb. Defaults to virtio.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "Bus is virtio, sata, scsi or usb. Defaults to virtio.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"readonly": {
@@ -3582,10 +3580,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationPhaseTransitionT
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase entered.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created migration.\n - `\"Failed\"` : the migration ended without moving the guest.\n - `\"Pending\"` : the migration was accepted and waits for its turn.\n - `\"PreparingTarget\"` : the target node prepares to receive the guest.\n - `\"Running\"` : the guest's state is being transferred.\n - `\"Scheduled\"` : the target pod runs on its node.\n - `\"Scheduling\"` : the target pod is being scheduled.\n - `\"Succeeded\"` : the guest runs on the target node.\n - `\"TargetReady\"` : the target listens; the source may start.",
+							Description: "Phase entered.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "PreparingTarget", "Running", "Scheduled", "Scheduling", "Succeeded", "TargetReady"},
 						},
 					},
 					"phaseTransitionTimestamp": {
@@ -3744,10 +3741,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationState(ref common
 					},
 					"abortStatus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "AbortStatus is how the abort went.\n\nPossible enum values:\n - `\"Aborting\"` : the abort is under way.\n - `\"Failed\"` : the abort failed (the migration had gone too far, say).\n - `\"Succeeded\"` : the migration was aborted; the guest stays on the source.",
+							Description: "AbortStatus is how the abort went.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Aborting", "Failed", "Succeeded"},
 						},
 					},
 					"failureReason": {
@@ -3766,10 +3762,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationState(ref common
 					},
 					"mode": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Mode is how memory is being transferred: PreCopy, PostCopy or Paused.\n\nPossible enum values:\n - `\"Paused\"` : the guest is paused while it is migrated.\n - `\"PostCopy\"` : the guest runs on the target and fetches its memory on demand.\n - `\"PreCopy\"` : memory is copied while the guest runs on the source.",
+							Description: "Mode is how memory is being transferred: PreCopy, PostCopy or Paused.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Paused", "PostCopy", "PreCopy"},
 						},
 					},
 					"migrationConfiguration": {
@@ -3795,10 +3790,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationStatus(ref commo
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase is where the migration is in its lifecycle.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created migration.\n - `\"Failed\"` : the migration ended without moving the guest.\n - `\"Pending\"` : the migration was accepted and waits for its turn.\n - `\"PreparingTarget\"` : the target node prepares to receive the guest.\n - `\"Running\"` : the guest's state is being transferred.\n - `\"Scheduled\"` : the target pod runs on its node.\n - `\"Scheduling\"` : the target pod is being scheduled.\n - `\"Succeeded\"` : the guest runs on the target node.\n - `\"TargetReady\"` : the target listens; the source may start.",
+							Description: "Phase is where the migration is in its lifecycle.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "PreparingTarget", "Running", "Scheduled", "Scheduling", "Succeeded", "TargetReady"},
 						},
 					},
 					"conditions": {
@@ -3942,10 +3936,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstancePhaseTransitionTimestamp(
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase entered.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created instance.\n - `\"Failed\"` means the guest crashed or could not be started.\n - `\"Pending\"` means the instance was accepted and has no launcher pod yet.\n - `\"Running\"` means the guest is running.\n - `\"Scheduled\"` means the launcher pod is bound to a node; the node agent takes over.\n - `\"Scheduling\"` means the launcher pod exists and waits to be scheduled.\n - `\"Succeeded\"` means the guest shut down cleanly.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "Phase entered.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "Running", "Scheduled", "Scheduling", "Succeeded", "Unknown"},
 						},
 					},
 					"phaseTransitionTimestamp": {
@@ -4295,18 +4288,16 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceSpec(ref common.Reference
 					},
 					"evictionStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EvictionStrategy says what happens when the node is drained: None, LiveMigrate, LiveMigrateIfPossible or External.\n\nPossible enum values:\n - `\"External\"` blocks eviction and leaves it to an external controller.\n - `\"LiveMigrate\"` blocks eviction until the instance is migrated.\n - `\"LiveMigrateIfPossible\"` migrates when possible, else evicts.\n - `\"None\"` lets the instance be evicted (stopped).",
+							Description: "EvictionStrategy says what happens when the node is drained: None, LiveMigrate, LiveMigrateIfPossible or External.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"External", "LiveMigrate", "LiveMigrateIfPossible", "None"},
 						},
 					},
 					"startStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "StartStrategy Paused starts the guest paused: it runs once unpaused.\n\nPossible enum values:\n - `\"Paused\"` starts the guest paused.",
+							Description: "StartStrategy Paused starts the guest paused: it runs once unpaused.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Paused"},
 						},
 					},
 					"terminationGracePeriodSeconds": {
@@ -4434,10 +4425,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref common.Referen
 					},
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase is where the instance is in its lifecycle.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created instance.\n - `\"Failed\"` means the guest crashed or could not be started.\n - `\"Pending\"` means the instance was accepted and has no launcher pod yet.\n - `\"Running\"` means the guest is running.\n - `\"Scheduled\"` means the launcher pod is bound to a node; the node agent takes over.\n - `\"Scheduling\"` means the launcher pod exists and waits to be scheduled.\n - `\"Succeeded\"` means the guest shut down cleanly.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "Phase is where the instance is in its lifecycle.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "Running", "Scheduled", "Scheduling", "Succeeded", "Unknown"},
 						},
 					},
 					"phaseTransitionTimestamps": {
@@ -4517,10 +4507,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref common.Referen
 					},
 					"migrationMethod": {
 						SchemaProps: spec.SchemaProps{
-							Description: "MigrationMethod says whether a migration copies the instance's local disks (BlockMigration) or moves memory and device state only (LiveMigration).\n\nPossible enum values:\n - `\"BlockMigration\"` copies the guest's local (not shared) disks to the target.\n - `\"LiveMigration\"` moves memory and device state only: every disk is shared.",
+							Description: "MigrationMethod says whether a migration copies the instance's local disks (BlockMigration) or moves memory and device state only (LiveMigration).",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"BlockMigration", "LiveMigration"},
 						},
 					},
 					"evacuationNodeName": {
@@ -4641,10 +4630,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref common.ReferenceCallback
 					},
 					"runStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RunStrategy is the requested running state of the VirtualMachineInstance; mutually exclusive with running. One of Always, Halted, Manual, RerunOnFailure, Once; Halted when neither running nor runStrategy is given.\n\nPossible enum values:\n - `\"Always\"` keeps an instance running: it is re-created whenever it stops.\n - `\"Halted\"` keeps no instance running.\n - `\"Manual\"` leaves starting and stopping to the start, stop and restart actions.\n - `\"Once\"` runs the instance once and never re-creates it.\n - `\"RerunOnFailure\"` re-creates the instance only after it failed.",
+							Description: "RunStrategy is the requested running state of the VirtualMachineInstance; mutually exclusive with running. One of Always, Halted, Manual, RerunOnFailure, Once; Halted when neither running nor runStrategy is given.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Always", "Halted", "Manual", "Once", "RerunOnFailure"},
 						},
 					},
 					"template": {
@@ -4706,11 +4694,10 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStateChangeRequest(ref common.Ref
 				Properties: map[string]spec.Schema{
 					"action": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Action is Start or Stop.\n\nPossible enum values:\n - `\"Start\"` asks the controller to create an instance.\n - `\"Stop\"` asks the controller to stop the current instance.",
+							Description: "Action is Start or Stop.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Start", "Stop"},
 						},
 					},
 					"data": {
@@ -4766,10 +4753,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 					},
 					"printableStatus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PrintableStatus is a human-readable summary of the VM's state.\n\nPossible enum values:\n - `\"CrashLoopBackOff\"` means instances keep failing and the next start waits.\n - `\"ErrorPvcNotFound\"` means a claim the instance names does not exist.\n - `\"ErrorUnschedulable\"` means the instance's launcher pod cannot be scheduled.\n - `\"Migrating\"` means the instance is moving to another node.\n - `\"Paused\"` means the instance is paused.\n - `\"Provisioning\"` means resources the VM needs are being prepared.\n - `\"Running\"` means the instance is running.\n - `\"Starting\"` means an instance was created and is not running yet.\n - `\"Stopped\"` means the VM has no running instance and none is wanted.\n - `\"Stopping\"` means the instance is shutting down.\n - `\"Terminating\"` means the VM is being deleted.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "PrintableStatus is a human-readable summary of the VM's state.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"CrashLoopBackOff", "ErrorPvcNotFound", "ErrorUnschedulable", "Migrating", "Paused", "Provisioning", "Running", "Starting", "Stopped", "Stopping", "Terminating", "Unknown"},
 						},
 					},
 					"conditions": {
@@ -4837,10 +4823,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 					},
 					"runStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.\n\nPossible enum values:\n - `\"Always\"` keeps an instance running: it is re-created whenever it stops.\n - `\"Halted\"` keeps no instance running.\n - `\"Manual\"` leaves starting and stopping to the start, stop and restart actions.\n - `\"Once\"` runs the instance once and never re-creates it.\n - `\"RerunOnFailure\"` re-creates the instance only after it failed.",
+							Description: "RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Always", "Halted", "Manual", "Once", "RerunOnFailure"},
 						},
 					},
 				},
@@ -5167,10 +5152,9 @@ func schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref common.ReferenceC
 					},
 					"evictionStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EvictionStrategy is the default of instances that set none: None, LiveMigrate, LiveMigrateIfPossible or External.\n\nPossible enum values:\n - `\"External\"` blocks eviction and leaves it to an external controller.\n - `\"LiveMigrate\"` blocks eviction until the instance is migrated.\n - `\"LiveMigrateIfPossible\"` migrates when possible, else evicts.\n - `\"None\"` lets the instance be evicted (stopped).",
+							Description: "EvictionStrategy is the default of instances that set none: None, LiveMigrate, LiveMigrateIfPossible or External.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"External", "LiveMigrate", "LiveMigrateIfPossible", "None"},
 						},
 					},
 					"vmStateStorageClass": {
@@ -5201,7 +5185,7 @@ func schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref common.ReferenceC
 					},
 					"launcherDevicesOnly": {
 						SchemaProps: spec.SchemaProps{
-							Description: "LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver refuses any other pod that asks for one (the ValidatingAdmissionPolicy hangar-launcher-devices of the release manifest reads this from hangar-config). Unset, as in KubeVirt, any pod may ask for them.",
+							Description: "LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver refuses any other pod that asks for one (the ValidatingAdmissionPolicy hangar-launcher-devices, which the operator applies while this is set). Unset, as in KubeVirt, any pod may ask for them.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},

@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
@@ -38,9 +39,19 @@ func Objects(s Settings) ([]Object, error) {
 	if err := ValidateSpec(s.Spec); err != nil {
 		return nil, err
 	}
-	objs, err := manifests()
+	all, err := manifests()
 	if err != nil {
 		return nil, err
+	}
+	var objs []Object
+	for _, o := range all {
+		if u, ok := o.Object.(*unstructured.Unstructured); ok && !s.Served[u.GroupVersionKind()] {
+			continue // a monitoring object of a kind the cluster does not serve
+		}
+		if launcherDevicesPolicy(o.Object) && !s.Spec.Configuration.LauncherDevicesOnly {
+			continue // pruned if an earlier spec had it
+		}
+		objs = append(objs, o)
 	}
 	for _, o := range objs {
 		if err := customize(o.Object, s); err != nil {
@@ -51,6 +62,20 @@ func Objects(s Settings) ([]Object, error) {
 		}
 	}
 	return objs, nil
+}
+
+// LauncherDevicesPolicyName names the ValidatingAdmissionPolicy (and its binding) that keeps
+// Hangar's devices for launcher pods, rendered only with spec.configuration.launcherDevicesOnly.
+const LauncherDevicesPolicyName = "hangar-launcher-devices"
+
+func launcherDevicesPolicy(obj interface{}) bool {
+	switch o := obj.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		return o.Name == LauncherDevicesPolicyName
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		return o.Name == LauncherDevicesPolicyName
+	}
+	return false
 }
 
 // label marks an object as the operator's, of this version.

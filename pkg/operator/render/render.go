@@ -24,6 +24,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/hangarvm/hangar/artifacts/components"
+	"github.com/hangarvm/hangar/artifacts/monitoring"
 )
 
 // Namespace is where Hangar's components run; the install manifests create it.
@@ -60,16 +61,21 @@ func (p Phase) String() string {
 	return [...]string{"etcd", "virt-api", "virt-controller", "virt-handler", "launchers"}[p]
 }
 
+// monitoringPhase is when the monitoring objects (artifacts/monitoring) are applied: first,
+// so that an installation that does not come up is watched, and alerted on, from its start.
+const monitoringPhase = PhaseEtcd
+
 // phaseOfFile says which phase a component manifest belongs to.
 var phaseOfFile = map[string]Phase{
-	"etcd.yaml":            PhaseEtcd,
-	"virt-api.yaml":        PhaseAPI,
-	"apiservices.yaml":     PhaseAPI,
-	"webhooks.yaml":        PhaseAPI,
-	"metrics.yaml":         PhaseController,
-	"config.yaml":          PhaseController,
-	"virt-controller.yaml": PhaseController,
-	"virt-handler.yaml":    PhaseHandler,
+	"etcd.yaml":             PhaseEtcd,
+	"virt-api.yaml":         PhaseAPI,
+	"apiservices.yaml":      PhaseAPI,
+	"webhooks.yaml":         PhaseAPI,
+	"metrics.yaml":          PhaseController,
+	"config.yaml":           PhaseController,
+	"launcher-devices.yaml": PhaseController,
+	"virt-controller.yaml":  PhaseController,
+	"virt-handler.yaml":     PhaseHandler,
 }
 
 // Object is one object to apply, and its phase.
@@ -135,6 +141,14 @@ func manifests() ([]Object, error) {
 			out = append(out, Object{Phase: phase, Object: obj})
 		}
 	}
+	watched, err := monitoring.Objects(Namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range watched {
+		out = append(out, Object{Phase: monitoringPhase, Object: obj})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Phase < out[j].Phase })
 	return out, nil
 }
 

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"encoding/json"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
 
@@ -85,8 +89,10 @@ func TestObjectsDefaults(t *testing.T) {
 	assert.Nil(t, etcd.Spec.VolumeClaimTemplates[0].Spec.StorageClassName, "the cluster's default class")
 
 	config := find[*corev1.ConfigMap](t, objs, ConfigName)
-	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l",
-		"launcherDevicesOnly": "false"}, config.Data)
+	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l"}, config.Data)
+	for _, o := range objs {
+		assert.False(t, launcherDevicesPolicy(o.Object), "no launcher devices policy without launcherDevicesOnly")
+	}
 
 	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io"} {
 		assert.Equal(t, []byte("CA"), find[*apiregistrationv1.APIService](t, objs, name).Spec.CABundle, name)
@@ -150,7 +156,13 @@ func TestObjectsSettings(t *testing.T) {
 	assert.Equal(t, "4", config.Data["cpuAllocationRatio"])
 	assert.Equal(t, "LiveMigrate", config.Data["evictionStrategy"])
 	assert.Equal(t, "20s", config.Data["nodeUnresponsiveGracePeriod"])
-	assert.Equal(t, "true", config.Data["launcherDevicesOnly"], "what the admission policy hangar-launcher-devices reads")
+	policy := find[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, LauncherDevicesPolicyName)
+	// Every API server that runs the ValidatingAdmissionPolicy plugin watches a parameter kind
+	// cluster-wide; virt-api, which runs it too, may not (it would never be ready).
+	assert.Nil(t, policy.Spec.ParamKind, "the policy takes no parameter")
+	binding := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, LauncherDevicesPolicyName)
+	assert.Nil(t, binding.Spec.ParamRef)
+	assert.Equal(t, LauncherDevicesPolicyName, binding.Spec.PolicyName)
 	assert.Equal(t, "parallelMigrationsPerCluster: 3\n", config.Data["migrations"])
 	assert.Equal(t, "LiveMigrate", config.Data["workloadUpdateMethods"])
 	assert.Equal(t, "3", config.Data["batchEvictionSize"])
@@ -175,6 +187,53 @@ func TestObjectsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Objects(testSettings(tt.mutate))
 			require.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
+// TestMonitoringObjects: the dashboard's ConfigMap is always rendered, labelled for Grafana's
+// sidecar; a PodMonitor per component and the PrometheusRule only of the kinds the cluster
+// serves, each in Hangar's namespace with the operator's labels, with the phase of etcd (the
+// first), so that an installation that does not come up is watched from its start.
+func TestMonitoringObjects(t *testing.T) {
+	podMonitor := schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
+	prometheusRule := schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}
+	tests := []struct {
+		name   string
+		served map[schema.GroupVersionKind]bool
+		want   []string
+	}{
+		{name: "no Prometheus Operator", want: nil},
+		{name: "both kinds served", served: map[schema.GroupVersionKind]bool{podMonitor: true, prometheusRule: true},
+			want: []string{"PodMonitor/virt-api", "PodMonitor/virt-controller", "PodMonitor/virt-handler", "PrometheusRule/hangar"}},
+		{name: "only PrometheusRule served", served: map[schema.GroupVersionKind]bool{prometheusRule: true, podMonitor: false},
+			want: []string{"PrometheusRule/hangar"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Objects(testSettings(func(s *Settings) { s.Served = tt.served }))
+			require.NoError(t, err)
+			var got []string
+			for _, o := range objs {
+				u, ok := o.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				got = append(got, u.GetKind()+"/"+u.GetName())
+				assert.Equal(t, Namespace, u.GetNamespace())
+				assert.Equal(t, ManagedBy, u.GetLabels()[ManagedByLabel])
+				assert.Equal(t, "v0.1.0", u.GetLabels()[VersionLabel])
+				assert.Equal(t, "true", u.GetLabels()["prometheus.kubevirt.io"], "what a Prometheus selects KubeVirt's by")
+				assert.Equal(t, PhaseEtcd, o.Phase)
+			}
+			sort.Strings(got)
+			assert.Equal(t, tt.want, got)
+
+			dashboard := find[*corev1.ConfigMap](t, objs, "hangar-grafana-dashboard")
+			assert.Equal(t, "1", dashboard.Labels["grafana_dashboard"])
+			assert.Equal(t, ManagedBy, dashboard.Labels[ManagedByLabel])
+			assert.Equal(t, Namespace, dashboard.Namespace)
+			assert.True(t, json.Valid([]byte(dashboard.Data["hangar-vms.json"])))
 		})
 	}
 }

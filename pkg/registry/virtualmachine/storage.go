@@ -105,10 +105,10 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 func (s *Storage) Serving() serving.Resource {
 	return serving.Resource{Name: "virtualmachines", Kind: "VirtualMachine", Storage: s.VirtualMachine, Subresources: []serving.Subresource{
 		{Name: "status", KubeVirt: s.Status},
-		serving.Action("start", s.Actions.Start, v1.StartOptions{}, "start a VirtualMachine"),
-		serving.Action("stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
-		serving.Action("restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
-		serving.Action("migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
+		serving.Action("start", "v1Start", s.Actions.Start, v1.StartOptions{}, "start a VirtualMachine"),
+		serving.Action("stop", "v1Stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
+		serving.Action("restart", "v1Restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
+		serving.Action("migrate", "v1Migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
 		{Name: "portforward", Subresources: s.portForward()},
 	}}
 }
@@ -118,5 +118,6 @@ func (s *Storage) portForward() *serving.Route {
 	if s.PortForward == nil {
 		return nil
 	}
-	return &serving.Route{Doc: virtualmachineinstance.PortForwardDoc, Stream: s.PortForward, Paths: virtualmachineinstance.PortForwardPaths}
+	return &serving.Route{Doc: virtualmachineinstance.PortForwardDoc, Stream: s.PortForward, Websocket: true,
+		Below: virtualmachineinstance.PortForwardPaths("vm")}
 }

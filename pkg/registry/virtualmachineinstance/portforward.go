@@ -29,11 +29,16 @@ type LauncherAddresses interface {
 }
 
 // PortForwardDoc documents the portforward routes.
-const PortForwardDoc = "a connection to a port of the guest (TCP, or UDP datagrams a message each), as a websocket (subprotocol plain.kubevirt.io)"
+const PortForwardDoc = "a connection to a port of the guest: a TCP connection's bytes, or a UDP flow's datagrams a message each"
 
-// PortForwardPaths are the routes of portforward below an object, as KubeVirt serves them:
-// the protocol is TCP when the path does not name one.
-var PortForwardPaths = []string{"/{port}", "/{port}/{protocol}"}
+// PortForwardPaths are the routes of portforward below an object of kind ("vm" or "vmi"),
+// with KubeVirt's operation IDs: the protocol is TCP when the path does not name one.
+func PortForwardPaths(kind string) []serving.Below {
+	return []serving.Below{
+		{Path: "/{port}", Operation: "v1" + kind + "-PortForward"},
+		{Path: "/{port}/{protocol}", Operation: "v1" + kind + "-PortForwardWithProtocol"},
+	}
+}
 
 // PortForwardREST serves KubeVirt's portforward of an instance or of a VM's instance: a
 // websocket whose binary messages carry the bytes of one TCP connection to a port of the

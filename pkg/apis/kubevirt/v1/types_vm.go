@@ -41,7 +41,6 @@ type VirtualMachineList struct {
 }
 
 // VirtualMachineRunStrategy says when a VirtualMachineInstance of the VirtualMachine should exist.
-// +enum
 type VirtualMachineRunStrategy string
 
 const (
@@ -78,7 +77,6 @@ type VirtualMachineSpec struct {
 
 // VirtualMachinePrintableStatus is a human-readable summary of a VirtualMachine's state,
 // shown as STATUS by kubectl get.
-// +enum
 type VirtualMachinePrintableStatus string
 
 const (
@@ -180,7 +178,6 @@ type VirtualMachineCondition struct {
 }
 
 // StateChangeRequestAction is the action a state change request asks for.
-// +enum
 type StateChangeRequestAction string
 
 const (

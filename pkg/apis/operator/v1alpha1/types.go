@@ -119,8 +119,8 @@ type HangarConfiguration struct {
 	// LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which
 	// virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver
 	// refuses any other pod that asks for one (the ValidatingAdmissionPolicy
-	// hangar-launcher-devices of the release manifest reads this from hangar-config). Unset, as
-	// in KubeVirt, any pod may ask for them.
+	// hangar-launcher-devices, which the operator applies while this is set). Unset, as in
+	// KubeVirt, any pod may ask for them.
 	// +optional
 	LauncherDevicesOnly bool `json:"launcherDevicesOnly,omitempty"`
 }
