@@ -88,7 +88,8 @@ func TestPortForward(t *testing.T) {
 			waitVMI(t, ns, binding, 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 			console := attach(t, ns, binding, "console")
 			console.waitFor(t, banner, 90*time.Second)
-			console.typeUntil(t, "nc -lk -p 1234 -e cat & echo echoing-$((3*3))", "echoing-9")
+			// busybox nc serves one connection and exits: a loop serves the next.
+			console.typeUntil(t, "while true; do nc -l -p 1234 -e cat; done & echo echoing-$((3*3))", "echoing-9")
 
 			// --stdio, through the VM's path and the instance's.
 			for _, target := range []string{"vm/" + binding + "/" + ns, "vmi/" + binding + "/" + ns} {
@@ -99,30 +100,20 @@ func TestPortForward(t *testing.T) {
 				}, 60*time.Second, time.Second, "%s echoes through --stdio (last %q)", target, out)
 			}
 
-			// A listening forward: two connections at once, each its own stream.
+			// A listening forward: one connection after another, each its own stream.
 			local := freeLocalPort(t)
 			cmd := virtctlCmd(t, "-n", ns, "port-forward", "vm/"+binding, fmt.Sprintf("%d:1234", local))
-			var logs strings.Builder
+			var logs lockedBuffer
 			cmd.Stdout, cmd.Stderr = &logs, &logs
 			require.NoError(t, cmd.Start())
 			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			var conns []net.Conn
-			require.Eventually(t, func() bool {
-				c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
-				if err == nil {
-					conns = append(conns, c)
-				}
-				return len(conns) == 2
-			}, 30*time.Second, 200*time.Millisecond, "virtctl listens: %s", logs.String())
-			for i, c := range conns {
+			for i := 0; i < 2; i++ {
 				line := fmt.Sprintf("conn-%d\n", i)
-				_, err := c.Write([]byte(line))
-				require.NoError(t, err)
-				require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-				got, err := bufio.NewReader(c).ReadString('\n')
-				require.NoError(t, err, logs.String())
-				assert.Equal(t, line, got)
-				c.Close()
+				var got string
+				require.Eventually(t, func() bool {
+					got = tcpRoundTrip(fmt.Sprintf("127.0.0.1:%d", local), line)
+					return got == line
+				}, 60*time.Second, time.Second, "connection %d through the listening forward (last %q): %s", i, got, logs.String())
 			}
 
 			// Nothing listens on 4321: the error says so.
@@ -148,7 +139,7 @@ func stdioRoundTrip(t *testing.T, target, port, input string) string {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr strings.Builder
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
@@ -167,6 +158,39 @@ func stdioRoundTrip(t *testing.T, target, port, input string) string {
 	case <-time.After(20 * time.Second):
 		return ""
 	}
+}
+
+// lockedBuffer collects a command's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tcpRoundTrip sends line to address and returns the line that comes back ("" on any error).
+func tcpRoundTrip(address, line string) string {
+	c, err := net.DialTimeout("tcp", address, 5*time.Second)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, line); err != nil {
+		return ""
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _ := bufio.NewReader(c).ReadString('\n')
+	return got
 }
 
 func freeLocalPort(t *testing.T) int {
