@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -174,6 +176,17 @@ func (c *cliContext) nativeSSH(ctx context.Context, t forwardTarget, o *sshOptio
 			return err
 		}
 		defer term.Restore(int(in.Fd()), state)
+		// The guest's terminal follows the local one's size.
+		resized := make(chan os.Signal, 1)
+		signal.Notify(resized, syscall.SIGWINCH)
+		defer func() { signal.Stop(resized); close(resized) }()
+		go func() {
+			for range resized {
+				if w, h, err := term.GetSize(int(in.Fd())); err == nil {
+					_ = session.WindowChange(h, w)
+				}
+			}
+		}()
 	}
 	if err := session.Shell(); err != nil {
 		return err
