@@ -7,5 +7,7 @@
 //   - noderestriction (plugin NodeRestriction, and an authorizer): a virt-handler reaches only
 //     the instances of its own node;
 //   - eviction: the validating webhook that turns the eviction of a launcher pod into the
-//     evacuation of its instance.
+//     evacuation of its instance;
+//   - quota (plugin ResourceQuota, Kubernetes' own): object count quotas on Hangar's kinds,
+//     which kube-apiserver cannot charge for what it proxies.
 package admission

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
@@ -17,6 +18,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
@@ -33,6 +35,9 @@ type ExtraConfig struct {
 	// LauncherPods checks the launcher pod of a VM being started; nil when the checks are off
 	// (standalone, or the HangarLauncherPod admission plugin disabled).
 	LauncherPods *podpolicy.Checker
+	// Streams bounds the consoles, VNC displays and screenshots open per user and per
+	// instance; nil for the defaults.
+	Streams *virtualmachineinstance.StreamLimits
 }
 
 // Config is the configuration of virt-api.
@@ -74,7 +79,11 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 	authz := c.GenericConfig.Authorization.Authorizer
-	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, authz)
+	streams := c.ExtraConfig.Streams
+	if streams == nil {
+		streams = virtualmachineinstance.NewStreamLimits(virtualmachineinstance.DefaultStreamsPerUser, virtualmachineinstance.DefaultStreamsPerInstance)
+	}
+	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, authz, streams)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +96,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	vmDeps := virtualmachine.Dependencies{VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
-		Authorizer: authz}
+		Authorizer: authz, Admission: &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}}
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
 	}

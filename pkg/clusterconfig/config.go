@@ -45,6 +45,10 @@ const (
 	// (developerConfiguration.featureGates); Hangar acts on FeatureGateImageVolume and has
 	// the other features it implements on without a gate, so it accepts any name.
 	KeyFeatureGates = "featureGates"
+	// KeyLauncherDevicesOnly ("true"/"false") keeps Hangar's devices for its launcher pods: the
+	// release manifest's ValidatingAdmissionPolicy hangar-launcher-devices reads it from
+	// hangar-config and refuses other pods that ask for them.
+	KeyLauncherDevicesOnly = "launcherDevicesOnly"
 )
 
 // FeatureGateImageVolume makes launcher pods mount containerDisk and kernelBoot images as
@@ -81,6 +85,8 @@ type ClusterConfig struct {
 	ImageVolumes bool
 	// WorkloadUpdates: see workloadupdates.go.
 	WorkloadUpdates WorkloadUpdates
+	// LauncherDevicesOnly: see KeyLauncherDevicesOnly.
+	LauncherDevicesOnly bool
 }
 
 // Defaults is the configuration without a ConfigMap.
@@ -113,6 +119,14 @@ func Parse(data map[string]string, base ClusterConfig) (ClusterConfig, []error) 
 	}
 	if v, ok := data[KeyLauncherImage]; ok && v != "" {
 		c.LauncherImage = v
+	}
+	if v, ok := data[KeyLauncherDevicesOnly]; ok {
+		// The admission policy reads the very string: only "true" turns it on.
+		if v != "true" && v != "false" {
+			errs = append(errs, fmt.Errorf("%s: %q is neither true nor false", KeyLauncherDevicesOnly, v))
+		} else {
+			c.LauncherDevicesOnly = v == "true"
+		}
 	}
 	if v, ok := data[KeyVMStateStorageClass]; ok {
 		if msgs := validation.IsDNS1123Subdomain(v); v != "" && len(msgs) > 0 {

@@ -20,10 +20,12 @@ func TestParse(t *testing.T) {
 		{
 			name: "every key",
 			data: map[string]string{"useEmulation": "true", "launcherImage": "reg/launcher:v1", "memoryOverhead": "256Mi",
-				"cpuAllocationRatio": "4", "vmStateStorageClass": "fast-rwx", "featureGates": "Snapshot,ImageVolume"},
+				"cpuAllocationRatio": "4", "vmStateStorageClass": "fast-rwx", "featureGates": "Snapshot,ImageVolume",
+				"launcherDevicesOnly": "true"},
 			want: func(c *ClusterConfig) {
 				c.UseEmulation, c.LauncherImage, c.MemoryOverhead = true, "reg/launcher:v1", resource.MustParse("256Mi")
 				c.CPUAllocationRatio, c.VMStateStorageClass, c.ImageVolumes = 4, "fast-rwx", true
+				c.LauncherDevicesOnly = true
 			},
 		},
 		{name: "gates without ImageVolume", data: map[string]string{"featureGates": "Snapshot, ImageVolumes"}, want: func(*ClusterConfig) {}},
@@ -36,6 +38,8 @@ func TestParse(t *testing.T) {
 		},
 		{name: "a StorageClass name that cannot be one", data: map[string]string{"vmStateStorageClass": "Fast_RWX"}, want: func(*ClusterConfig) {}, wantErr: 1},
 		{name: "negative overhead", data: map[string]string{"memoryOverhead": "-1Mi"}, want: func(*ClusterConfig) {}, wantErr: 1},
+		// The admission policy compares the very string with "true": nothing else is taken.
+		{name: "launcher devices in another spelling", data: map[string]string{"launcherDevicesOnly": "True"}, want: func(*ClusterConfig) {}, wantErr: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +53,7 @@ func TestParse(t *testing.T) {
 			assert.Equal(t, want.CPUAllocationRatio, got.CPUAllocationRatio)
 			assert.Equal(t, want.VMStateStorageClass, got.VMStateStorageClass)
 			assert.Equal(t, want.ImageVolumes, got.ImageVolumes)
+			assert.Equal(t, want.LauncherDevicesOnly, got.LauncherDevicesOnly)
 		})
 	}
 }

@@ -19,13 +19,13 @@ import (
 const (
 	maxAgentString       = 256  // an OS name, a user name, a file system type
 	maxAgentPath         = 1024 // a mount point
-	maxAgentInterfaces   = 32
-	maxAgentIPs          = 16
+	maxAgentInterfaces   = api.MaxAgentInterfaces
+	maxAgentIPs          = api.MaxAgentIPs
 	maxGuestOnlyIfaces   = 10 // KubeVirt's limit on interfaces only the agent knows
-	maxAgentCommands     = 512
-	maxAgentUsers        = 256
-	maxAgentFileSystems  = 256
-	maxAgentDisksPerFS   = 16
+	maxAgentCommands     = api.MaxAgentCommands
+	maxAgentUsers        = api.MaxAgentUsers
+	maxAgentFileSystems  = api.MaxAgentFileSystems
+	maxAgentDisksPerFS   = api.MaxAgentDisksPerFileSystem
 	infoSourceDomain     = "domain"
 	infoSourceGuestAgent = "guest-agent"
 	// ReasonAgentConnected is the AgentConnected condition's reason.

@@ -21,15 +21,16 @@ import (
 )
 
 // serveHostileAgent serves the launcher protocol's guest agent calls in sockDir as a
-// tenant's launcher could: far too many users and file systems, names with terminal escapes
-// and beyond every length, negative sizes; freeze records its timeout.
+// tenant's launcher could: more users and file systems than the protocol allows (yet within
+// what the handler decodes at all: api.MaxAnswerElements per list), names with terminal
+// escapes and beyond every length, negative sizes; freeze records its timeout.
 func serveHostileAgent(t *testing.T, sockDir string) {
 	long := strings.Repeat("x", 5000)
 	info := v1.VirtualMachineInstanceGuestAgentInfo{
 		GuestAgentVersion: "7.2\x1b[31m", Hostname: long, Timezone: "UTC, 0", FSFreezeStatus: "melted",
 		OS: v1.VirtualMachineInstanceGuestOSInfo{Name: "Debian GNU/Linux", PrettyName: "Debian\x00 12" + long, ID: "debian"},
 	}
-	for i := range 3000 {
+	for i := range 400 {
 		info.UserList = append(info.UserList, v1.VirtualMachineInstanceGuestOSUser{UserName: fmt.Sprintf("user%d\n", i), LoginTime: -5})
 	}
 	// Within the 1 MiB a launcher answer may have (a larger one is refused whole).

@@ -51,6 +51,10 @@ type Config struct {
 	// handler pod's init container; each launcher seeds its libvirt's cache with it instead
 	// of probing QEMU again. Empty: the launchers probe.
 	QEMUCapabilities string
+	// Calls bounds the calls to launchers in flight, per instance and on the node, which the
+	// controller and the Server share; nil: api.DefaultCallsPerInstance and
+	// api.DefaultAnswersPerNode.
+	Calls *api.CallLimits
 }
 
 // Controller keeps instances on this node and their launchers in step.
@@ -81,6 +85,9 @@ type Controller struct {
 	ctx       context.Context
 }
 
+// Calls are the limits on calls to launchers, for the Server to share.
+func (c *Controller) Calls() *api.CallLimits { return c.cfg.Calls }
+
 // NewController watches the instances whose status.nodeName is this node.
 func NewController(cfg Config, client versioned.Interface) *Controller {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync,
@@ -88,6 +95,9 @@ func NewController(cfg Config, client versioned.Interface) *Controller {
 			o.FieldSelector = fields.OneTermEqualSelector("status.nodeName", cfg.NodeName).String()
 		}))
 	inf := factory.Kubevirt().V1().VirtualMachineInstances()
+	if cfg.Calls == nil {
+		cfg.Calls = api.NewCallLimits(api.DefaultCallsPerInstance, api.DefaultAnswersPerNode)
+	}
 	c := &Controller{
 		cfg: cfg, client: client, factory: factory,
 		informer:  inf.Informer(),
@@ -261,7 +271,7 @@ func (c *Controller) launcherFor(key string, vmi *v1.VirtualMachineInstance) (*l
 	if old, ok := c.launchers[key]; ok {
 		old.stop() // an old instance of the same name, or its old pod
 	}
-	l = newLauncher(key, vmi.UID, dir)
+	l = newLauncher(key, vmi.UID, dir, c.cfg.Calls)
 	c.launchers[key] = l
 	return l, nil
 }

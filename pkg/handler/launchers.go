@@ -32,10 +32,10 @@ type launcher struct {
 }
 
 // newLauncher tracks the launcher whose pod's socket directory is dir; every connection to
-// it is checked to reach a process of that pod (podsockets).
-func newLauncher(key string, uid types.UID, dir *podsockets.Dir) *launcher {
+// it is checked to reach a process of that pod (podsockets), and its calls are within calls.
+func newLauncher(key string, uid types.UID, dir *podsockets.Dir, calls *api.CallLimits) *launcher {
 	l := &launcher{key: key, uid: uid, dir: dir}
-	l.client = api.NewDialClient(func(context.Context) (net.Conn, error) {
+	l.client = calls.Client(string(uid), func(context.Context) (net.Conn, error) {
 		return dir.Dial(api.SocketName)
 	})
 	return l

@@ -81,7 +81,7 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 		if err != nil {
 			return launcherSocketRecheck, nil
 		}
-		l = newLauncher(key, vmi.UID, dir)
+		l = newLauncher(key, vmi.UID, dir, c.cfg.Calls)
 		c.mu.Lock()
 		t.launcher = l
 		c.mu.Unlock()

@@ -97,7 +97,7 @@ func migrationTargetNode(t *testing.T, ca *migrationCA) (addr string, vmiUID typ
 	c := &Controller{
 		cfg: Config{NodeName: "node-b", Migration: ca.identity(t, "node-b", ca)},
 		targets: map[string]*migrationTarget{"ns/vm": {
-			vmiUID: vmiUID, launcher: newLauncher("ns/vm", vmiUID, sockets), prepared: "m-1",
+			vmiUID: vmiUID, launcher: newLauncher("ns/vm", vmiUID, sockets, nil), prepared: "m-1",
 			state: &v1.VirtualMachineInstanceMigrationState{MigrationUid: "m-1", SourceNode: "node-a", TargetNode: "node-b"},
 		}},
 		outgoing: map[string]*outgoingMigration{},

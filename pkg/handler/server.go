@@ -40,6 +40,8 @@ type Server struct {
 	Lister       listers.VirtualMachineInstanceLister
 	Sockets      *Sockets
 	AllowedNames []string
+	// Calls bounds the calls to launchers, shared with the Controller (Controller.Calls).
+	Calls *api.CallLimits
 
 	// screenshots bounds the frames decoded at once: each may hold vnc.MaxPixels pixels.
 	screenshotsOnce sync.Once
@@ -97,22 +99,28 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 // dial connects to one of the sockets of a running instance's launcher pod on this node,
 // answering the request itself when it cannot.
 func (s *Server) dial(w http.ResponseWriter, r *http.Request, socket string) (net.Conn, bool) {
+	_, conn, ok := s.dialInstance(w, r, socket)
+	return conn, ok
+}
+
+// dialInstance is dial that also returns the instance.
+func (s *Server) dialInstance(w http.ResponseWriter, r *http.Request, socket string) (*v1.VirtualMachineInstance, net.Conn, bool) {
 	vmi, err := s.Lister.VirtualMachineInstances(r.PathValue("namespace")).Get(r.PathValue("name"))
 	switch {
 	case apierrors.IsNotFound(err):
 		http.Error(w, "no such instance on this node", http.StatusNotFound)
-		return nil, false
+		return nil, nil, false
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return nil, false
+		return nil, nil, false
 	case vmi.Status.Phase != v1.Running:
 		http.Error(w, fmt.Sprintf("instance is %s, not Running", vmi.Status.Phase), http.StatusConflict)
-		return nil, false
+		return nil, nil, false
 	}
 	dir, err := s.Sockets.Dir(vmi)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("launcher pod: %v", err), http.StatusNotFound)
-		return nil, false
+		return nil, nil, false
 	}
 	defer dir.Close()
 	conn, err := dir.Dial(socket)
@@ -126,9 +134,9 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request, socket string) (ne
 			klog.InfoS("refused a launcher socket", "vmi", r.PathValue("namespace")+"/"+r.PathValue("name"), "socket", socket, "err", err)
 		}
 		http.Error(w, fmt.Sprintf("%s: %v", socket, err), status)
-		return nil, false
+		return nil, nil, false
 	}
-	return conn, true
+	return vmi, conn, true
 }
 
 // screenshot answers with one frame of the instance's display as a PNG.
@@ -159,13 +167,13 @@ func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) {
 // launcherClient is a client of the instance's launcher for one call, on a connection
 // verified to reach a process of its pod; it answers the request itself when it cannot.
 func (s *Server) launcherClient(w http.ResponseWriter, r *http.Request) (*api.Client, bool) {
-	conn, ok := s.dial(w, r, api.SocketName)
+	vmi, conn, ok := s.dialInstance(w, r, api.SocketName)
 	if !ok {
 		return nil, false
 	}
 	// One call on the verified connection: the client dials nothing else.
 	used := false
-	return api.NewDialClient(func(context.Context) (net.Conn, error) {
+	return s.Calls.Client(string(vmi.UID), func(context.Context) (net.Conn, error) {
 		if used {
 			return nil, errors.New("launcher connection already used")
 		}
@@ -327,7 +335,8 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 		}
 	}()
 
-	// websocket → stream.
+	// websocket → stream, each write bounded: a launcher that stops reading (the tenant's)
+	// ends the stream instead of holding it.
 	go func() {
 		defer close(done)
 		for {
@@ -335,7 +344,7 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 			if err != nil {
 				return
 			}
-			if _, err := io.Copy(conn, r); err != nil {
+			if _, err := io.Copy(deadlineWriter{conn}, r); err != nil {
 				return
 			}
 		}
@@ -351,8 +360,51 @@ func Bridge(ws *websocket.Conn, conn net.Conn) {
 	<-fromStreamDone
 }
 
-// TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile.
-// The files are read again when they change, so rotated certificates apply without a restart.
+// deadlineWriter writes to a connection within writeWait each time.
+type deadlineWriter struct{ conn net.Conn }
+
+func (w deadlineWriter) Write(b []byte) (int, error) {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(writeWait)); err != nil {
+		return 0, err
+	}
+	return w.conn.Write(b)
+}
+
+// NodeTLSConfig serves with the node's identity (current: the certificate from virt-controller's
+// signer naming this node, package migration/identity), which virt-api checks names the node
+// it dials, and requires client certificates from clientCAFile, read again when it changes.
+// Until the node has its identity, handshakes fail and virt-api retries.
+func NodeTLSConfig(current func() *tls.Certificate, clientCAFile string) (*tls.Config, error) {
+	clientCAs := &tlsFiles{caFile: clientCAFile}
+	if _, err := clientCAs.clientPool(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			pool, err := clientCAs.clientPool()
+			if err != nil {
+				return nil, err
+			}
+			return &tls.Config{
+				GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+					if c := current(); c != nil {
+						return c, nil
+					}
+					return nil, errors.New("this node has no identity yet")
+				},
+				ClientAuth: tls.RequireAndVerifyClientCert,
+				ClientCAs:  pool,
+				MinVersion: tls.VersionTLS12,
+			}, nil
+		},
+	}, nil
+}
+
+// TLSConfig serves with certFile/keyFile and requires client certificates from clientCAFile,
+// for development and tests (in a cluster the handler serves with its node identity,
+// NodeTLSConfig). The files are read again when they change, so rotated certificates apply
+// without a restart.
 func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	r := &tlsFiles{certFile: certFile, keyFile: keyFile, caFile: clientCAFile}
 	if _, err := r.config(); err != nil {
@@ -371,6 +423,29 @@ type tlsFiles struct {
 	mu      sync.Mutex
 	stamp   string
 	current *tls.Config
+}
+
+// clientPool is the client CA bundle alone, read again when its file changes.
+func (r *tlsFiles) clientPool() (*x509.CertPool, error) {
+	fi, err := os.Stat(r.caFile)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil && r.stamp == fi.ModTime().String() {
+		return r.current.ClientCAs, nil
+	}
+	pem, err := os.ReadFile(r.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client CA %s: no certificates", r.caFile)
+	}
+	r.current, r.stamp = &tls.Config{ClientCAs: pool}, fi.ModTime().String()
+	return pool, nil
 }
 
 func (r *tlsFiles) config() (*tls.Config, error) {

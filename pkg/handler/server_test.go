@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,4 +256,36 @@ func TestTLSConfigReloadsRotatedFiles(t *testing.T) {
 
 	_, err = TLSConfig(filepath.Join(dir, "missing.crt"), keyFile, caFile)
 	assert.Error(t, err)
+}
+
+// The handler serves virt-api with its node's identity as the certificate manager has it now:
+// none yet, no handshake; a renewed one, at once.
+func TestNodeTLSConfigServesTheCurrentIdentity(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	caFile := filepath.Join(dir, "client-ca.crt")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), 0o600))
+	var current atomic.Pointer[tls.Certificate]
+	cfg, err := NodeTLSConfig(current.Load, caFile)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.TLS = cfg
+	srv.StartTLS()
+	defer srv.Close()
+	client := ca.issue(t, "virt-api", x509.ExtKeyUsageClientAuth)
+	get := func() (*http.Response, error) {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{client}}}}
+		return c.Get(srv.URL)
+	}
+	_, err = get()
+	assert.Error(t, err, "no identity yet: no handshake")
+
+	for _, cn := range []string{"first", "renewed"} {
+		cert := ca.issue(t, cn, x509.ExtKeyUsageServerAuth)
+		current.Store(&cert)
+		resp, err := get()
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, cn, resp.TLS.PeerCertificates[0].Subject.CommonName)
+	}
 }

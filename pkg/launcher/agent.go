@@ -25,8 +25,8 @@ const (
 	defaultAgentPoll = 10 * time.Second
 	agentInfoEvery   = 6 // polls
 	// Bounds on what the launcher keeps of an agent's report; the handler checks again.
-	maxAgentInterfaces = 32
-	maxAgentIPs        = 16
+	maxAgentInterfaces = api.MaxAgentInterfaces
+	maxAgentIPs        = api.MaxAgentIPs
 )
 
 // errNoAgent marks a request that needs the guest agent while none is connected.
@@ -162,20 +162,21 @@ func (l *Launcher) GuestInfo() (v1.VirtualMachineInstanceGuestAgentInfo, error) 
 		return out, fmt.Errorf("guest agent: %w", err)
 	}
 	out.GuestAgentVersion, out.Hostname, out.Timezone, out.OS = info.AgentVersion, info.Hostname, info.Timezone, osInfo(info.OS)
-	for _, c := range info.Commands {
+	// The guest's lists within the protocol's bounds: the handler refuses an answer past them.
+	for _, c := range info.Commands[:min(len(info.Commands), api.MaxAgentCommands)] {
 		out.SupportedCommands = append(out.SupportedCommands, v1.GuestAgentCommandInfo{Name: c.Name, Enabled: c.Enabled})
 	}
-	for _, u := range info.Users {
+	for _, u := range info.Users[:min(len(info.Users), api.MaxAgentUsers)] {
 		out.UserList = append(out.UserList, v1.VirtualMachineInstanceGuestOSUser{UserName: u.Name, Domain: u.Domain, LoginTime: u.LoginTime})
 	}
 	l.mu.Lock()
 	buses, frozen := l.diskBuses, l.state.FSFrozen
 	l.mu.Unlock()
 	out.FSInfo.Disks = []v1.VirtualMachineInstanceFileSystem{}
-	for _, fs := range info.FileSystems {
+	for _, fs := range info.FileSystems[:min(len(info.FileSystems), api.MaxAgentFileSystems)] {
 		f := v1.VirtualMachineInstanceFileSystem{DiskName: fs.Name, MountPoint: fs.MountPoint, FileSystemType: fs.Type,
 			UsedBytes: int(fs.UsedBytes), TotalBytes: int(fs.TotalBytes)}
-		for _, d := range fs.Disks {
+		for _, d := range fs.Disks[:min(len(fs.Disks), api.MaxAgentDisksPerFileSystem)] {
 			f.Disk = append(f.Disk, v1.VirtualMachineInstanceFileSystemDisk{Serial: d.Serial, BusType: buses[d.Target]})
 		}
 		out.FSInfo.Disks = append(out.FSInfo.Disks, f)

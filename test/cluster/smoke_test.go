@@ -96,6 +96,41 @@ func readyNodes(t *testing.T) []corev1.Node {
 	return ready
 }
 
+// eventually waits for cond; when it never holds, the test fails with what the namespace's
+// pods and events say, so that a CI log alone tells why.
+func eventually(t *testing.T, ns string, cond func() bool, timeout time.Duration, msg string, args ...any) {
+	t.Helper()
+	if assert.Eventually(t, cond, timeout, 250*time.Millisecond, fmt.Sprintf(msg, args...)) {
+		return
+	}
+	ctx := context.Background()
+	if pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			var states []string
+			for _, c := range p.Status.ContainerStatuses {
+				switch {
+				case c.State.Waiting != nil:
+					states = append(states, c.Name+": waiting "+c.State.Waiting.Reason+" "+c.State.Waiting.Message)
+				case c.State.Terminated != nil:
+					states = append(states, c.Name+": terminated "+c.State.Terminated.Reason)
+				default:
+					states = append(states, fmt.Sprintf("%s: running, ready %t", c.Name, c.Ready))
+				}
+			}
+			t.Logf("pod %s on %q: %s deleting=%t %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, states)
+		}
+	}
+	if events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range events.Items {
+			t.Logf("event %s %s/%s: %s %s (x%d)", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
+		}
+	}
+	for _, n := range readyNodes(t) {
+		t.Logf("node %s ready and schedulable", n.Name)
+	}
+	t.FailNow()
+}
+
 // webPod is a busybox that answers HTTP on 8080 with its pod name.
 func webPod(labels map[string]string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
@@ -209,13 +244,14 @@ func TestDrainMovesPods(t *testing.T) {
 			Template: webPod(labels)},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(runningPods(t, ns, "app=mover")) == int(replicas) }, 90*time.Second, 250*time.Millisecond)
+	eventually(t, ns, func() bool { return len(runningPods(t, ns, "app=mover")) == int(replicas) }, 90*time.Second,
+		"%d pods of the Deployment ready", replicas)
 
 	victim := nodes[len(nodes)-1].Name
 	t.Cleanup(func() { kubectl(t, "uncordon", victim) })
 	start := time.Now()
 	kubectl(t, "drain", victim, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s")
-	require.Eventually(t, func() bool {
+	eventually(t, ns, func() bool {
 		pods := runningPods(t, ns, "app=mover")
 		for _, p := range pods {
 			if p.Spec.NodeName == victim {
@@ -223,7 +259,7 @@ func TestDrainMovesPods(t *testing.T) {
 			}
 		}
 		return len(pods) == int(replicas)
-	}, 90*time.Second, 250*time.Millisecond, "every pod running off %s", victim)
+	}, 90*time.Second, "every pod running off %s", victim)
 	t.Logf("drain of %s: all %d pods running elsewhere after %s", victim, replicas, time.Since(start).Round(time.Millisecond))
 }
 

@@ -568,7 +568,8 @@ func TestController(t *testing.T) {
 			{[]string{"update", "persistentvolumeclaims", "-n", "any"}, "no"},
 			{[]string{"get", "secrets", "-n", "any"}, "no"},
 			{[]string{"list", "secrets", "-n", "any"}, "no"},
-			{[]string{"watch", "events", "-n", "any"}, "yes"},
+			{[]string{"list", "events", "-n", "any"}, "yes"},
+			{[]string{"watch", "events", "-n", "any"}, "no"}, // read when needed, never cached
 			{[]string{"delete", "events", "-n", "any"}, "no"},
 			{[]string{"get", "configmaps", "-n", "any"}, "no"},
 			{[]string{"watch", "configmaps", "-n", controllerNamespace}, "yes"},

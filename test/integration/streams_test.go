@@ -49,7 +49,8 @@ func newNodeAgent(t *testing.T) *nodeAgent {
 	dir := t.TempDir()
 	ca, err := framework.NewCA(dir, "node")
 	require.NoError(t, err)
-	serving, err := ca.ServingCert("virt-handler", []string{nodeclient.ServerName}, nil)
+	// The node's own identity: virt-api checks it names the node it dials.
+	serving, err := ca.NodeIdentity("virt-handler", "node-a")
 	require.NoError(t, err)
 	client, err := ca.ClientCert("virt-api-client", "virt-api")
 	require.NoError(t, err)
@@ -248,4 +249,61 @@ func TestGuestCommandsCheckTheInstance(t *testing.T) {
 	assert.Equal(t, http.StatusConflict, put("/apis/subresources.kubevirt.io/v1", "unpause", `{"dryRun":["All"]}`))
 	assert.Equal(t, http.StatusServiceUnavailable, put("/apis/subresources.kubevirt.io/v1", "pause", ""),
 		"a standalone virt-api has no node to send the command to")
+}
+
+// TestStreamLimits: consoles (and VNC displays, screenshots) open at once are bounded per
+// instance and per user, with a 429 that says which; a stream closed frees its place.
+func TestStreamLimits(t *testing.T) {
+	ctx := context.Background()
+	agent := newNodeAgent(t)
+	server := framework.StartVirtAPIWith(t, func(o *virtapi.Options) {
+		o.Handlers = agent.handlers
+		o.StreamsPerUser, o.StreamsPerInstance = 3, 2
+	})
+	agent.serve(t, server.Client)
+	ns := "stream-limits"
+	vmis := server.Client.KubevirtV1().VirtualMachineInstances(ns)
+	for _, name := range []string{"a", "b"} {
+		vmi, err := vmis.Create(ctx, newVMI(name), metav1.CreateOptions{})
+		require.NoError(t, err)
+		agent.fakeConsole(t, vmi)
+		vmi.Status.Phase, vmi.Status.NodeName = v1.Running, "node-a"
+		_, err = vmis.UpdateStatus(ctx, vmi, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	console := func(name string) string {
+		return "/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/" + name + "/console"
+	}
+	open := func(name string) *websocket.Conn {
+		t.Helper()
+		var ws *websocket.Conn
+		require.Eventually(t, func() bool { // the agent's cache sees the instance run
+			var err error
+			ws, _, err = dialStream(t, server, console(name))
+			return err == nil
+		}, 10*time.Second, 100*time.Millisecond)
+		readUntil(t, ws, "HANGAR-GUEST-READY")
+		return ws
+	}
+	refused := func(name, why string) {
+		t.Helper()
+		_, resp, err := dialStream(t, server, console(name))
+		require.Error(t, err)
+		require.NotNil(t, resp)
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		body := make([]byte, 1024)
+		n, _ := resp.Body.Read(body)
+		assert.Contains(t, string(body[:n]), why)
+	}
+
+	first, second := open("a"), open("a")
+	refused("a", "virtualmachineinstance "+ns+"/a has 2 consoles, VNC displays and screenshots open, the most one instance may")
+	third := open("b")
+	refused("b", "has 3 consoles, VNC displays and screenshots open, the most one user may")
+
+	first.Close()
+	again := open("a") // its place comes free once virt-api sees the client go
+	for _, ws := range []*websocket.Conn{second, third, again} {
+		ws.Close()
+	}
 }

@@ -53,7 +53,10 @@ func TestTenantCannotRedirectTheHandler(t *testing.T) {
 
 	nodes, err := nodeclient.New(nodeclient.Config{StaticAddress: handlerURL, CAFile: certs.ca, CertFile: certs.cert, KeyFile: certs.key}, nil)
 	require.NoError(t, err)
-	dialer := websocket.Dialer{TLSClientConfig: nodes.Transport().TLSClientConfig, Subprotocols: []string{"plain.kubevirt.io"}}
+	// Dialled by address, checked as the node's identity, as virt-api's streams are.
+	wsTLS := nodes.Transport().TLSClientConfig.Clone()
+	wsTLS.ServerName = nodeName
+	dialer := websocket.Dialer{TLSClientConfig: wsTLS, Subprotocols: []string{"plain.kubevirt.io"}}
 	stream := func(vmi *v1.VirtualMachineInstance, what string) (*websocket.Conn, *http.Response, error) {
 		return dialer.Dial("wss"+strings.TrimPrefix(handlerURL, "https")+"/v1/namespaces/"+vmi.Namespace+"/virtualmachineinstances/"+vmi.Name+"/"+what, nil)
 	}

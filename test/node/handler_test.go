@@ -123,7 +123,10 @@ func TestHandlerRunsInstanceSurvivesRestartAndReportsPowerOff(t *testing.T) {
 	require.NoError(t, nodes.Put(context.Background(), nodeName, vmi.Namespace, vmi.Name, "unpause"))
 	waitVMI(t, va, vmi, 10*time.Second, func(v *v1.VirtualMachineInstance) bool { return !hasCondition(v, v1.VirtualMachineInstancePaused) })
 
-	dialer := websocket.Dialer{TLSClientConfig: nodes.Transport().TLSClientConfig, Subprotocols: []string{"plain.kubevirt.io"}}
+	// Dialled by address, checked as the node's identity, as virt-api's streams are.
+	wsTLS := nodes.Transport().TLSClientConfig.Clone()
+	wsTLS.ServerName = nodeName
+	dialer := websocket.Dialer{TLSClientConfig: wsTLS, Subprotocols: []string{"plain.kubevirt.io"}}
 	wsBase := "wss" + strings.TrimPrefix(handlerURL, "https") + "/v1/namespaces/" + vmi.Namespace + "/virtualmachineinstances/" + vmi.Name
 	console, _, err := dialer.Dial(wsBase+"/console", nil)
 	require.NoError(t, err)
@@ -198,13 +201,14 @@ func hasCondition(v *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCondi
 
 type handlerCerts struct{ ca, cert, key string }
 
-// serveHandler serves virt-handler's HTTPS API for c on a loopback port, with a serving
-// certificate for nodeclient.ServerName, and returns its URL and virt-api's client files.
+// serveHandler serves virt-handler's HTTPS API for c on a loopback port, with the node's
+// identity as virt-controller's signer issues it, and returns its URL and virt-api's client
+// files.
 func serveHandler(t *testing.T, c *handler.Controller) (string, handlerCerts) {
 	dir := t.TempDir()
 	ca, err := framework.NewCA(dir, "handler-test-ca")
 	require.NoError(t, err)
-	serving, err := ca.ServingCert("handler", []string{nodeclient.ServerName}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	serving, err := ca.NodeIdentity("handler", nodeName)
 	require.NoError(t, err)
 	client, err := ca.ClientCert("virt-api", "virt-api")
 	require.NoError(t, err)

@@ -15,9 +15,11 @@ import (
 	"github.com/hangarvm/hangar/pkg/admission/eviction"
 	"github.com/hangarvm/hangar/pkg/admission/noderestriction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/admission/quota"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
 // etcdPathPrefix is where virt-api keeps its objects in etcd (under it, <group>/<resource>).
@@ -53,6 +55,9 @@ type Options struct {
 	// AuthorizeWebhookCallers authorizes calls of the eviction webhook as any other request
 	// instead of leaving its path open.
 	AuthorizeWebhookCallers bool
+	// StreamsPerUser and StreamsPerInstance bound the consoles, VNC displays and screenshots
+	// open at once through this virt-api.
+	StreamsPerUser, StreamsPerInstance int
 }
 
 // LauncherPodOptions configure the HangarLauncherPod admission plugin (pkg/admission/podpolicy).
@@ -86,6 +91,7 @@ func NewOptions() *Options {
 	o.RecommendedOptions.Features.EnablePriorityAndFairness = false
 	o.Handlers = nodeclient.Config{Namespace: "hangar", Selector: "app.kubernetes.io/name=virt-handler", Port: 18186}
 	o.NodeAgents = []string{noderestriction.DefaultAgent}
+	o.StreamsPerUser, o.StreamsPerInstance = virtualmachineinstance.DefaultStreamsPerUser, virtualmachineinstance.DefaultStreamsPerInstance
 	// The node agents' admission plugin, on by default, right after NamespaceLifecycle and
 	// before the admission policies and webhooks.
 	admissionOpts := o.RecommendedOptions.Admission
@@ -96,6 +102,10 @@ func NewOptions() *Options {
 	// Launcher pods are checked last, after the webhooks and policies of the cluster.
 	podpolicy.Register(admissionOpts.Plugins)
 	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, podpolicy.PluginName)
+	// Quotas charge a create only once everything else admitted it, as in kube-apiserver,
+	// where ResourceQuota is the last validating plugin.
+	quota.Register(admissionOpts.Plugins)
+	admissionOpts.RecommendedPluginOrder = append(admissionOpts.RecommendedPluginOrder, quota.PluginName)
 	return o
 }
 
@@ -119,7 +129,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.Namespace, "handler-namespace", h.Namespace, "Namespace of the virt-handler pods.")
 	fs.StringVar(&h.Selector, "handler-selector", h.Selector, "Label selector of the virt-handler pods.")
 	fs.IntVar(&h.Port, "handler-port", h.Port, "HTTPS port of virt-handler.")
-	fs.StringVar(&h.CAFile, "handler-ca-file", h.CAFile, "CA of virt-handler's serving certificate (issued for the name virt-handler).")
+	fs.StringVar(&h.CAFile, "handler-ca-file", h.CAFile, "CA of the nodes' identities (virt-controller's signer hangarvm.io/migration), read again when it changes: "+
+		"each virt-handler must serve with the identity of the node it is dialled for.")
 	fs.StringVar(&h.CertFile, "handler-client-cert-file", h.CertFile, "Client certificate virt-api presents to virt-handler.")
 	fs.StringVar(&h.KeyFile, "handler-client-key-file", h.KeyFile, "Key of --handler-client-cert-file.")
 	fs.StringVar(&h.StaticAddress, "handler-address", h.StaticAddress,
@@ -128,6 +139,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Authorize calls of the eviction webhook ("+eviction.Path+") as any non-resource request: the caller needs the verb post on that path "+
 			"(ClusterRole hangar:webhook-caller). Needs a kube-apiserver whose admission configuration gives it credentials for virt-api's Service. "+
 			"Off, the path is open, as kube-apiserver calls webhooks without credentials by default.")
+	fs.IntVar(&o.StreamsPerUser, "max-streams-per-user", o.StreamsPerUser,
+		"Consoles, VNC displays and screenshots one user may have open at once through this virt-api; more are refused with 429.")
+	fs.IntVar(&o.StreamsPerInstance, "max-streams-per-instance", o.StreamsPerInstance,
+		"Consoles, VNC displays and screenshots of one instance open at once through this virt-api; more are refused with 429.")
 	lp := &o.LauncherPods
 	fs.StringVar(&lp.ConfigNamespace, "config-namespace", lp.ConfigNamespace,
 		"Namespace of virt-controller's cluster configuration ConfigMap, read to build the launcher pods that admission checks.")
@@ -185,6 +200,9 @@ func (o *Options) Validate() error {
 	}
 	if o.AuthorizeWebhookCallers && o.Standalone {
 		errs = append(errs, errors.New("--authorize-webhook-callers needs delegated authorization; --standalone has none"))
+	}
+	if o.StreamsPerUser < 1 || o.StreamsPerInstance < 1 {
+		errs = append(errs, errors.New("--max-streams-per-user and --max-streams-per-instance must be at least 1"))
 	}
 	if o.WriteKubeconfig != "" && !o.Standalone {
 		errs = append(errs, errors.New("--write-kubeconfig is only for --standalone; with a kube-apiserver use its kubeconfig"))

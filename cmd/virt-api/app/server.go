@@ -24,6 +24,8 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/admission/noderestriction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/admission/quota"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apiserver/frontproxy"
@@ -103,7 +105,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
 		// The guard sits inside authentication and authorization: it reads only the bodies
 		// of requests that may write.
-		return apiserver.WithDeprecationWarnings(buildChain(bodyguard.WithQuantityGuard(handler, c.MaxRequestBodyBytes), c))
+		return apiserver.WithDeprecationWarnings(buildChain(bodyguard.New(apiserver.Codecs, c.MaxRequestBodyBytes).Wrap(handler), c))
 	}
 	nodes, err := o.nodes(serverConfig.ClientConfig)
 	if err != nil {
@@ -111,7 +113,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes, LauncherPods: checker},
+		ExtraConfig: apiserver.ExtraConfig{KubeClientConfig: serverConfig.ClientConfig, Nodes: nodes, LauncherPods: checker,
+			Streams: virtualmachineinstance.NewStreamLimits(o.StreamsPerUser, o.StreamsPerInstance)},
 	}, nil
 }
 
@@ -139,7 +142,9 @@ func (o *Options) launcherPodChecks() func() *podpolicy.Checker {
 		}
 		checker = podpolicy.New(c.SharedInformerFactory, kube, podpolicy.Config{
 			ConfigNamespace: lp.ConfigNamespace, ConfigName: lp.ConfigName, PodSecurity: podSecurity})
-		return []admission.PluginInitializer{podpolicy.NewInitializer(checker)}, nil
+		return []admission.PluginInitializer{podpolicy.NewInitializer(checker), quota.NewInitializer(quota.NewConfiguration(
+			kubevirt.Resource("virtualmachines"), kubevirt.Resource("virtualmachineinstances"),
+			kubevirt.Resource("virtualmachineinstancereplicasets"), kubevirt.Resource("virtualmachineinstancemigrations")))}, nil
 	}
 	return func() *podpolicy.Checker {
 		if checker == nil || !checker.InUse() {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
 
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
@@ -68,14 +70,17 @@ func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	var migrationLn net.Listener
-	if o.MigrationListenAddress != "" {
-		certs, err := migrationIdentity(kube, cfg.NodeName)
-		if err != nil {
+	// The node's identity: what it proves to virt-api and to the other nodes' handlers.
+	var nodeIdentity certificate.Manager
+	if o.MigrationListenAddress != "" || o.ListenAddress != "" && o.TLSCertFile == "" {
+		if nodeIdentity, err = migrationIdentity(kube, cfg.NodeName); err != nil {
 			return err
 		}
-		certs.Start()
-		defer certs.Stop()
-		cfg.Migration = &handler.MigrationTLS{Node: cfg.NodeName, Certificate: certs.Current, CAFile: o.MigrationCAFile}
+		nodeIdentity.Start()
+		defer nodeIdentity.Stop()
+	}
+	if o.MigrationListenAddress != "" {
+		cfg.Migration = &handler.MigrationTLS{Node: cfg.NodeName, Certificate: nodeIdentity.Current, CAFile: o.MigrationCAFile}
 		if migrationLn, err = net.Listen("tcp", o.MigrationListenAddress); err != nil {
 			return err
 		}
@@ -120,13 +125,18 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 
 	if o.ListenAddress != "" {
-		tlsCfg, err := handler.TLSConfig(o.TLSCertFile, o.TLSKeyFile, o.ClientCAFile)
+		var tlsCfg *tls.Config
+		if o.TLSCertFile != "" {
+			tlsCfg, err = handler.TLSConfig(o.TLSCertFile, o.TLSKeyFile, o.ClientCAFile)
+		} else {
+			tlsCfg, err = handler.NodeTLSConfig(nodeIdentity.Current, o.ClientCAFile)
+		}
 		if err != nil {
 			return err
 		}
 		srv := &http.Server{
 			Addr:              o.ListenAddress,
-			Handler:           (&handler.Server{Lister: c.Lister(), Sockets: &handler.Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName}, AllowedNames: o.AllowedNames}).Handler(),
+			Handler:           (&handler.Server{Lister: c.Lister(), Sockets: &handler.Sockets{Pods: cfg.Pods, NodeName: cfg.NodeName}, AllowedNames: o.AllowedNames, Calls: c.Calls()}).Handler(),
 			TLSConfig:         tlsCfg,
 			ReadHeaderTimeout: 10 * time.Second,
 		}

@@ -26,9 +26,10 @@ type Options struct {
 	// Kubeconfig is the cluster's; in-cluster configuration when empty. KubevirtKubeconfig
 	// reaches the kubevirt.io API when it is not served through the cluster.
 	Kubeconfig, KubevirtKubeconfig string
-	// ListenAddress serves virt-api (consoles, VNC, guest commands) over TLS with the
-	// certificate TLSCertFile and TLSKeyFile, to clients with a certificate of ClientCAFile
-	// whose common name is one of AllowedNames; empty: not served.
+	// ListenAddress serves virt-api (consoles, VNC, guest commands) over TLS with this node's
+	// identity (or, for development, the certificate TLSCertFile and TLSKeyFile), to clients
+	// with a certificate of ClientCAFile whose common name is one of AllowedNames; empty: not
+	// served.
 	ListenAddress                         string
 	TLSCertFile, TLSKeyFile, ClientCAFile string
 	AllowedNames                          []string
@@ -70,8 +71,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cluster (for the kubevirt.io API it serves); in-cluster configuration when empty")
 	fs.StringVar(&o.KubevirtKubeconfig, "kubevirt-kubeconfig", o.KubevirtKubeconfig, "kubeconfig for the kubevirt.io API when it is not served through the cluster; overrides --kubeconfig")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "HTTPS address serving virt-api (consoles, VNC, guest commands); empty to disable")
-	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "serving certificate")
-	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "serving key")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "serving certificate, for development: without it the handler serves virt-api with this node's identity "+
+		"(a certificate from virt-controller's signer "+identity.SignerName+" naming the node), which virt-api requires in a cluster")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "serving key of --tls-cert-file")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA of virt-api's client certificate")
 	fs.StringSliceVar(&o.AllowedNames, "allowed-names", o.AllowedNames, "client certificate common names allowed in")
 	fs.BoolVar(&o.DevicePlugins, "device-plugins", o.DevicePlugins, "offer devices.kubevirt.io/kvm and devices.kubevirt.io/tun to kubelet")
@@ -102,6 +104,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MigrationListenAddress != "" && o.MigrationCAFile == "" {
 		errs = append(errs, errors.New("--migration-ca-file is required with --migration-listen-address"))
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
+	}
+	if o.ListenAddress != "" && o.ClientCAFile == "" {
+		errs = append(errs, errors.New("--client-ca-file is required with --listen-address"))
 	}
 	return errors.Join(errs...)
 }

@@ -15,11 +15,18 @@ func TestOptions(t *testing.T) {
 		args     []string
 		wantErrs []string
 	}{
-		{name: "the DaemonSet's", nodeName: "n1", args: []string{"--migration-ca-file=/etc/virt-handler/migration-ca/ca.crt"}},
-		{name: "the node named by the flag", args: []string{"--node-name=n1", "--migration-ca-file=/ca.crt"}},
-		{name: "no live migration, no CA", nodeName: "n1", args: []string{"--migration-listen-address="}},
-		{name: "no node", args: []string{"--migration-ca-file=/ca.crt"}, wantErrs: []string{"--node-name (or $NODE_NAME) is required"}},
-		{name: "migration without a CA", nodeName: "n1", wantErrs: []string{"--migration-ca-file is required with --migration-listen-address"}},
+		{name: "the DaemonSet's", nodeName: "n1", args: []string{"--migration-ca-file=/etc/virt-handler/migration-ca/ca.crt",
+			"--client-ca-file=/etc/virt-handler/tls/ca.crt"}},
+		{name: "the node named by the flag", args: []string{"--node-name=n1", "--migration-ca-file=/ca.crt", "--client-ca-file=/client-ca.crt"}},
+		{name: "no live migration, no CA", nodeName: "n1", args: []string{"--migration-listen-address=", "--client-ca-file=/client-ca.crt"}},
+		{name: "a development certificate", nodeName: "n1", args: []string{"--migration-listen-address=", "--client-ca-file=/client-ca.crt",
+			"--tls-cert-file=/tls.crt", "--tls-private-key-file=/tls.key"}},
+		{name: "serving virt-api without its client CA", nodeName: "n1", args: []string{"--migration-ca-file=/ca.crt"},
+			wantErrs: []string{"--client-ca-file is required with --listen-address"}},
+		{name: "a certificate without its key", nodeName: "n1", args: []string{"--migration-ca-file=/ca.crt", "--client-ca-file=/c", "--tls-cert-file=/tls.crt"},
+			wantErrs: []string{"--tls-cert-file and --tls-private-key-file go together"}},
+		{name: "no node", args: []string{"--migration-ca-file=/ca.crt", "--client-ca-file=/c"}, wantErrs: []string{"--node-name (or $NODE_NAME) is required"}},
+		{name: "migration without a CA", nodeName: "n1", args: []string{"--client-ca-file=/c"}, wantErrs: []string{"--migration-ca-file is required with --migration-listen-address"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,20 +12,33 @@
 // quantity and has either is refused with a 400. Protobuf bodies carry the same risk (a
 // Quantity's protobuf form is its string, parsed while the body is decoded) and are looked
 // at as well.
+//
+// A guard is only as good as its reading of the body: it must read every body the way the
+// server behind it will, or a client picks the reading the guard skips. So it takes the
+// body's type from the same header with the server's own rules (readingOf), looks at the
+// body in the reading the server will give it (an action reads YAML whatever the type says),
+// and refuses the types it cannot read. It does no work the server would not do: a body the
+// server refuses unread is not read here either.
 package bodyguard
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
 const (
@@ -85,34 +98,102 @@ func quantityLike(s string) bool {
 	return i == len(s)
 }
 
-// Check looks at every string and number of a JSON or YAML body (as the decoder will see
-// them: YAML is converted to JSON first, as the API server does), and at every string of a
-// protobuf body (checkProtobuf), and returns the first problem, or "". Other content types
-// are not looked at: virt-api does not decode them (CBOR is a test-only feature of
-// k8s.io/apimachinery v0.34, off in virt-api).
-func Check(body []byte, contentType string) string {
-	media, _, err := mime.ParseMediaType(contentType)
+// reading is how the API server will read a request's body.
+type reading int
+
+const (
+	// readsNothing: the server refuses the request before it reads the body (a type it does
+	// not take answers 415 first), or reads nothing in it that is parsed as a quantity.
+	readsNothing reading = iota
+	// readsJSON: JSON; a body that is not JSON is refused by the decoder as well.
+	readsJSON
+	// readsYAML: YAML, converted to JSON first, as the API server does (YAML holds JSON).
+	readsYAML
+	// readsProtobuf: the Kubernetes protobuf envelope.
+	readsProtobuf
+	// unreadable: a type the server decodes that the guard cannot look into (CBOR, should
+	// a feature gate ever turn it on): refused, never passed unchecked.
+	unreadable
+)
+
+// readingOf says how the server reads the body of a write, from the same header and with the
+// same rules: a patch's type is the header cut at its first ';' (the patch handler's rule,
+// which keeps "application/merge-patch+json; x" although it is no valid media type); a
+// create's or update's type is chosen by the server's own negotiation, an empty header
+// meaning JSON. An action (rawBody: a subresource that reads its body itself) reads protobuf
+// when the type says so and YAML whatever else it says, and nothing past its own limit.
+func readingOf(method, contentType string, serializer runtime.NegotiatedSerializer, rawBody bool, size int) reading {
+	if method == http.MethodPatch {
+		if i := strings.Index(contentType, ";"); i > 0 {
+			contentType = contentType[:i]
+		}
+		switch types.PatchType(contentType) {
+		case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+			return readsJSON
+		case types.ApplyYAMLPatchType:
+			return readsYAML
+		case types.ApplyCBORPatchType:
+			return unreadable
+		}
+		return readsNothing
+	}
+	if rawBody {
+		if size > action.MaxBodyBytes {
+			return readsNothing // refused by the action unread
+		}
+		if media, _, err := mime.ParseMediaType(contentType); err == nil && media == runtime.ContentTypeProtobuf {
+			return readsProtobuf
+		}
+		return readsYAML
+	}
+	info, err := negotiation.NegotiateInputSerializerForMediaType(contentType, false, serializer)
+	if err != nil {
+		return readsNothing // 415
+	}
+	switch info.MediaType {
+	case runtime.ContentTypeJSON:
+		return readsJSON
+	case runtime.ContentTypeYAML:
+		return readsYAML
+	case runtime.ContentTypeProtobuf:
+		return readsProtobuf
+	}
+	return unreadable
+}
+
+// CheckJSON looks at every string and number of a JSON body and returns the first problem,
+// or "". A body that is not JSON passes: the decoder refuses it.
+func CheckJSON(body []byte) string {
+	v, err := decodeJSON(body)
 	if err != nil {
 		return ""
 	}
-	switch {
-	case media == runtime.ContentTypeProtobuf:
-		return checkProtobuf(body)
-	case strings.HasSuffix(media, "json"):
-	case strings.HasSuffix(media, "yaml"):
-		if body, err = yaml.YAMLToJSON(body); err != nil {
-			return "" // the decoder refuses it
-		}
-	default:
+	return walk(v)
+}
+
+// CheckYAML is CheckJSON of a YAML body as the decoder sees it: converted to JSON first, as
+// the API server does.
+func CheckYAML(body []byte) string {
+	converted, err := yaml.YAMLToJSON(body)
+	if err != nil {
 		return ""
 	}
+	return CheckJSON(converted)
+}
+
+// decodeJSON decodes exactly one JSON value, keeping each number's literal: its exponent is
+// what matters.
+func decodeJSON(body []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber() // keep a number's literal: its exponent is what matters
+	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return ""
+		return nil, err
 	}
-	return walk(v)
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
 }
 
 func walk(v any) string {
@@ -137,21 +218,87 @@ func walk(v any) string {
 	return ""
 }
 
-// WithQuantityGuard refuses a write whose body Check finds a problem in, with a 400 that
-// names it. Bodies over maxBytes are passed on untouched: the API server refuses them.
-// Install it inside authentication, so only authenticated bodies are read.
-func WithQuantityGuard(handler http.Handler, maxBytes int64) http.Handler {
+// Guard refuses writes whose bodies hold quantities too costly to decode, reading each body
+// as the API server behind it will.
+type Guard struct {
+	serializer runtime.NegotiatedSerializer
+	maxBytes   int64
+}
+
+// New returns a guard for a server that decodes with serializer and reads bodies of at most
+// maxBytes (0: the API server's default).
+func New(serializer runtime.NegotiatedSerializer, maxBytes int64) *Guard {
 	if maxBytes <= 0 {
 		maxBytes = defaultMaxBytes
 	}
+	return &Guard{serializer: serializer, maxBytes: maxBytes}
+}
+
+// Refusal is the guard's answer to a body it does not let through.
+type Refusal struct {
+	Reason  metav1.StatusReason
+	Message string
+}
+
+// Code is the refusal's HTTP status.
+func (r *Refusal) Code() int {
+	if r.Reason == metav1.StatusReasonUnsupportedMediaType {
+		return http.StatusUnsupportedMediaType
+	}
+	return http.StatusBadRequest
+}
+
+// Check says whether the body of a write may go on to the server's decoder. rawBody says
+// the write is to a subresource that reads its body itself (an action).
+func (g *Guard) Check(method, contentType string, rawBody bool, body []byte) *Refusal {
+	var p string
+	switch readingOf(method, contentType, g.serializer, rawBody, len(body)) {
+	case readsNothing:
+		return nil
+	case unreadable:
+		return &Refusal{Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("the content type %q is not accepted for writes", contentType)}
+	case readsProtobuf:
+		p = checkProtobuf(body)
+	case readsJSON:
+		p = CheckJSON(body)
+	case readsYAML:
+		p = CheckYAML(body)
+	}
+	if p == "" {
+		return nil
+	}
+	return &Refusal{Reason: metav1.StatusReasonBadRequest,
+		Message: "the request body holds " + p + ": refused, it would take too long to decode"}
+}
+
+// readsItsBody says whether a request goes to a subresource that reads its body itself
+// rather than through the server's decoder: the actions (start, stop, ...). Writes that are
+// not to a resource (the eviction webhook's reviews) decode no quantity.
+func readsItsBody(req *http.Request) (rawBody, resource bool) {
+	info, ok := request.RequestInfoFrom(req.Context())
+	if !ok || !info.IsResourceRequest {
+		return false, false
+	}
+	switch info.Subresource {
+	case "", "status", "scale":
+		return false, true
+	}
+	return true, true
+}
+
+// Wrap refuses a write whose body Check refuses. Bodies over the limit are passed on
+// untouched: the API server refuses them. Install it inside authentication, so only
+// authenticated bodies are read.
+func (g *Guard) Wrap(handler http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Body == nil || (req.Method != http.MethodPost && req.Method != http.MethodPut && req.Method != http.MethodPatch) {
 			handler.ServeHTTP(w, req)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxBytes+1))
+		body, err := io.ReadAll(io.LimitReader(req.Body, g.maxBytes+1))
 		if err != nil {
-			writeBadRequest(w, fmt.Sprintf("read request body: %v", err))
+			writeStatus(w, &Refusal{Reason: metav1.StatusReasonBadRequest, Message: fmt.Sprintf("read request body: %v", err)})
 			return
 		}
 		rest := req.Body
@@ -159,9 +306,10 @@ func WithQuantityGuard(handler http.Handler, maxBytes int64) http.Handler {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), rest), rest}
-		if int64(len(body)) <= maxBytes {
-			if p := Check(body, req.Header.Get("Content-Type")); p != "" {
-				writeBadRequest(w, "the request body holds "+p+": refused, it would take too long to decode")
+		rawBody, resource := readsItsBody(req)
+		if resource && int64(len(body)) <= g.maxBytes {
+			if r := g.Check(req.Method, req.Header.Get("Content-Type"), rawBody, body); r != nil {
+				writeStatus(w, r)
 				return
 			}
 		}
@@ -169,11 +317,13 @@ func WithQuantityGuard(handler http.Handler, maxBytes int64) http.Handler {
 	})
 }
 
-// writeBadRequest answers with a metav1.Status, as the API server would.
-func writeBadRequest(w http.ResponseWriter, msg string) {
-	status := apierrors.NewBadRequest(msg).Status()
-	status.Kind, status.APIVersion = "Status", "v1"
+// writeStatus answers with a metav1.Status, as the API server would.
+func writeStatus(w http.ResponseWriter, r *Refusal) {
+	status := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Code: int32(r.Code()), Reason: r.Reason, Message: r.Message,
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
+	w.WriteHeader(r.Code())
 	_ = json.NewEncoder(w).Encode(&status)
 }

@@ -2,6 +2,7 @@ package bodyguard
 
 import (
 	"bytes"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,7 +104,8 @@ func TestCheckProtobuf(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.bad, Check(tc.body, pb) != "", Check(tc.body, pb))
+			r := New(codecs, 0).Check(http.MethodPost, pb, false, tc.body)
+			assert.Equal(t, tc.bad, r != nil, "%+v", r)
 		})
 	}
 }

@@ -104,17 +104,11 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	// Claims in every namespace: an instance's launcher pod mounts or maps each claim by its
 	// volumeMode.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync, informers.WithTransform(stripManagedFields))
-	// The kubelet's FailedMount events, which say why a launcher pod cannot start (a missing
-	// cloud-init Secret): few, whatever the cluster's size.
-	eventFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
-		informers.WithTransform(stripManagedFields),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = vmi.FailedMountEvents }))
 	vmInformer := kvFactory.Kubevirt().V1().VirtualMachines()
 	vmiInformer := kvFactory.Kubevirt().V1().VirtualMachineInstances()
 	rsInformer := kvFactory.Kubevirt().V1().VirtualMachineInstanceReplicaSets()
 	podInformer := podFactory.Core().V1().Pods()
 	pvcInformer := kubeFactory.Core().V1().PersistentVolumeClaims()
-	eventInformer := eventFactory.Core().V1().Events()
 
 	metrics.SetListers(&metrics.Listers{VMIs: vmiInformer.Lister(), VMs: vmInformer.Lister()})
 	defer metrics.SetListers(nil)
@@ -124,7 +118,7 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		return err
 	}
 	vmController.EnableStateClaims(kube, pvcInformer, func() string { return cfg.Get().VMStateStorageClass })
-	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, eventInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
+	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
 	if err != nil {
 		return err
 	}
@@ -175,7 +169,6 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
-	eventFactory.Start(ctx.Done())
 	handlerFactory.Start(ctx.Done())
 	defer handlerFactory.Shutdown()
 	if csrFactory != nil {
@@ -185,7 +178,6 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	defer kvFactory.Shutdown()
 	defer podFactory.Shutdown()
 	defer kubeFactory.Shutdown()
-	defer eventFactory.Shutdown()
 
 	errs := make(chan error, len(runners))
 	for _, run := range runners {

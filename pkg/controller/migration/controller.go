@@ -40,6 +40,16 @@ const (
 	// startTimeout aborts a migration the source has not started this long after its
 	// target pod was placed (a target that never gets ready).
 	startTimeout = 5 * time.Minute
+	// podCacheGrace is how long a target pod just created may be missing from the pod
+	// informer's cache before the migration counts it gone.
+	podCacheGrace = 10 * time.Second
+	// abortGrace is how long a source has to carry out an abort the controller asked for
+	// (runningBound) before the controller ends the migration without it.
+	abortGrace = time.Minute
+	// imageDiskAllowance is what runningBound counts for a disk whose size only the node
+	// knows (a containerDisk, a kernelBoot image) when it is copied: more than the cloud
+	// images these are made from.
+	imageDiskAllowance = 10 << 30
 )
 
 // Options are the controller's settings.

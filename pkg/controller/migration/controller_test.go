@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	metricstestutil "k8s.io/component-base/metrics/testutil"
@@ -34,6 +35,8 @@ type fixture struct {
 	c    *Controller
 	kv   *kvfake.Clientset
 	kube *k8sfake.Clientset
+	// vmis is the instance informer's cache, for tests that sync more than once.
+	vmis cache.Indexer
 }
 
 func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance, pods ...*corev1.Pod) *fixture {
@@ -68,8 +71,15 @@ func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.V
 		require.NoError(t, podInf.Informer().GetIndexer().Add(p))
 	}
 	require.NoError(t, handlerInf.Informer().GetIndexer().Add(handler))
-	f.c = c
+	f.c, f.vmis = c, vmiInf.Informer().GetIndexer()
 	return f
+}
+
+// observe brings the controller's caches up to what it wrote, as its informers would.
+func (f *fixture) observe() {
+	f.t.Helper()
+	require.NoError(f.t, f.c.migIndexer.Update(f.migration()))
+	require.NoError(f.t, f.vmis.Update(f.instance()))
 }
 
 func (f *fixture) sync() {
@@ -137,7 +147,7 @@ func launcherPod(name string, uid types.UID, node string, job types.UID) *corev1
 
 func migrating(mutate ...func(*v1.VirtualMachineInstanceMigrationState)) func(*v1.VirtualMachineInstance) {
 	return func(v *v1.VirtualMachineInstance) {
-		v.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "mig-uid", SourceNode: "node-a", SourcePod: "source"}
+		v.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "mig-uid", SourceNode: "node-a", SourcePod: "source", TargetPod: "target"}
 		for _, m := range mutate {
 			m(v.Status.MigrationState)
 		}
@@ -161,6 +171,54 @@ func TestPendingMigrationPlacesATargetPodAwayFromTheSource(t *testing.T) {
 	assert.Equal(t, "source", ms.SourcePod)
 	assert.Equal(t, pods.Items[0].Name, ms.TargetPod)
 	assert.Empty(t, ms.TargetNode, "no target node before the pod is scheduled")
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a", pods.Items[0].UID: ""}, f.instance().Status.ActivePods,
+		"the target is bound by the UID of the pod created, from the start")
+}
+
+// plantedPod is a pod a tenant with pods/create made to pass for the migration's target: its
+// label, a controller reference to the instance, a launcher's labels, a name like a
+// launcher's, on a node of their choosing.
+func plantedPod(name string, node string) *corev1.Pod {
+	p := launcherPod(name, types.UID(name+"-uid"), node, "mig-uid")
+	p.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Minute)) // newer than the real one
+	return p
+}
+
+// A pod labelled with the migration's UID by someone else is never taken for its target: not
+// when the target is placed (it is deleted, not adopted), not once the real one exists.
+func TestPlantedTargetPodIsIgnored(t *testing.T) {
+	t.Run("before the target is made", func(t *testing.T) {
+		f := newFixture(t, newMigration(v1.MigrationPending), runningVMI(), launcherPod("source", "source-uid", "node-a", ""),
+			plantedPod("planted", "node-c"))
+		f.sync()
+		assert.Equal(t, v1.MigrationPending, f.migration().Status.Phase, "no target yet")
+		assert.Nil(t, f.instance().Status.MigrationState, "the planted pod was not adopted")
+		_, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "planted", metav1.GetOptions{})
+		assert.Error(t, err, "the planted pod is deleted")
+	})
+	t.Run("beside the real target", func(t *testing.T) {
+		vmi := runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" })
+		f := newFixture(t, newMigration(v1.MigrationScheduling), vmi, launcherPod("source", "source-uid", "node-a", ""),
+			launcherPod("target", "target-uid", "node-b", "mig-uid"), plantedPod("planted", "node-c"))
+		f.sync()
+		got := f.instance()
+		assert.Equal(t, "node-b", got.Status.MigrationState.TargetNode, "the real target's node, not the planted pod's")
+		assert.Equal(t, map[types.UID]string{"source-uid": "node-a", "target-uid": "node-b"}, got.Status.ActivePods)
+	})
+	t.Run("with the real target's name, once it is gone", func(t *testing.T) {
+		vmi := runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" })
+		impostor := plantedPod("target", "node-c") // the same name, another UID
+		impostor.UID = "impostor-uid"
+		mig := newMigration(v1.MigrationScheduling, func(m *v1.VirtualMachineInstanceMigration) {
+			m.Status.PhaseTransitionTimestamps[0].PhaseTransitionTimestamp = metav1.NewTime(time.Now().Add(-time.Minute))
+		})
+		f := newFixture(t, mig, vmi, launcherPod("source", "source-uid", "node-a", ""), impostor)
+		f.sync()
+		assert.Equal(t, v1.MigrationFailed, f.migration().Status.Phase, "the target is gone; the impostor is not it")
+		got := f.instance()
+		assert.Equal(t, map[types.UID]string{"source-uid": "node-a"}, got.Status.ActivePods)
+		assert.Empty(t, got.Status.MigrationState.TargetNode)
+	})
 }
 
 func TestMigrationOfAStoppedInstanceFails(t *testing.T) {
@@ -171,7 +229,8 @@ func TestMigrationOfAStoppedInstanceFails(t *testing.T) {
 
 func TestScheduledTargetIsAnnouncedToTheHandlers(t *testing.T) {
 	target := launcherPod("target", "target-uid", "node-b", "mig-uid")
-	f := newFixture(t, newMigration(v1.MigrationScheduling), runningVMI(migrating()),
+	// Recorded when the controller created it, before it had a node.
+	f := newFixture(t, newMigration(v1.MigrationScheduling), runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" }),
 		launcherPod("source", "source-uid", "node-a", ""), target)
 	f.sync()
 	assert.Equal(t, v1.MigrationScheduled, f.migration().Status.Phase)
@@ -291,4 +350,69 @@ func TestOnlyTheOldestOfRacingMigrationsRuns(t *testing.T) {
 	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel})
 	require.NoError(t, err)
 	assert.Empty(t, pods.Items)
+}
+
+// A source launcher is the tenant's: it may report a migration started (with any start
+// time) and never report its end. The controller holds the migration to runningBound by its
+// own clock: past it, the source is asked to abort; past abortGrace more, the migration
+// fails without the source, the target pod goes and the instance stays on its source, so the
+// cluster's and the node's migration slots come free.
+func TestMigrationThatNeverEndsIsEndedByTheController(t *testing.T) {
+	vmi := runningVMI(migrating(func(ms *v1.VirtualMachineInstanceMigrationState) {
+		// A start in the future: nothing the source says counts toward the bound.
+		ms.TargetNode, ms.TargetNodeAddress, ms.StartTimestamp = "node-b", "10.0.2.7:18187", ptr.To(metav1.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	}), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "node-b" })
+	bound := runningBound(vmi, clusterconfig.DefaultMigrations())
+	assert.Equal(t, 150*time.Second+150*time.Second, bound, "128Mi of memory: one GiB begun, and the progress timeout")
+	runningSince := time.Now()
+	mig := newMigration(v1.MigrationRunning, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Status.PhaseTransitionTimestamps[0].PhaseTransitionTimestamp = metav1.NewTime(runningSince)
+	})
+	f := newFixture(t, mig, vmi, launcherPod("source", "source-uid", "node-a", ""), launcherPod("target", "target-uid", "node-b", "mig-uid"))
+
+	at := func(d time.Duration) error {
+		f.c.now = func() time.Time { return runningSince.Add(d) }
+		f.observe()
+		return f.c.sync(context.Background(), "ns/mig")
+	}
+
+	err := at(bound - time.Minute)
+	var requeue controllerutil.RequeueAfter
+	require.ErrorAs(t, err, &requeue, "woken again at the bound, whatever the source does")
+	assert.InDelta(t, float64(time.Minute), float64(requeue), float64(2*time.Second))
+	assert.False(t, f.instance().Status.MigrationState.AbortRequested)
+
+	require.ErrorAs(t, at(bound+time.Second), &requeue)
+	assert.True(t, f.instance().Status.MigrationState.AbortRequested, "past the bound the source is asked to abort")
+	assert.Equal(t, v1.MigrationRunning, f.migration().Status.Phase)
+
+	// The source ignores it.
+	require.NoError(t, at(bound+abortGrace+2*time.Second))
+	m := f.migration()
+	assert.Equal(t, v1.MigrationFailed, m.Status.Phase)
+	assert.Contains(t, m.Status.MigrationState.FailureReason, "the migration ran longer than 5m0s")
+	got := f.instance()
+	assert.Equal(t, "node-a", got.Status.NodeName, "the instance stays on its source")
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a"}, got.Status.ActivePods)
+	assert.True(t, got.Status.MigrationState.Failed)
+	_, err = f.kube.CoreV1().Pods("ns").Get(context.Background(), "target", metav1.GetOptions{})
+	assert.Error(t, err, "the target pod is deleted")
+	f.observe()
+	cluster, byNode := f.c.activeCounts()
+	assert.Zero(t, cluster, "no migration slot held")
+	assert.Zero(t, byNode["node-a"])
+}
+
+func TestRunningBound(t *testing.T) {
+	m := clusterconfig.DefaultMigrations()
+	big := runningVMI(func(v *v1.VirtualMachineInstance) {
+		v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("4Gi")
+		v.Spec.Volumes = []v1.Volume{
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDisk: &v1.EmptyDiskSource{Capacity: resource.MustParse("2Gi")}}},
+			{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "example/disk"}}},
+		}
+	})
+	assert.Equal(t, (16*150+150)*time.Second, runningBound(big, m), "4 GiB of memory, 2 of empty disk, 10 for the image")
+	m.AllowPostCopy = ptr.To(true)
+	assert.Equal(t, (2*16*150+150)*time.Second, runningBound(big, m), "post-copy may follow the completion time")
 }

@@ -173,6 +173,13 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			for _, p := range targets {
 				delete(vs.ActivePods, p.UID)
 			}
+			// The bound target, whether or not the cache still has it: every pod recorded
+			// off the source node.
+			for uid, node := range vs.ActivePods {
+				if node != vs.NodeName {
+					delete(vs.ActivePods, uid)
+				}
+			}
 			s.vmi = vs
 		}
 		if ours {
@@ -221,6 +228,13 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			s.requeue = 2 * time.Second
 			return s, nil
 		}
+		if len(targets) > 0 {
+			// Pods that carry this migration's label, yet none was recorded as its target:
+			// ours from a sync whose status write failed, or a tenant's. None is adopted;
+			// they go, and the target is made afresh once they are gone.
+			s.delete, s.requeue = targets, 2*time.Second
+			return s, nil
+		}
 		pod, err := c.createTarget(ctx, mig, vmi)
 		if err != nil {
 			return s, err
@@ -229,6 +243,13 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 			MigrationUid: mig.UID, SourceNode: vmi.Status.NodeName, SourcePod: c.sourcePodName(vmi),
 			TargetPod: pod.Name, MigrationConfiguration: c.migrationConfiguration(),
 		}
+		// The target is bound by the UID of the pod created here, recorded in the instance's
+		// status (which only the controllers write) before any node is known: every later
+		// step, and the target node's handler, take that pod and no other.
+		if vs.ActivePods == nil {
+			vs.ActivePods = map[types.UID]string{}
+		}
+		vs.ActivePods[pod.UID] = pod.Spec.NodeName
 		s.vmi = vs
 		s.mig.MigrationState = vs.MigrationState.DeepCopy()
 		setPhase(v1.MigrationScheduling)
@@ -241,7 +262,12 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 		return s, nil
 	}
 	ms := vs.MigrationState
-	target := newest(targets)
+	target := boundTarget(targets, vs)
+	if target == nil && mig.Status.Phase == v1.MigrationScheduling && now.Sub(phaseTime(mig, v1.MigrationScheduling)) < podCacheGrace {
+		// Created a moment ago: the pod informer may not have it yet.
+		s.requeue = time.Second
+		return s, nil
+	}
 	switch {
 	case ms.Completed:
 		c.handOff(&s, vmi, vs, target)
@@ -303,6 +329,7 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 		}
 		if ms.StartTimestamp != nil {
 			setPhase(v1.MigrationRunning)
+			c.boundRunning(&s, vmi, abort, fail, now)
 			break
 		}
 		if target.Status.Phase == corev1.PodRunning {
@@ -317,6 +344,55 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 	}
 	s.mig.MigrationState = ms.DeepCopy()
 	return s, nil
+}
+
+// boundRunning ends a migration that runs longer than runningBound. The source's launcher
+// applies the same limits, but only an honest one does, and a migration that never ends
+// holds one of the cluster's parallel migrations and one of its source node's for good:
+// drains and everyone else's migrations would wait behind it. So the controller asks the
+// source to abort once the bound is past, and ends the migration itself (target pod deleted,
+// the instance kept on its source) if the source has not within abortGrace. The time is the
+// controller's own (when it saw the migration Running), never what the source reports.
+func (c *Controller) boundRunning(s *step, vmi *v1.VirtualMachineInstance, abort, fail func(string), now metav1.Time) {
+	bound := runningBound(vmi, c.config.Get().Migrations)
+	running := now.Sub(phaseTimeIn(s.mig, v1.MigrationRunning, now.Time))
+	switch {
+	case running > bound+abortGrace:
+		fail(fmt.Sprintf("the migration ran longer than %s and the source did not abort it", bound))
+	case running > bound:
+		abort(fmt.Sprintf("the migration ran longer than %s", bound))
+		s.requeue = bound + abortGrace - running + time.Second
+	default:
+		s.requeue = bound - running + time.Second
+	}
+}
+
+// runningBound is how long a started migration may run: KubeVirt's completionTimeoutPerGiB
+// for every GiB begun of what is copied (the guest's memory, and with a block migration its
+// node-local disks: emptyDisks at their capacity, images at imageDiskAllowance) plus its
+// progressTimeout; twice the completion time when post-copy may follow it.
+func runningBound(vmi *v1.VirtualMachineInstance, m v1.MigrationConfiguration) time.Duration {
+	var bytes int64
+	if q, ok := vmi.Spec.Domain.GuestMemory(); ok {
+		bytes += q.Value()
+	}
+	for _, v := range vmi.Spec.Volumes {
+		switch {
+		case v.EmptyDisk != nil:
+			bytes += v.EmptyDisk.Capacity.Value()
+		case v.ContainerDisk != nil:
+			bytes += imageDiskAllowance
+		}
+	}
+	if f := vmi.Spec.Domain.Firmware; f != nil && f.KernelBoot != nil {
+		bytes += imageDiskAllowance
+	}
+	gib := max((bytes+(1<<30)-1)>>30, 1)
+	completion := time.Duration(ptr.Deref(m.CompletionTimeoutPerGiB, 150)*gib) * time.Second
+	if ptr.Deref(m.AllowPostCopy, false) {
+		completion *= 2
+	}
+	return completion + time.Duration(ptr.Deref(m.ProgressTimeout, 150))*time.Second
 }
 
 // handOff gives a completed migration's instance to its target node: status.nodeName and
@@ -372,9 +448,6 @@ func (c *Controller) olderMigration(mig *v1.VirtualMachineInstanceMigration) boo
 // createTarget makes the target launcher pod: the instance's pod, kept off the source node
 // and on nodes that also match the migration's added node selector.
 func (c *Controller) createTarget(ctx context.Context, mig *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
-	if existing := newest(c.targetPods(mig)); existing != nil {
-		return existing, nil // created before a restart of ours
-	}
 	modes, missing, err := launcherpod.ClaimVolumeModes(c.claims, vmi)
 	if err != nil {
 		return nil, err
@@ -448,14 +521,17 @@ func (c *Controller) sourcePodName(vmi *v1.VirtualMachineInstance) string {
 	return ""
 }
 
-func newest(pods []*corev1.Pod) *corev1.Pod {
-	var best *corev1.Pod
-	for _, p := range pods {
-		if best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp) {
-			best = p
+// boundTarget is the migration's target pod: of the pods labelled with the migration's UID,
+// the one the controller created, whose UID it recorded in the instance's active pods and
+// whose name in its migration state. Anyone who may create pods in the namespace can label
+// one with the migration's UID (which they can read); a label alone binds nothing.
+func boundTarget(labelled []*corev1.Pod, vs *v1.VirtualMachineInstanceStatus) *corev1.Pod {
+	for _, p := range labelled {
+		if _, recorded := vs.ActivePods[p.UID]; recorded && p.Name == vs.MigrationState.TargetPod {
+			return p
 		}
 	}
-	return best
+	return nil
 }
 
 func unschedulable(p *corev1.Pod) bool {
@@ -474,6 +550,17 @@ func podScheduledMessage(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// phaseTimeIn is when status last entered phase, or now when it never did (it enters it in
+// this sync).
+func phaseTimeIn(status v1.VirtualMachineInstanceMigrationStatus, phase v1.VirtualMachineInstanceMigrationPhase, now time.Time) time.Time {
+	for i := len(status.PhaseTransitionTimestamps) - 1; i >= 0; i-- {
+		if t := status.PhaseTransitionTimestamps[i]; t.Phase == phase {
+			return t.PhaseTransitionTimestamp.Time
+		}
+	}
+	return now
 }
 
 // phaseTime is when mig entered phase (its creation when never recorded).

@@ -47,8 +47,6 @@ type Controller struct {
 	vmiIndexer cache.Indexer
 	podIndexer cache.Indexer
 	pvcLister  corelisters.PersistentVolumeClaimLister
-	// eventIndexer holds the kubelet's FailedMount events of pods (FailedMountEvents).
-	eventIndexer cache.Indexer
 	// nodeLister tells unresponsive nodes (nodes.go).
 	nodeLister corelisters.NodeLister
 	synced     []cache.InformerSynced
@@ -66,23 +64,22 @@ type Controller struct {
 
 // New wires the controller to its informers. podInformer should be restricted to launcher
 // pods (label kubevirt.io=virt-launcher); other pods are ignored anyway. pvcInformer tells
-// the volumeMode of the claims instances name. eventInformer should list FailedMountEvents
-// only: they say why a launcher pod cannot start.
+// the volumeMode of the claims instances name. The kubelet's events on launcher pods that
+// cannot start are read through kube when needed (mounts.go).
 func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kvinformers.VirtualMachineInstanceInformer,
 	podInformer coreinformers.PodInformer, pvcInformer coreinformers.PersistentVolumeClaimInformer,
-	eventInformer coreinformers.EventInformer, nodeInformer coreinformers.NodeInformer,
+	nodeInformer coreinformers.NodeInformer,
 	cfg *clusterconfig.Store, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		kubevirt:     kubevirt,
-		kube:         kube,
-		vmiLister:    vmiInformer.Lister(),
-		vmiIndexer:   vmiInformer.Informer().GetIndexer(),
-		podIndexer:   podInformer.Informer().GetIndexer(),
-		pvcLister:    pvcInformer.Lister(),
-		eventIndexer: eventInformer.Informer().GetIndexer(),
-		nodeLister:   nodeInformer.Lister(),
+		kubevirt:   kubevirt,
+		kube:       kube,
+		vmiLister:  vmiInformer.Lister(),
+		vmiIndexer: vmiInformer.Informer().GetIndexer(),
+		podIndexer: podInformer.Informer().GetIndexer(),
+		pvcLister:  pvcInformer.Lister(),
+		nodeLister: nodeInformer.Lister(),
 		synced: []cache.InformerSynced{vmiInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-			pvcInformer.Informer().HasSynced, eventInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
+			pvcInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
 		config:       cfg,
 		recorder:     recorder,
 		queue:        controllerutil.NewQueue("virt-controller-vmi"),
@@ -94,9 +91,6 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	}
 	if err := vmiInformer.Informer().AddIndexers(cache.Indexers{vmisByClaimIndex: indexByClaim, vmisByNodeIndex: indexByNode}); err != nil {
 		return nil, fmt.Errorf("index instances: %w", err)
-	}
-	if err := eventInformer.Informer().AddIndexers(cache.Indexers{eventsByPodIndex: indexByPod}); err != nil {
-		return nil, fmt.Errorf("index events by pod: %w", err)
 	}
 	if _, err := vmiInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
@@ -135,13 +129,6 @@ func New(kubevirt versioned.Interface, kube kubernetes.Interface, vmiInformer kv
 	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: c.enqueueNodeInstances,
 		DeleteFunc: c.enqueueNodeDeleted,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := eventInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueEventPod,
-		UpdateFunc: func(_, cur any) { c.enqueueEventPod(cur) }, // the kubelet counts repeats
-		DeleteFunc: c.enqueueEventPod,
 	}); err != nil {
 		return nil, err
 	}

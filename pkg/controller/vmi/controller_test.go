@@ -58,12 +58,12 @@ func newFixture(t *testing.T, vmis []*v1.VirtualMachineInstance, pods []*corev1.
 	kvf := kvinformers.NewSharedInformerFactory(f.kv, 0)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	vmiInformer, podInformer := kvf.Kubevirt().V1().VirtualMachineInstances(), kf.Core().V1().Pods()
-	pvcInformer, eventInformer := kf.Core().V1().PersistentVolumeClaims(), kf.Core().V1().Events()
+	pvcInformer := kf.Core().V1().PersistentVolumeClaims()
 	cfg := clusterconfig.Defaults()
 	cfg.UseEmulation = true
 	nodeInformer := kf.Core().V1().Nodes()
 	f.nodes = nodeInformer.Informer().GetIndexer()
-	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, eventInformer, nodeInformer, clusterconfig.NewStore(cfg), f.recorder)
+	c, err := New(f.kv, f.kube, vmiInformer, podInformer, pvcInformer, nodeInformer, clusterconfig.NewStore(cfg), f.recorder)
 	require.NoError(t, err)
 	for _, o := range claims {
 		require.NoError(t, pvcInformer.Informer().GetIndexer().Add(o))

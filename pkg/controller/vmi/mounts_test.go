@@ -2,25 +2,34 @@ package vmi
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
+	k8stesting "k8s.io/client-go/testing"
+
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
+	"github.com/hangarvm/hangar/pkg/controller/testutil"
 )
 
 const missingSecret = `MountVolume.SetUp failed for volume "hangar-secret-0" : secret "seed" not found`
 
+var eventSerial atomic.Int64
+
 // failedMount is the kubelet's event about a pod whose volume it cannot mount.
 func failedMount(pod string, uid types.UID, message string, ago time.Duration) *corev1.Event {
 	return &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Namespace: "ns", Name: pod + "." + string(uid) + message[:8]},
+		ObjectMeta:     metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s.%d", pod, eventSerial.Add(1))},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: pod, UID: uid},
 		Reason:         FailedMountReason, Type: corev1.EventTypeWarning, Message: message,
 		LastTimestamp: metav1.NewTime(time.Now().Add(-ago)),
@@ -96,9 +105,17 @@ func TestMountFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, []*v1.VirtualMachineInstance{tt.vmi}, []*corev1.Pod{tt.pod})
 			for _, e := range tt.events {
-				require.NoError(t, f.c.eventIndexer.Add(e))
+				_, err := f.kube.CoreV1().Events("ns").Create(context.Background(), e, metav1.CreateOptions{})
+				require.NoError(t, err)
 			}
-			require.NoError(t, f.c.sync(context.Background(), "ns/vm1"))
+			err := f.c.sync(context.Background(), "ns/vm1")
+			if waitsOnNode(tt.pod) {
+				var requeue controllerutil.RequeueAfter
+				require.ErrorAs(t, err, &requeue, "a pod waiting on its node is looked at again")
+				assert.Equal(t, mountRecheck, time.Duration(requeue))
+			} else {
+				require.NoError(t, err)
+			}
 			vmi := f.vmi("vm1")
 			assert.Equal(t, v1.Scheduled, vmi.Status.Phase)
 			cond := condition(vmi, v1.VirtualMachineInstanceSynchronized)
@@ -115,24 +132,28 @@ func TestMountFailure(t *testing.T) {
 	}
 }
 
-// TestMountFailureEventWakesInstance: the kubelet's event brings the pod's instance back to the
-// queue; an event about another pod does not.
-func TestMountFailureEventWakesInstance(t *testing.T) {
-	pod := newPod("p1", "uid-1", bound("node-a"))
-	f := newFixture(t, []*v1.VirtualMachineInstance{newVMI(v1.Scheduled, scheduled)}, []*corev1.Pod{pod})
-	f.c.enqueueEventPod(failedMount("not-a-launcher", "x", missingSecret, 0))
-	assert.Zero(t, f.c.queue.Len())
-	f.c.enqueueEventPod(failedMount("p1", pod.UID, missingSecret, 0))
-	require.Equal(t, 1, f.c.queue.Len())
-	key, _ := f.c.queue.Get()
-	assert.Equal(t, "ns/vm1", key)
-}
-
-func TestFailedMountEventsSelector(t *testing.T) {
-	assert.Equal(t, "involvedObject.kind=Pod,reason=FailedMount", FailedMountEvents)
-	sel, err := fields.ParseSelector(FailedMountEvents)
+// TestMountFailureEventsAreReadNotCached: the events are asked for, a few of the one pod
+// (by its UID), when the pod waits on its node, and no other time; whatever anyone writes
+// into events stays out of virt-controller's memory, and a message is bounded.
+func TestMountFailureEventsAreReadNotCached(t *testing.T) {
+	pending := newPod("p1", "uid-1", bound("node-a"), podPhase(corev1.PodPending))
+	f := newFixture(t, []*v1.VirtualMachineInstance{newVMI(v1.Scheduled, scheduled)}, []*corev1.Pod{pending})
+	long := missingSecret + strings.Repeat("é", 2000)
+	_, err := f.kube.CoreV1().Events("ns").Create(context.Background(), failedMount("p1", pending.UID, long, time.Second), metav1.CreateOptions{})
 	require.NoError(t, err)
-	assert.True(t, sel.Matches(fields.Set{"involvedObject.kind": "Pod", "reason": "FailedMount"}))
-	assert.False(t, sel.Matches(fields.Set{"involvedObject.kind": "Pod", "reason": "Scheduled"}))
-	assert.False(t, sel.Matches(fields.Set{"involvedObject.kind": "VirtualMachineInstance", "reason": "FailedMount"}))
+	f.kube.ClearActions()
+
+	msg := f.c.mountFailure(context.Background(), pending)
+	assert.True(t, strings.HasPrefix(msg, missingSecret))
+	assert.LessOrEqual(t, len(msg), maxMountMessage)
+	assert.True(t, utf8.ValidString(msg), "cut on a rune boundary")
+	lists := testutil.Filter(f.kube.Actions(), "list", "events", "")
+	require.Len(t, lists, 1)
+	restrictions := lists[0].(k8stesting.ListAction).GetListRestrictions()
+	assert.Equal(t, "involvedObject.uid="+string(pending.UID)+",reason=FailedMount", restrictions.Fields.String())
+
+	f.kube.ClearActions()
+	assert.Empty(t, f.c.mountFailure(context.Background(), newPod("p2", "uid-2", bound("node-a"), podPhase(corev1.PodRunning))))
+	assert.Empty(t, f.c.mountFailure(context.Background(), newPod("p3", "uid-3", podPhase(corev1.PodPending))))
+	assert.Empty(t, testutil.Filter(f.kube.Actions(), "list", "events", ""), "no read for a pod that runs or has no node")
 }

@@ -103,7 +103,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 
-	mountFailure := c.mountFailure(pod)
+	mountFailure := c.mountFailure(ctx, pod)
 	if mountFailure != "" {
 		if cond := vmi.Status.Condition(v1.VirtualMachineInstanceSynchronized); cond == nil || cond.Message != mountFailure {
 			c.recorder.Event(vmi, corev1.EventTypeWarning, FailedMountReason, mountFailure)
@@ -139,6 +139,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if syncErr == nil && (status.Phase == v1.Running || status.Phase == v1.Scheduled) && pod != nil && podTerminated(pod) {
 		// Come back when the node agent's time to report on the ended pod is up.
 		return controllerutil.RequeueAfter(awaitingNodeAgent(pod, now) + time.Second)
+	}
+	if syncErr == nil && waitsOnNode(pod) && !isFinal(status.Phase) {
+		// Look again for the kubelet's word on the pod's volumes (no informer of events).
+		return controllerutil.RequeueAfter(mountRecheck)
 	}
 	return syncErr
 }

@@ -6823,6 +6823,13 @@ func schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref common.ReferenceC
 							Format:      "",
 						},
 					},
+					"launcherDevicesOnly": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver refuses any other pod that asks for one (the ValidatingAdmissionPolicy hangar-launcher-devices of the release manifest reads this from hangar-config). Unset, as in KubeVirt, any pod may ask for them.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

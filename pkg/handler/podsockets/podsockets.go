@@ -57,7 +57,16 @@ type Root struct {
 	path string
 	// Peers decides whether a socket's peer belongs to a pod; ProcPeers when nil.
 	Peers PeerVerifier
+	// HostNetNS are network namespaces no launcher pod may share, the host's above all (a pod
+	// of the host's network that a tenant passes off as a launcher would have the handler
+	// set up the guest's network on the node itself); DefaultHostNetNS when empty. Those that
+	// cannot be read are skipped.
+	HostNetNS []string
 }
+
+// DefaultHostNetNS are the network namespace of the host's init, which the handler sees in
+// the host's PID namespace (where the kernel lets it read it), and the handler's own.
+var DefaultHostNetNS = []string{"/proc/1/ns/net", "/proc/self/ns/net"}
 
 // OpenRoot opens the kubelet's pods directory.
 func OpenRoot(path string) (*Root, error) {
@@ -92,7 +101,11 @@ func (r *Root) Dir(podUID types.UID, volume string) (*Dir, error) {
 	if peers == nil {
 		peers = ProcPeers{}
 	}
-	return &Dir{fd: fd, podUID: podUID, peers: peers, path: r.path + "/" + rel}, nil
+	hostNetNS := r.HostNetNS
+	if len(hostNetNS) == 0 {
+		hostNetNS = DefaultHostNetNS
+	}
+	return &Dir{fd: fd, podUID: podUID, peers: peers, path: r.path + "/" + rel, hostNetNS: hostNetNS}, nil
 }
 
 // DescriptorPath names the directory through this process's descriptor of it
@@ -101,10 +114,11 @@ func (d *Dir) DescriptorPath() string { return "/proc/self/fd/" + strconv.Itoa(d
 
 // Dir is one pod's socket directory, held open.
 type Dir struct {
-	fd     int
-	podUID types.UID
-	peers  PeerVerifier
-	path   string
+	fd        int
+	podUID    types.UID
+	peers     PeerVerifier
+	path      string
+	hostNetNS []string
 
 	// afterOpen, in tests, runs between resolving a socket and connecting to it: the moment
 	// a swap would matter if the path were used again.
@@ -221,7 +235,7 @@ func (d *Dir) verifyPeer(c *net.UnixConn) (*Peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer process %d: %w", cred.Pid, err)
 	}
-	p := &Peer{pid: int(cred.Pid), pidfd: pidfd}
+	p := &Peer{pid: int(cred.Pid), pidfd: pidfd, hostNetNS: d.hostNetNS}
 	if err := d.peers.Verify(p.pid, d.podUID); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("peer process %d refused: %w", p.pid, err)
@@ -235,8 +249,9 @@ func (d *Dir) verifyPeer(c *net.UnixConn) (*Peer, error) {
 
 // Peer is a verified process of a launcher pod, held by a pidfd.
 type Peer struct {
-	pid   int
-	pidfd int
+	pid       int
+	pidfd     int
+	hostNetNS []string
 }
 
 // PID is the process id in the handler's (the host's) PID namespace.
@@ -257,7 +272,7 @@ func (p *Peer) alive() error {
 	return nil
 }
 
-// NetNS opens the process's network namespace: the pod's.
+// NetNS opens the process's network namespace: the pod's, which must not be the host's.
 func (p *Peer) NetNS() (*os.File, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", p.pid))
 	if err != nil {
@@ -267,6 +282,21 @@ func (p *Peer) NetNS() (*os.File, error) {
 	if err := p.alive(); err != nil {
 		f.Close()
 		return nil, err
+	}
+	var ns unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &ns); err != nil {
+		f.Close()
+		return nil, err
+	}
+	for _, path := range p.hostNetNS {
+		var host unix.Stat_t
+		if unix.Stat(path, &host) != nil {
+			continue // not readable here (the kernel may hide init's namespaces)
+		}
+		if ns.Dev == host.Dev && ns.Ino == host.Ino {
+			f.Close()
+			return nil, fmt.Errorf("process %d runs in the host's network namespace (%s): no launcher pod does", p.pid, path)
+		}
 	}
 	return f, nil
 }

@@ -324,9 +324,14 @@ func TestDirRefusesMalformedNames(t *testing.T) {
 	}
 }
 
-// TestPeerNetNS: the network namespace is that of the verified process.
+// TestPeerNetNS: the network namespace is that of the verified process; one that is the
+// host's is refused (the test process stands in for a pod's here, so "the host's" is another
+// file first, then the test's own namespace).
 func TestPeerNetNS(t *testing.T) {
 	w := newWorld(t)
+	other := filepath.Join(t.TempDir(), "not-the-test-namespace")
+	require.NoError(t, os.WriteFile(other, nil, 0o600))
+	w.root.HostNetNS = []string{other, "/nonexistent"}
 	w.serve(filepath.Join(w.volume(podA), "launcher.sock"), "x")
 	c, err := w.dir(podA).Dial("launcher.sock")
 	require.NoError(t, err)
@@ -338,6 +343,15 @@ func TestPeerNetNS(t *testing.T) {
 	require.NoError(t, unix.Fstat(int(ns.Fd()), &got))
 	require.NoError(t, unix.Stat("/proc/self/ns/net", &want))
 	assert.Equal(t, want.Ino, got.Ino)
+
+	// A "launcher" in the host's network namespace: a tenant's hostNetwork pod dressed up as
+	// one would have the handler build bridges and rules on the node itself.
+	w.root.HostNetNS = []string{"/nonexistent", "/proc/self/ns/net"}
+	c2, err := w.dir(podA).Dial("launcher.sock")
+	require.NoError(t, err)
+	defer c2.Close()
+	_, err = c2.Peer.NetNS()
+	assert.ErrorContains(t, err, "runs in the host's network namespace")
 }
 
 func TestErrNotSocketIsDistinct(t *testing.T) {

@@ -147,6 +147,17 @@ type Interface struct {
 	PodInterfaceName string `json:"podInterfaceName,omitempty"`
 }
 
+// Bounds on the guest agent's lists in answers, which the guest fills: the launcher keeps at
+// most these, the handler holds every launcher to them again.
+const (
+	MaxAgentInterfaces         = 32
+	MaxAgentIPs                = 16
+	MaxAgentCommands           = 512
+	MaxAgentUsers              = 256
+	MaxAgentFileSystems        = 256
+	MaxAgentDisksPerFileSystem = 16
+)
+
 // Agent is what a connected guest agent reports, kept fresh by the launcher.
 type Agent struct {
 	OS         v1.VirtualMachineInstanceGuestOSInfo `json:"os"`

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -21,6 +22,12 @@ const DefaultTimeout = 30 * time.Second
 // Client calls one launcher.
 type Client struct {
 	http *http.Client
+	// limits and instance hold the node's and the instance's slots (CallLimits.Client); nil
+	// for a client without limits.
+	limits   *CallLimits
+	instance chan struct{}
+	release  func()
+	once     sync.Once
 }
 
 // NewClient returns a client of the launcher listening on socket, dialled by its path: for
@@ -50,8 +57,13 @@ func NewDialClient(dial func(ctx context.Context) (net.Conn, error)) *Client {
 // make it allocate more.
 const MaxAnswer = 1 << 20
 
-// Close drops idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+// Close drops idle connections and gives back the client's share of its instance's slots.
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+	if c.release != nil {
+		c.once.Do(c.release)
+	}
+}
 
 // Healthz checks that the launcher answers and says which instance it runs.
 func (c *Client) Healthz(ctx context.Context) (Health, error) {
@@ -145,6 +157,11 @@ func (c *Client) post(ctx context.Context, path string, body any) (State, error)
 func (c *Client) call(ctx context.Context, timeout time.Duration, method, path string, body, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	done, err := acquire(ctx, c.instance, "call slot of the instance")
+	if err != nil {
+		return fmt.Errorf("launcher %s %s: %w", method, path, err)
+	}
+	defer done()
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -165,24 +182,47 @@ func (c *Client) call(ctx context.Context, timeout time.Duration, method, path s
 		return fmt.Errorf("launcher %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
+	data, status, err := c.readAnswer(ctx, resp)
 	if err != nil {
 		return fmt.Errorf("launcher %s %s: %w", method, path, err)
 	}
-	if len(data) > MaxAnswer {
-		return fmt.Errorf("launcher %s %s: answer larger than %d bytes", method, path, MaxAnswer)
-	}
-	if resp.StatusCode/100 != 2 {
+	if status/100 != 2 {
 		var e Error
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return &CallError{Status: resp.StatusCode, Message: e.Error}
+		if decodeAnswer(data, &e) == nil && e.Error != "" {
+			return &CallError{Status: status, Message: e.Error}
 		}
-		return &CallError{Status: resp.StatusCode, Message: string(data)}
+		return &CallError{Status: status, Message: string(data[:min(len(data), 1024)])}
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	if err := decodeAnswer(data, out); err != nil {
 		return fmt.Errorf("launcher %s %s: decode answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// readAnswer reads an answer's body, at most MaxAnswer bytes within AnswerReadTimeout, in
+// one of the node's answer slots, which the decoding that follows in the caller still
+// counts on: the slot is held until call returns.
+func (c *Client) readAnswer(ctx context.Context, resp *http.Response) ([]byte, int, error) {
+	var node chan struct{}
+	if c.limits != nil {
+		node = c.limits.node
+	}
+	done, err := acquire(ctx, node, "answer slot of the node")
+	if err != nil {
+		return nil, 0, err
+	}
+	// Held through the decoding: released when the call's context is cancelled at return.
+	context.AfterFunc(ctx, done)
+	stop := time.AfterFunc(AnswerReadTimeout, func() { resp.Body.Close() })
+	defer stop.Stop()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(data) > MaxAnswer {
+		return nil, 0, fmt.Errorf("answer larger than %d bytes", MaxAnswer)
+	}
+	return data, resp.StatusCode, nil
 }
 
 // CallError is a launcher's refusal.

@@ -1,6 +1,6 @@
-// Package identity is what a node's virt-handler proves to another in a live migration: a
-// certificate naming its node, issued through the certificates.k8s.io API under Hangar's
-// own signer. virt-controller signs a request only when the requester is virt-handler's
+// Package identity is what a node's virt-handler proves to another in a live migration, and
+// to virt-api when it serves consoles and guest commands (pkg/nodeclient): a certificate
+// naming its node, issued through the certificates.k8s.io API under Hangar's own signer. virt-controller signs a request only when the requester is virt-handler's
 // ServiceAccount with a token bound to the very node the request names, so a handler can
 // name no node but its own, and nothing but a handler gets such a certificate.
 package identity

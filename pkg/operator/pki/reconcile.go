@@ -127,8 +127,9 @@ var leafSecrets = []leafSpec{
 		return Leaf{CommonName: virtAPIServiceDNSName, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 			DNSNames: []string{virtAPIServiceDNSName, virtAPIServiceDNSName + ".cluster.local", "virt-api.hangar", "virt-api"}}
 	}},
-	// virt-api reaches handlers by pod IP and checks the name virt-handler; handlers admit
-	// virt-api's client certificate.
+	// The handlers admit virt-api's client certificate with this Secret's CA. They serve virt-api
+	// with their nodes' own identities (virt-controller's signer hangarvm.io/migration), which
+	// virt-api requires; the key pair here serves nobody any more.
 	{VirtHandlerTLS, HangarCA, func(Request) Leaf {
 		return Leaf{CommonName: "virt-handler", DNSNames: []string{"virt-handler"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	}},

@@ -85,7 +85,8 @@ func TestObjectsDefaults(t *testing.T) {
 	assert.Nil(t, etcd.Spec.VolumeClaimTemplates[0].Spec.StorageClassName, "the cluster's default class")
 
 	config := find[*corev1.ConfigMap](t, objs, ConfigName)
-	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l"}, config.Data)
+	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l",
+		"launcherDevicesOnly": "false"}, config.Data)
 
 	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io"} {
 		assert.Equal(t, []byte("CA"), find[*apiregistrationv1.APIService](t, objs, name).Spec.CABundle, name)
@@ -111,6 +112,7 @@ func TestObjectsSettings(t *testing.T) {
 			Migrations:                  &kubevirtv1.MigrationConfiguration{ParallelMigrationsPerCluster: ptr.To[uint32](3)},
 			NodeUnresponsiveGracePeriod: &metav1.Duration{Duration: 20e9},
 			AuthorizeWebhookCallers:     true,
+			LauncherDevicesOnly:         true,
 		}
 		s.Spec.WorkloadUpdateStrategy = operatorv1alpha1.WorkloadUpdateStrategy{
 			WorkloadUpdateMethods: []operatorv1alpha1.WorkloadUpdateMethod{operatorv1alpha1.WorkloadUpdateMethodLiveMigrate},
@@ -148,6 +150,7 @@ func TestObjectsSettings(t *testing.T) {
 	assert.Equal(t, "4", config.Data["cpuAllocationRatio"])
 	assert.Equal(t, "LiveMigrate", config.Data["evictionStrategy"])
 	assert.Equal(t, "20s", config.Data["nodeUnresponsiveGracePeriod"])
+	assert.Equal(t, "true", config.Data["launcherDevicesOnly"], "what the admission policy hangar-launcher-devices reads")
 	assert.Equal(t, "parallelMigrationsPerCluster: 3\n", config.Data["migrations"])
 	assert.Equal(t, "LiveMigrate", config.Data["workloadUpdateMethods"])
 	assert.Equal(t, "3", config.Data["batchEvictionSize"])

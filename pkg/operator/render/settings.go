@@ -94,7 +94,8 @@ func ValidateSpec(spec operatorv1alpha1.HangarSpec) error {
 // workload update strategy.
 func ConfigData(spec operatorv1alpha1.HangarSpec, launcherImage string) (map[string]string, error) {
 	c := spec.Configuration
-	data := map[string]string{clusterconfig.KeyUseEmulation: "false"}
+	data := map[string]string{clusterconfig.KeyUseEmulation: "false",
+		clusterconfig.KeyLauncherDevicesOnly: strconv.FormatBool(c.LauncherDevicesOnly)}
 	if launcherImage != "" {
 		data[clusterconfig.KeyLauncherImage] = launcherImage
 	}

@@ -62,7 +62,7 @@ func setupBridge(ctx context.Context, h *netlink.Handle, p podnetwork.Plan) (pod
 		return pod, fmt.Errorf("guest MAC: %w", err)
 	}
 	if err := loadRules(ctx, knftables.BridgeFamily, func(tx *knftables.Transaction) error {
-		return bridgeRules(tx, pod.Interface, mac)
+		return bridgeRules(tx, pod.Interface, p.Tap, mac, pod.IP.Addr())
 	}); err != nil {
 		return pod, err
 	}

@@ -101,7 +101,10 @@ func nftDump(t *testing.T, family knftables.Family, fill func(*knftables.Transac
 
 func TestBridgeNFTables(t *testing.T) {
 	guestMAC := net.HardwareAddr{0x0a, 0x58, 0x0a, 0xd9, 0x01, 0x05}
-	rules := nftDump(t, knftables.BridgeFamily, func(tx *knftables.Transaction) error { return bridgeRules(tx, "eth0", guestMAC) })
+	podIP := netip.MustParseAddr("10.217.1.5")
+	rules := nftDump(t, knftables.BridgeFamily, func(tx *knftables.Transaction) error {
+		return bridgeRules(tx, "eth0", "hangar-tap0", guestMAC, podIP)
+	})
 	for _, want := range []string{
 		"add chain bridge hangar forward { type filter hook forward priority -200 ; policy accept ; }",
 		`add rule bridge hangar forward oifname "eth0" udp dport 67 drop`, // the guest's requests stay in the pod
@@ -110,6 +113,17 @@ func TestBridgeNFTables(t *testing.T) {
 		`add rule bridge hangar forward iifname "eth0" ether saddr 0a:58:0a:d9:01:05 drop`,
 		"add chain bridge hangar output { type filter hook output priority -200 ; policy accept ; }",
 		`add rule bridge hangar output oifname "eth0" udp dport 68 drop`, // the launcher's answers stay in the pod
+		// What the guest sends carries its own MAC and the pod's addresses (guestGuard).
+		"add chain bridge hangar prerouting { type filter hook prerouting priority -200 ; policy accept ; }",
+		`add rule bridge hangar prerouting iifname "hangar-tap0" jump from-guest`,
+		"add rule bridge hangar from-guest ether saddr != 0a:58:0a:d9:01:05 drop",
+		"add rule bridge hangar from-guest arp htype 1 arp ptype ip arp saddr ether 0a:58:0a:d9:01:05 arp saddr ip { 10.217.1.5, 0.0.0.0 } accept",
+		"add rule bridge hangar from-guest ip saddr 10.217.1.5 accept",
+		"add rule bridge hangar from-guest ip saddr 0.0.0.0 udp sport 68 udp dport 67 accept",
+		"add rule bridge hangar from-guest ether type 0x8035 accept", // QEMU's announcement after a migration
+		"add rule bridge hangar from-guest ip6 saddr fe80::858:aff:fed9:105 accept",
+		"add rule bridge hangar from-guest ip6 saddr :: meta l4proto 58 accept",
+		"add rule bridge hangar from-guest drop",
 	} {
 		assert.Contains(t, rules, want+"\n")
 	}
@@ -117,7 +131,7 @@ func TestBridgeNFTables(t *testing.T) {
 	assert.NotContains(t, rules, "masquerade")
 
 	tx := knftables.NewFake(knftables.BridgeFamily, nftTable).NewTransaction()
-	require.NoError(t, bridgeRules(tx, "eth0", guestMAC))
+	require.NoError(t, bridgeRules(tx, "eth0", "hangar-tap0", guestMAC, podIP))
 	assert.True(t, strings.HasPrefix(tx.String(), "add table bridge hangar\ndelete table bridge hangar\nadd table bridge hangar\n"),
 		"the table is replaced in one transaction: %s", tx)
 }

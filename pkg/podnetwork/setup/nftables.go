@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -67,6 +68,17 @@ func masqueradeRules(tx *knftables.Transaction, plan podnetwork.Plan, podIface s
 	}
 	tx.Add(&knftables.Rule{Chain: "postrouting",
 		Rule: knftables.Concat("ip saddr", guest, fmt.Sprintf("oifname %q", podIface), "masquerade")})
+	// The tap's guard (guestGuardRules) stops a foreign source first; this keeps anything
+	// that is not the guest's from being routed out unmasqueraded, whatever reaches the
+	// bridge.
+	if err := checkInterfaceName(plan.Bridge); err != nil {
+		return err
+	}
+	tx.Add(&knftables.Chain{Name: "forward", Type: knftables.PtrTo(knftables.FilterType),
+		Hook: knftables.PtrTo(knftables.ForwardHook), Priority: knftables.PtrTo(knftables.FilterPriority),
+		Policy: knftables.PtrTo(knftables.AcceptPolicy)})
+	tx.Add(&knftables.Rule{Chain: "forward",
+		Rule: knftables.Concat(fmt.Sprintf("iifname %q", plan.Bridge), "ip saddr !=", guest, "drop")})
 	return nil
 }
 
@@ -76,7 +88,9 @@ func masqueradeRules(tx *knftables.Transaction, plan podnetwork.Plan, podIface s
 // the pod network that carry the guest's own MAC as their source do not reach the guest: a
 // CNI bridge in hairpin mode reflects the guest's broadcasts (ARP requests, IPv6 neighbour
 // solicitations, which a guest's duplicate address detection takes for another host's).
-func bridgeRules(tx *knftables.Transaction, podIface string, guestMAC net.HardwareAddr) error {
+// What the guest sends is held to its own addresses (guestGuard): the pod's IPv4 address,
+// which it took over, and the IPv6 link-local address of its MAC.
+func bridgeRules(tx *knftables.Transaction, podIface, tap string, guestMAC net.HardwareAddr, podIP netip.Addr) error {
 	if err := checkInterfaceName(podIface); err != nil {
 		return err
 	}
@@ -94,7 +108,77 @@ func bridgeRules(tx *knftables.Transaction, podIface string, guestMAC net.Hardwa
 	tx.Add(&knftables.Rule{Chain: "forward", Rule: fmt.Sprintf("iifname %q udp dport 68 drop", podIface)})
 	tx.Add(&knftables.Rule{Chain: "forward", Rule: fmt.Sprintf("iifname %q ether saddr %s drop", podIface, guestMAC)})
 	tx.Add(&knftables.Rule{Chain: "output", Rule: fmt.Sprintf("oifname %q udp dport 68 drop", podIface)})
+	return guestGuard(tx, tap, guestMAC, podIP, true)
+}
+
+// guestGuardRules fills tx with the masquerade binding's table of family bridge: only the
+// guard on what the guest sends.
+func guestGuardRules(tx *knftables.Transaction, tap string, guestMAC net.HardwareAddr, guestIP netip.Addr) error {
+	if len(guestMAC) != 6 {
+		return fmt.Errorf("guest MAC %q is not a 48-bit MAC", guestMAC)
+	}
+	replaceTable(tx)
+	return guestGuard(tx, tap, guestMAC, guestIP, false)
+}
+
+// guestGuard adds the chains that hold every frame the guest sends through its tap to the
+// guest's own identity, as the pod network holds a pod's: a pod under Pod Security
+// "restricted" has no CAP_NET_RAW and cannot send a packet with another source, but a guest
+// writes whole frames. Checked at the bridge's prerouting hook, before the frame is bridged
+// to the pod interface or handed to the pod's own IP stack (the masquerade binding routes from
+// there), so a spoofed frame neither leaves the pod nor teaches the pod's neighbour table a
+// false address. What passes:
+//
+//   - the guest's MAC as the frame's source, always;
+//   - ARP whose sender is the guest's MAC and the guest's IPv4 address (or 0.0.0.0: an
+//     address probe);
+//   - IPv4 from the guest's address, and DHCP's requests from 0.0.0.0 (udp 68 → 67);
+//   - RARP (from the guest's MAC, which is all it carries): QEMU announces a migrated guest
+//     with it, so the pod network learns where its MAC went;
+//   - IPv6 (bridge binding only, which leaves IPv6 to the pod network as a pod has it) from
+//     the link-local address the guest's MAC makes (EUI-64, what the pod interface had), and
+//     ICMPv6 from :: (duplicate address detection, MLD before an address exists). A guest
+//     with stable-privacy link-local addresses gets no IPv6 on the pod network: the pod
+//     itself would have only the EUI-64 one. The masquerade binding gives the guest no IPv6.
+//
+// Anything else from the guest is dropped: other addresses, other EtherTypes, VLAN tags.
+func guestGuard(tx *knftables.Transaction, tap string, mac net.HardwareAddr, ip netip.Addr, ipv6 bool) error {
+	if err := checkInterfaceName(tap); err != nil {
+		return err
+	}
+	if !ip.Is4() {
+		return fmt.Errorf("guest address %s is not IPv4", ip)
+	}
+	tx.Add(&knftables.Chain{Name: "prerouting", Type: knftables.PtrTo(knftables.FilterType),
+		Hook: knftables.PtrTo(knftables.PreroutingHook), Priority: knftables.PtrTo(knftables.FilterPriority),
+		Policy: knftables.PtrTo(knftables.AcceptPolicy)})
+	tx.Add(&knftables.Chain{Name: "from-guest"})
+	tx.Add(&knftables.Rule{Chain: "prerouting", Rule: fmt.Sprintf("iifname %q jump from-guest", tap)})
+	for _, rule := range []string{
+		fmt.Sprintf("ether saddr != %s drop", mac),
+		fmt.Sprintf("arp htype 1 arp ptype ip arp saddr ether %s arp saddr ip { %s, 0.0.0.0 } accept", mac, ip),
+		fmt.Sprintf("ip saddr %s accept", ip),
+		"ip saddr 0.0.0.0 udp sport 68 udp dport 67 accept",
+		"ether type 0x8035 accept",
+	} {
+		tx.Add(&knftables.Rule{Chain: "from-guest", Rule: rule})
+	}
+	if ipv6 {
+		tx.Add(&knftables.Rule{Chain: "from-guest", Rule: fmt.Sprintf("ip6 saddr %s accept", linkLocal(mac))})
+		tx.Add(&knftables.Rule{Chain: "from-guest", Rule: "ip6 saddr :: meta l4proto 58 accept"})
+	}
+	tx.Add(&knftables.Rule{Chain: "from-guest", Rule: "drop"})
 	return nil
+}
+
+// linkLocal is the IPv6 link-local address a MAC makes (modified EUI-64, RFC 4291), what
+// Linux gives an interface by default.
+func linkLocal(mac net.HardwareAddr) netip.Addr {
+	a := [16]byte{0: 0xfe, 1: 0x80}
+	a[8], a[9], a[10] = mac[0]^0x02, mac[1], mac[2]
+	a[11], a[12] = 0xff, 0xfe
+	a[13], a[14], a[15] = mac[3], mac[4], mac[5]
+	return netip.AddrFrom16(a)
 }
 
 // loadRules replaces Hangar's table of family in the calling thread's network namespace

@@ -11,6 +11,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/vishvananda/netlink"
@@ -84,6 +85,15 @@ func setupMasquerade(ctx context.Context, h *netlink.Handle, p podnetwork.Plan) 
 	}
 	if err := loadRules(ctx, knftables.IPv4Family, func(tx *knftables.Transaction) error {
 		return masqueradeRules(tx, p, pod.Interface)
+	}); err != nil {
+		return pod, err
+	}
+	mac, err := net.ParseMAC(p.MAC)
+	if err != nil {
+		return pod, fmt.Errorf("guest MAC: %w", err)
+	}
+	if err := loadRules(ctx, knftables.BridgeFamily, func(tx *knftables.Transaction) error {
+		return guestGuardRules(tx, p.Tap, mac, p.Guest.Addr())
 	}); err != nil {
 		return pod, err
 	}

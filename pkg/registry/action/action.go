@@ -25,8 +25,8 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
-// maxBodyBytes bounds an option body; real ones are a few dozen bytes.
-const maxBodyBytes = 64 << 10
+// MaxBodyBytes bounds an option body; real ones are a few dozen bytes.
+const MaxBodyBytes = 64 << 10
 
 // Func carries out an action on the named object; body is the option body (maybe empty).
 // It returns an API error (409, 400, 404, ...) when the action cannot be done.
@@ -80,13 +80,13 @@ func (r *REST) NewConnectOptions() (runtime.Object, bool, string) { return nil, 
 // Connect returns the handler that carries out the action for one request.
 func (r *REST) Connect(ctx context.Context, name string, _ runtime.Object, responder rest.Responder) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes+1))
+		body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
 		if err != nil {
 			responder.Error(apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err)))
 			return
 		}
-		if len(body) > maxBodyBytes {
-			responder.Error(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxBodyBytes)))
+		if len(body) > MaxBodyBytes {
+			responder.Error(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes)))
 			return
 		}
 		if _, ok := req.URL.Query()["dryRun"]; ok {

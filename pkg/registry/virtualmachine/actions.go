@@ -11,6 +11,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
 // The start, stop and restart actions never talk to a node: they change the VM's run
@@ -38,6 +40,23 @@ type Actions struct {
 	starts   StartChecker
 	// migrations creates the migrations of the migrate action.
 	migrations rest.Creater
+	// admission runs the admission chain on every write an action makes.
+	admission *action.Admission
+}
+
+// What the actions write, as the requests of their own would name it.
+var (
+	vmTarget        = action.Target{Resource: v1.SchemeGroupVersion.WithResource("virtualmachines"), Kind: v1.SchemeGroupVersion.WithKind("VirtualMachine")}
+	vmStatusTarget  = action.Target{Resource: vmTarget.Resource, Subresource: "status", Kind: vmTarget.Kind}
+	vmiTarget       = action.Target{Resource: v1.SchemeGroupVersion.WithResource("virtualmachineinstances"), Kind: v1.SchemeGroupVersion.WithKind("VirtualMachineInstance")}
+	migrationTarget = action.Target{Resource: v1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations"),
+		Kind: v1.SchemeGroupVersion.WithKind("VirtualMachineInstanceMigration")}
+)
+
+// named is t for the object called name.
+func named(t action.Target, name string) action.Target {
+	t.Name = name
+	return t
 }
 
 // vmPart says which part of a VM an action writes: the spec or the status.
@@ -69,14 +88,15 @@ func (a *Actions) apply(ctx context.Context, name string, dryRun bool, decide de
 		}
 	}
 	var store rest.Updater = a.vms
+	target := vmTarget
 	if part == statusPart {
-		store = a.vmStatus
+		store, target = a.vmStatus, vmStatusTarget
 	}
 	options := &metav1.UpdateOptions{}
 	if dryRun {
 		options.DryRun = []string{metav1.DryRunAll}
 	}
-	_, _, err = store.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil,
+	updated, validate := a.admission.Update(ctx, named(target, name), options,
 		func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
 			vm := old.(*kubevirt.VirtualMachine).DeepCopy()
 			again, err := decide(vm)
@@ -87,8 +107,8 @@ func (a *Actions) apply(ctx context.Context, name string, dryRun bool, decide de
 				return nil, conflict(name, "the VirtualMachine changed while the request was handled; try again")
 			}
 			return vm, nil
-		}),
-		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, options)
+		})
+	_, _, err = store.Update(ctx, name, updated, rest.ValidateAllObjectFunc, validate, false, options)
 	return err
 }
 

@@ -5,7 +5,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -45,6 +44,10 @@ func (a *Actions) Migrate(ctx context.Context, name string, body action.Body) er
 	if action.IsDryRun(opts.DryRun) {
 		options.DryRun = []string{metav1.DryRunAll}
 	}
-	_, err = a.migrations.Create(ctx, migration, rest.ValidateAllObjectFunc, options)
+	validate, err := a.admission.Create(ctx, migrationTarget, migration, options)
+	if err != nil {
+		return err
+	}
+	_, err = a.migrations.Create(ctx, migration, validate, options)
 	return err
 }

@@ -68,13 +68,13 @@ func (a *Actions) setGracePeriod(ctx context.Context, name string, seconds int64
 	if dryRun {
 		options.DryRun = []string{metav1.DryRunAll}
 	}
-	_, _, err := updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil,
+	updated, validate := a.admission.Update(ctx, named(vmiTarget, name), options,
 		func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
 			vmi := old.(*kubevirt.VirtualMachineInstance).DeepCopy()
 			vmi.Spec.TerminationGracePeriodSeconds = &seconds
 			return vmi, nil
-		}),
-		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, options)
+		})
+	_, _, err := updater.Update(ctx, name, updated, rest.ValidateAllObjectFunc, validate, false, options)
 	return err
 }
 

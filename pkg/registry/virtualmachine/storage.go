@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
@@ -31,14 +32,16 @@ type Dependencies struct {
 	// LauncherPods deletes the launcher pods of a forced restart; nil without a cluster.
 	LauncherPods LauncherPods
 	// Starts refuses the start of a VM whose launcher pod the cluster would refuse; nil when
-	// the checks are off. The admission chain, which checks VM creates and updates, does not
-	// run for the actions' own writes to the storage.
+	// the checks are off. The admission plugin checks only the updates that switch a VM on
+	// (the spec), not the start requests a start queues in the status.
 	Starts StartChecker
 	// Authorizer answers whether a user may create the state claim a VM asks for; nil
 	// standalone.
 	Authorizer authorizer.Authorizer
 	// ClaimExists finds a state claim made already; nil standalone.
 	ClaimExists ClaimExists
+	// Admission runs the server's admission chain on the actions' writes; nil standalone.
+	Admission *action.Admission
 }
 
 // REST serves virtualmachines.
@@ -90,7 +93,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		VirtualMachine: vms,
 		Status:         status,
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
-			starts: deps.Starts, migrations: deps.Migrations},
+			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission},
 	}, nil
 }
 

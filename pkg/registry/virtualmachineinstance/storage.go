@@ -44,8 +44,9 @@ func (*REST) Categories() []string { return []string{"all"} }
 
 // NewStorage returns the storage of virtualmachineinstances and their subresources on the
 // given etcd-backed options. nodes reaches the node agents for guest commands and streams
-// (nil when there are none); authz authorizes the streams' second check.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, authz authorizer.Authorizer) (*Storage, error) {
+// (nil when there are none); authz authorizes the streams' second check; streams bounds the
+// streams open at once.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, authz authorizer.Authorizer, streams *StreamLimits) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachineInstance{} },
@@ -74,9 +75,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, no
 		VirtualMachineInstance: vmis,
 		Status:                 statusrest.New(store, NewStatusStrategy(strategy)),
 		Commands:               NewCommands(vmis, nodes),
-		Console:                NewStreamREST(vmis, nodes, authz, "console"),
-		VNC:                    NewStreamREST(vmis, nodes, authz, "vnc"),
-		Screenshot:             NewScreenshotREST(vmis, nodes, authz),
+		Console:                NewStreamREST(vmis, nodes, authz, "console", streams),
+		VNC:                    NewStreamREST(vmis, nodes, authz, "vnc", streams),
+		Screenshot:             NewScreenshotREST(vmis, nodes, authz, streams),
 		GuestOSInfo:            NewGuestAgentREST(vmis, nodes, "guestosinfo"),
 		UserList:               NewGuestAgentREST(vmis, nodes, "userlist"),
 		FileSystemList:         NewGuestAgentREST(vmis, nodes, "filesystemlist"),

@@ -37,6 +37,8 @@ type StreamREST struct {
 	call string
 	// upgrade says the call is a websocket; a screenshot is a plain GET.
 	upgrade bool
+	// limits bound the streams open per user and per instance; shared by every stream REST.
+	limits *StreamLimits
 }
 
 var (
@@ -44,15 +46,15 @@ var (
 	_ rest.GroupVersionKindProvider = &StreamREST{}
 )
 
-// NewStreamREST returns the endpoint of one stream (console or vnc).
-func NewStreamREST(vmis rest.Getter, nodes Nodes, authz authorizer.Authorizer, stream string) *StreamREST {
-	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: stream, call: stream, upgrade: true}
+// NewStreamREST returns the endpoint of one stream (console or vnc) within limits.
+func NewStreamREST(vmis rest.Getter, nodes Nodes, authz authorizer.Authorizer, stream string, limits *StreamLimits) *StreamREST {
+	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: stream, call: stream, upgrade: true, limits: limits}
 }
 
 // NewScreenshotREST returns the endpoint of vnc/screenshot: one frame of the display as a
-// PNG, with the same authorization as the VNC stream.
-func NewScreenshotREST(vmis rest.Getter, nodes Nodes, authz authorizer.Authorizer) *StreamREST {
-	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: "vnc", call: "vnc/screenshot"}
+// PNG, with the same authorization as the VNC stream, counted as a stream while it is taken.
+func NewScreenshotREST(vmis rest.Getter, nodes Nodes, authz authorizer.Authorizer, limits *StreamLimits) *StreamREST {
+	return &StreamREST{vmis: vmis, nodes: nodes, authorizer: authz, stream: "vnc", call: "vnc/screenshot", limits: limits}
 }
 
 // New returns the type documented as the response: a Status, sent only on errors.
@@ -93,9 +95,16 @@ func (r *StreamREST) Connect(ctx context.Context, name string, _ runtime.Object,
 		return nil, nodeError(name, err)
 	}
 	handler := proxy.NewUpgradeAwareHandler(location, r.nodes.Transport(), false, r.upgrade, proxy.NewErrorResponder(responder))
+	user, _ := genericapirequest.UserFrom(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		closed, err := r.limits.open(user.GetName(), vmi.Namespace+"/"+vmi.Name)
+		if err != nil {
+			responder.Error(err)
+			return
+		}
+		defer closed()
 		stripCredentials(req.Header)
-		handler.ServeHTTP(w, req)
+		handler.ServeHTTP(writeDeadlines{ResponseWriter: w, timeout: StreamWriteTimeout}, req)
 	}), nil
 }
 

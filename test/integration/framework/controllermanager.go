@@ -11,8 +11,10 @@ import (
 
 // controllerManagerControllers are the kube-controller-manager loops Hangar relies on: RBAC
 // role aggregation (view/edit/admin gain Hangar's rights), garbage collection across the
-// aggregated API (a VM's instance goes with it), namespaces and service accounts.
-var controllerManagerControllers = "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller"
+// aggregated API (a VM's instance goes with it), namespaces, service accounts, and the quota
+// controller, which computes the usage of count/<resource>.kubevirt.io quotas.
+var controllerManagerControllers = "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller," +
+	"serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller"
 
 // StartControllerManager runs kube-controller-manager (the loops above) against s until Stop.
 func (s *KubeAPIServer) StartControllerManager() error {

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hangarvm/hangar/pkg/migration/identity"
 )
 
 // CA is a test certificate authority that writes what it issues as PEM files in a directory.
@@ -67,6 +69,13 @@ func NewCA(dir, name string) (*CA, error) {
 // ServingCert issues a server certificate for the given names and addresses.
 func (ca *CA) ServingCert(file string, dnsNames []string, ips []net.IP) (*KeyPair, error) {
 	return ca.issue(file, pkix.Name{CommonName: dnsNames[0]}, x509.ExtKeyUsageServerAuth, dnsNames, ips)
+}
+
+// NodeIdentity issues node's identity as virt-controller's signer does (package
+// migration/identity): the certificate a virt-handler serves virt-api with.
+func (ca *CA) NodeIdentity(file, node string) (*KeyPair, error) {
+	req := identity.Template(node)
+	return ca.issue(file, req.Subject, x509.ExtKeyUsageServerAuth, req.DNSNames, nil)
 }
 
 // ClientCert issues a client certificate; Kubernetes reads the user from CN and groups from O.

@@ -157,7 +157,7 @@ func (s *VirtAPI) waitReady() error {
 			if s.Config == nil {
 				cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 				if err != nil {
-					return false, err
+					return false, nil // the file is there but not written whole yet
 				}
 				cfg.QPS, cfg.Burst = -1, -1 // tests measure the server, not client-side throttling
 				if s.Client, err = versioned.NewForConfig(cfg); err != nil {

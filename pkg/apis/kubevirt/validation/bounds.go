@@ -51,4 +51,14 @@ const (
 	// MaxContainerDiskVolumeName: the volume's init container, container-disk-<volume>, must
 	// be a DNS label (63 characters), so the volume name has 48.
 	MaxContainerDiskVolumeName = layout.MaxContainerDiskVolumeName
+	// MaxCloudInitUserData and MaxCloudInitNetworkData bound inline cloud-init data in bytes
+	// (decoded, for the base64 forms), as KubeVirt's webhook does: every instance, and every
+	// VM's and replica set's template, carries it into etcd, every watch and every node's
+	// cache of instances, so larger data belongs in a Secret (secretRef, networkDataSecretRef),
+	// which only the launcher pod's node fetches.
+	MaxCloudInitUserData    = 2048
+	MaxCloudInitNetworkData = 2048
+	// MaxDevices bounds the lists of volumes, disks, networks and interfaces, as KubeVirt's
+	// webhook does (256 each).
+	MaxDevices = 256
 )

@@ -29,6 +29,22 @@ var (
 func validateDevices(spec *kubevirt.VirtualMachineInstanceSpec, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	domainPath := path.Child("domain")
+	for _, list := range []struct {
+		path *field.Path
+		n    int
+	}{
+		{path.Child("volumes"), len(spec.Volumes)},
+		{path.Child("networks"), len(spec.Networks)},
+		{domainPath.Child("devices", "disks"), len(spec.Domain.Devices.Disks)},
+		{domainPath.Child("devices", "interfaces"), len(spec.Domain.Devices.Interfaces)},
+	} {
+		if list.n > MaxDevices {
+			allErrs = append(allErrs, field.TooMany(list.path, list.n, MaxDevices))
+		}
+	}
+	if len(allErrs) > 0 {
+		return allErrs // not worth walking
+	}
 	volumeNames := validateVolumes(spec.Volumes, path.Child("volumes"), &allErrs)
 	networkNames := validateNetworks(spec.Networks, path.Child("networks"), &allErrs)
 	bootOrders := map[uint]string{}
@@ -126,9 +142,34 @@ func validateNoCloud(s *kubevirt.CloudInitNoCloudSource, path *field.Path) field
 	if networkSources > 1 {
 		allErrs = append(allErrs, field.Invalid(path, "", "only one of networkData, networkDataBase64 and networkDataSecretRef may be set"))
 	}
-	for name, data := range map[string]string{"userDataBase64": s.UserDataBase64, "networkDataBase64": s.NetworkDataBase64} {
-		if _, err := base64.StdEncoding.DecodeString(data); data != "" && err != nil {
-			allErrs = append(allErrs, field.Invalid(path.Child(name), "<base64>", fmt.Sprintf("is not valid base64: %v", err)))
+	for _, data := range []struct {
+		name, value string
+		base64      bool
+		max         int
+		secret      string
+	}{
+		{"userData", s.UserData, false, MaxCloudInitUserData, "secretRef"},
+		{"userDataBase64", s.UserDataBase64, true, MaxCloudInitUserData, "secretRef"},
+		{"networkData", s.NetworkData, false, MaxCloudInitNetworkData, "networkDataSecretRef"},
+		{"networkDataBase64", s.NetworkDataBase64, true, MaxCloudInitNetworkData, "networkDataSecretRef"},
+	} {
+		size, unit := len(data.value), "bytes"
+		if data.base64 && data.value != "" {
+			// Longer than max encodes to: too long whatever it decodes to, so not decoded.
+			unit = "characters of base64"
+			if len(data.value) <= base64.StdEncoding.EncodedLen(data.max) {
+				decoded, err := base64.StdEncoding.DecodeString(data.value)
+				if err != nil {
+					allErrs = append(allErrs, field.Invalid(path.Child(data.name), "<base64>", fmt.Sprintf("is not valid base64: %v", err)))
+					continue
+				}
+				size, unit = len(decoded), "bytes decoded"
+			}
+		}
+		if size > data.max {
+			tooLong := field.TooLong(path.Child(data.name), "", data.max)
+			tooLong.Detail += fmt.Sprintf(" (has %d %s); larger data belongs in a Secret (%s)", size, unit, data.secret)
+			allErrs = append(allErrs, tooLong)
 		}
 	}
 	if ref := s.UserDataSecretRef; ref != nil {

@@ -46,7 +46,7 @@ var (
 )
 
 func decode(data []byte, defaultKind string) (runtime.Object, bool) {
-	if bodyguard.Check(data, "application/json") != "" {
+	if bodyguard.CheckJSON(data) != "" {
 		return nil, false // virt-api refuses the body before decoding it (a 400)
 	}
 	gvk := v1.SchemeGroupVersion.WithKind(defaultKind)

@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"encoding/base64"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -123,6 +126,33 @@ func TestValidateVirtualMachineInstanceSpec(t *testing.T) {
 			s.Volumes[1].CloudInitNoCloud.UserData = ""
 			s.Volumes[1].CloudInitNoCloud.UserDataBase64 = "not base64!"
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.volumes[1].cloudInitNoCloud.userDataBase64"}}},
+		{"cloud-init user data at KubeVirt's limit", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.UserData = strings.Repeat("#", MaxCloudInitUserData)
+			s.Volumes[1].CloudInitNoCloud.NetworkDataBase64 = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("#", MaxCloudInitNetworkData)))
+		}, nil},
+		{"cloud-init user data past KubeVirt's limit", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.UserData = strings.Repeat("#", MaxCloudInitUserData+1)
+		}, []wantErr{{field.ErrorTypeTooLong, "spec.volumes[1].cloudInitNoCloud.userData"}}},
+		{"cloud-init base64 user data decoding past the limit", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.UserData = ""
+			s.Volumes[1].CloudInitNoCloud.UserDataBase64 = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("#", MaxCloudInitUserData+1)))
+		}, []wantErr{{field.ErrorTypeTooLong, "spec.volumes[1].cloudInitNoCloud.userDataBase64"}}},
+		{"cloud-init base64 user data of megabytes, not decoded", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.UserData = ""
+			s.Volumes[1].CloudInitNoCloud.UserDataBase64 = strings.Repeat("!", 1<<20)
+		}, []wantErr{{field.ErrorTypeTooLong, "spec.volumes[1].cloudInitNoCloud.userDataBase64"}}},
+		{"cloud-init network data past the limit", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Volumes[1].CloudInitNoCloud.NetworkData = strings.Repeat("#", MaxCloudInitNetworkData+1)
+		}, []wantErr{{field.ErrorTypeTooLong, "spec.volumes[1].cloudInitNoCloud.networkData"}}},
+		{"more volumes than KubeVirt takes", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			for i := len(s.Volumes); i <= MaxDevices; i++ {
+				s.Volumes = append(s.Volumes, kubevirt.Volume{Name: fmt.Sprintf("v%d", i),
+					VolumeSource: kubevirt.VolumeSource{EmptyDisk: &kubevirt.EmptyDiskSource{Capacity: resource.MustParse("1Mi")}}})
+			}
+		}, []wantErr{{field.ErrorTypeTooMany, "spec.volumes"}}},
+		{"more interfaces than KubeVirt takes", func(s *kubevirt.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces = make([]kubevirt.Interface, MaxDevices+1)
+		}, []wantErr{{field.ErrorTypeTooMany, "spec.domain.devices.interfaces"}}},
 		{"cloud-init from Secrets", func(s *kubevirt.VirtualMachineInstanceSpec) {
 			s.Volumes[1].CloudInitNoCloud.UserData = ""
 			s.Volumes[1].CloudInitNoCloud.UserDataSecretRef = &corev1.LocalObjectReference{Name: "seed"}

@@ -116,6 +116,13 @@ type HangarConfiguration struct {
 	// configuration); without, the path is open, as KubeVirt's.
 	// +optional
 	AuthorizeWebhookCallers bool `json:"authorizeWebhookCallers,omitempty"`
+	// LauncherDevicesOnly keeps devices.kubevirt.io/kvm and devices.kubevirt.io/tun, which
+	// virt-handler's device plugins offer on every node, for Hangar's launcher pods: kube-apiserver
+	// refuses any other pod that asks for one (the ValidatingAdmissionPolicy
+	// hangar-launcher-devices of the release manifest reads this from hangar-config). Unset, as
+	// in KubeVirt, any pod may ask for them.
+	// +optional
+	LauncherDevicesOnly bool `json:"launcherDevicesOnly,omitempty"`
 }
 
 // DeveloperConfiguration holds KubeVirt's developer settings that Hangar acts on.
