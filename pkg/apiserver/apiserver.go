@@ -15,6 +15,8 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/admission/eviction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/apis/instancetype"
+	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
@@ -24,6 +26,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancetype"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinepreference"
 )
 
 // ExtraConfig holds virt-api's own configuration, beyond the generic server's.
@@ -70,7 +74,7 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds virt-api and installs the kubevirt.io group, v1 preferred and v1alpha3 as a
-// deprecated alias, both backed by the same storage.
+// deprecated alias, both backed by the same storage, and instancetype.kubevirt.io/v1beta1.
 func (c CompletedConfig) New() (*Server, error) {
 	genericServer, err := c.GenericConfig.New("hangar-virt-api", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -132,6 +136,21 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	installSubresourcesGroup(genericServer, resources)
+
+	instancetypes, err := virtualmachineinstancetype.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	preferences, err := virtualmachinepreference.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	instancetypeGroup := genericapiserver.NewDefaultAPIGroupInfo(instancetype.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	instancetypeGroup.VersionedResourcesStorageMap[instancetypev1beta1.SchemeGroupVersion.Version] =
+		serving.Storage(append(instancetypes.Serving(), preferences.Serving()...)...)
+	if err := genericServer.InstallAPIGroup(&instancetypeGroup); err != nil {
+		return nil, err
+	}
 	return &Server{GenericAPIServer: genericServer}, nil
 }
 

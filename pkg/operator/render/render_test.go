@@ -88,7 +88,7 @@ func TestObjectsDefaults(t *testing.T) {
 	assert.Equal(t, map[string]string{"useEmulation": "false", "launcherImage": "registry.test/hangar/virt-launcher@sha256:l",
 		"launcherDevicesOnly": "false"}, config.Data)
 
-	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io"} {
+	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io", "v1beta1.instancetype.kubevirt.io"} {
 		assert.Equal(t, []byte("CA"), find[*apiregistrationv1.APIService](t, objs, name).Spec.CABundle, name)
 	}
 	webhook := find[*admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "virt-api-validator")
