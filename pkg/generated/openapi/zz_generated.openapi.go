@@ -78,6 +78,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC":                                          schema_pkg_apis_kubevirt_v1_ClockOffsetUTC(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource":                                  schema_pkg_apis_kubevirt_v1_CloudInitNoCloudSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource":                                     schema_pkg_apis_kubevirt_v1_ContainerDiskSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef":                                   schema_pkg_apis_kubevirt_v1_ControllerRevisionRef(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Devices":                                                 schema_pkg_apis_kubevirt_v1_Devices(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk":                                                    schema_pkg_apis_kubevirt_v1_Disk(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskDevice":                                              schema_pkg_apis_kubevirt_v1_DiskDevice(ref),
@@ -98,6 +99,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HPETTimer":                                               schema_pkg_apis_kubevirt_v1_HPETTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HypervTimer":                                             schema_pkg_apis_kubevirt_v1_HypervTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Input":                                                   schema_pkg_apis_kubevirt_v1_Input(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher":                                     schema_pkg_apis_kubevirt_v1_InstancetypeMatcher(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef":                                   schema_pkg_apis_kubevirt_v1_InstancetypeStatusRef(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Interface":                                               schema_pkg_apis_kubevirt_v1_Interface(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceBindingMethod":                                  schema_pkg_apis_kubevirt_v1_InterfaceBindingMethod(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceBridge":                                         schema_pkg_apis_kubevirt_v1_InterfaceBridge(ref),
@@ -116,6 +119,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource":                       schema_pkg_apis_kubevirt_v1_PersistentVolumeClaimVolumeSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PodNetwork":                                              schema_pkg_apis_kubevirt_v1_PodNetwork(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Port":                                                    schema_pkg_apis_kubevirt_v1_Port(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher":                                       schema_pkg_apis_kubevirt_v1_PreferenceMatcher(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RTCTimer":                                                schema_pkg_apis_kubevirt_v1_RTCTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements":                                    schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions":                                          schema_pkg_apis_kubevirt_v1_RestartOptions(ref),
@@ -2427,6 +2431,26 @@ func schema_pkg_apis_kubevirt_v1_ContainerDiskSource(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_ControllerRevisionRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerRevisionRef names a ControllerRevision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the ControllerRevision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_Devices(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3234,6 +3258,105 @@ func schema_pkg_apis_kubevirt_v1_Input(ref common.ReferenceCallback) common.Open
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_InstancetypeMatcher(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InstancetypeMatcher names an instance type.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the name of the VirtualMachineInstancetype or VirtualMachineClusterInstancetype.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is VirtualMachineInstancetype (of the VM's namespace) or VirtualMachineClusterInstancetype, the default.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the ControllerRevision holding the version of the instance type the VM uses; set when the VM first uses it, or by the user to pin a version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolume names a volume whose source's labels name the instance type.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolumeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolumeFailurePolicy is Reject (the default) or Ignore.\n\nPossible enum values:\n - `\"Ignore\"` goes on without an instance type or preference.\n - `\"Reject\"` refuses the VirtualMachine.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Reject"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_InstancetypeStatusRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InstancetypeStatusRef is the instance type or preference a VM uses, and its revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the instance type or preference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind of the instance type or preference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"controllerRevisionRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ControllerRevisionRef is the revision of it the VM uses.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef"),
+						},
+					},
+					"inferFromVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolume is the volume it was inferred from.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolumeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolumeFailurePolicy is the policy it was inferred under.\n\nPossible enum values:\n - `\"Ignore\"` goes on without an instance type or preference.\n - `\"Reject\"` refuses the VirtualMachine.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Reject"},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_Interface(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3838,6 +3961,55 @@ func schema_pkg_apis_kubevirt_v1_Port(ref common.ReferenceCallback) common.OpenA
 					},
 				},
 				Required: []string{"port"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_PreferenceMatcher(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PreferenceMatcher names a preference.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the name of the VirtualMachinePreference or VirtualMachineClusterPreference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is VirtualMachinePreference (of the VM's namespace) or VirtualMachineClusterPreference, the default.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the ControllerRevision holding the version of the preference the VM uses; set when the VM first uses it, or by the user to pin a version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolume names a volume whose source's labels name the preference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolumeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolumeFailurePolicy is Reject (the default) or Ignore.\n\nPossible enum values:\n - `\"Ignore\"` goes on without an instance type or preference.\n - `\"Reject\"` refuses the VirtualMachine.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Reject"},
+						},
+					},
+				},
 			},
 		},
 	}
@@ -6277,12 +6449,24 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref common.ReferenceCallback
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"),
 						},
 					},
+					"instancetype": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Instancetype names the instance type (instancetype.kubevirt.io) that gives the instance its vCPUs, memory and other resources; the template may not set what it sets.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher"),
+						},
+					},
+					"preference": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Preference names the preference (instancetype.kubevirt.io) whose settings apply where the template leaves them unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher"),
+						},
+					},
 				},
 				Required: []string{"template"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"},
 	}
 }
 
@@ -6467,11 +6651,23 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 							Enum:        []interface{}{"Always", "Halted", "Manual", "Once", "RerunOnFailure"},
 						},
 					},
+					"instancetypeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstancetypeRef is the instance type the VM uses and its revision.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef"),
+						},
+					},
+					"preferenceRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferenceRef is the preference the VM uses and its revision.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest"},
 	}
 }
 
