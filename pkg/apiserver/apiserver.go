@@ -4,9 +4,11 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -99,7 +101,20 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	vmDeps := virtualmachine.Dependencies{VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
+	instancetypes, err := virtualmachineinstancetype.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	preferences, err := virtualmachinepreference.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	vmInstancetypes := &virtualmachine.Instancetypes{
+		Instancetypes: instancetypes.VirtualMachineInstancetype, ClusterInstancetypes: instancetypes.VirtualMachineClusterInstancetype,
+		Preferences: preferences.VirtualMachinePreference, ClusterPreferences: preferences.VirtualMachineClusterPreference,
+		Decoder: Codecs.UniversalDecoder(),
+	}
+	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
 		Authorizer: authz, Admission: &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}}
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
@@ -110,6 +125,9 @@ func (c CompletedConfig) New() (*Server, error) {
 			return nil, err
 		}
 		vmDeps.LauncherPods = launcherPods{kube: kube}
+		vmInstancetypes.Revisions = func(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
+			return kube.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
+		}
 		vmDeps.ClaimExists = claimExists(kube)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
@@ -137,14 +155,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	installSubresourcesGroup(genericServer, resources)
 
-	instancetypes, err := virtualmachineinstancetype.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	preferences, err := virtualmachinepreference.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
 	instancetypeGroup := genericapiserver.NewDefaultAPIGroupInfo(instancetype.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	instancetypeGroup.VersionedResourcesStorageMap[instancetypev1beta1.SchemeGroupVersion.Version] =
 		serving.Storage(append(instancetypes.Serving(), preferences.Serving()...)...)

@@ -42,6 +42,8 @@ type Dependencies struct {
 	ClaimExists ClaimExists
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
+	// Instancetypes reads the instance types and preferences VMs name.
+	Instancetypes *Instancetypes
 }
 
 // REST serves virtualmachines.
@@ -68,7 +70,7 @@ func (*REST) Categories() []string { return []string{"all"} }
 // NewStorage returns the storage of virtualmachines and their subresources on the given
 // etcd-backed options.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, deps Dependencies) (*Storage, error) {
-	strategy := NewStrategy(scheme)
+	strategy := NewStrategy(scheme, deps.Instancetypes)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachine{} },
 		NewListFunc:               func() runtime.Object { return &kubevirt.VirtualMachineList{} },
