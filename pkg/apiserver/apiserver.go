@@ -114,7 +114,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Preferences: preferences.VirtualMachinePreference, ClusterPreferences: preferences.VirtualMachineClusterPreference,
 		Decoder: Codecs.UniversalDecoder(),
 	}
-	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
+	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, Decoder: Codecs.UniversalDecoder(), VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
 		Authorizer: authz, Admission: &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}}
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
@@ -144,6 +144,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if checker := c.ExtraConfig.LauncherPods; checker != nil {
+		checker.ExpandTemplatesWith(vms.ExpandedTemplate)
+	}
 
 	resources := []serving.Resource{vms.Serving(), vmis.Serving(), replicaSets.Serving(), migrations.Serving()}
 	storage := serving.Storage(resources...)
@@ -153,7 +156,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	installSubresourcesGroup(genericServer, resources)
+	installSubresourcesGroup(genericServer, resources, []serving.NamespaceRoute{{Name: "expand-vm-spec",
+		Doc:     "a VirtualMachine sent in the body as its instance will be made: the template expanded with its instance type and preference",
+		Handler: vms.ExpandVMSpec.Handler, Reads: v1.VirtualMachine{}, Returns: v1.VirtualMachine{}}})
 
 	instancetypeGroup := genericapiserver.NewDefaultAPIGroupInfo(instancetype.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	instancetypeGroup.VersionedResourcesStorageMap[instancetypev1beta1.SchemeGroupVersion.Version] =

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -145,4 +146,56 @@ func TestVirtualMachineWithInstancetype(t *testing.T) {
 		require.True(t, apierrors.IsInvalid(err), "got %v", err)
 		assert.Equal(t, []string{"spec.template.spec.domain.cpu.cores"}, causeFields(err))
 	})
+}
+
+// TestExpandSpec: expand-spec answers with the VM as its instance will be made, in both
+// groups; expand-vm-spec does the same for a VM sent in the body.
+func TestExpandSpec(t *testing.T) {
+	createCatalogue(t)
+	ctx := context.Background()
+	ns := "expand-spec"
+	_, err := api.Client.KubevirtV1().VirtualMachines(ns).Create(ctx, vmWithInstancetype("expand", "itest.medium", "itest.fedora"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	rc := api.Client.KubevirtV1().RESTClient()
+
+	check := func(t *testing.T, raw []byte) {
+		t.Helper()
+		var vm v1.VirtualMachine
+		require.NoError(t, json.Unmarshal(raw, &vm), string(raw))
+		assert.Equal(t, "VirtualMachine", vm.Kind)
+		assert.Nil(t, vm.Spec.Instancetype, "the expanded VM names no instance type")
+		assert.Nil(t, vm.Spec.Preference)
+		domain := vm.Spec.Template.Spec.Domain
+		require.NotNil(t, domain.CPU)
+		assert.Equal(t, []uint32{1, 1, 1}, []uint32{domain.CPU.Sockets, domain.CPU.Cores, domain.CPU.Threads}, "one vCPU as cores")
+		assert.Equal(t, "4Gi", domain.Memory.Guest.String())
+		assert.NotNil(t, domain.Devices.Rng, "the preference's")
+		assert.Equal(t, "q35", domain.Machine.Type, "defaulted as an instance")
+	}
+	for _, path := range []string{
+		"/apis/kubevirt.io/v1/namespaces/" + ns + "/virtualmachines/expand/expand-spec",
+		"/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachines/expand/expand-spec",
+	} {
+		raw, err := rc.Get().AbsPath(path).DoRaw(ctx)
+		require.NoError(t, err, "%s: %s", path, raw)
+		check(t, raw)
+	}
+
+	body, err := json.Marshal(vmWithInstancetype("preview", "itest.medium", "itest.fedora"))
+	require.NoError(t, err)
+	raw, err := rc.Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/expand-vm-spec").
+		SetHeader("Content-Type", "application/json").Body(body).DoRaw(ctx)
+	require.NoError(t, err, string(raw))
+	check(t, raw)
+	_, err = api.Client.KubevirtV1().VirtualMachines(ns).Get(ctx, "preview", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "expand-vm-spec stores nothing, got %v", err)
+
+	conflicting := vmWithInstancetype("preview", "itest.medium", "")
+	conflicting.Spec.Template.Spec.Domain.CPU = &v1.CPU{Cores: 2}
+	body, err = json.Marshal(conflicting)
+	require.NoError(t, err)
+	err = rc.Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/expand-vm-spec").
+		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+	require.True(t, apierrors.IsInvalid(err), "got %v", err)
+	assert.Equal(t, []string{"spec.template.spec.domain.cpu.cores"}, causeFields(err))
 }

@@ -20,6 +20,10 @@ type Storage struct {
 	Status         *statusrest.REST
 	// Actions are start, stop, restart and migrate.
 	Actions *Actions
+	// ExpandSpec is the VM as its instance will be made; ExpandVMSpec the same for a VM sent
+	// in the body (the namespace's expand-vm-spec).
+	ExpandSpec   *ExpandSpecREST
+	ExpandVMSpec *ExpandVMSpec
 }
 
 // Dependencies are what virtualmachines need beside their own storage.
@@ -44,6 +48,8 @@ type Dependencies struct {
 	Admission *action.Admission
 	// Instancetypes reads the instance types and preferences VMs name.
 	Instancetypes *Instancetypes
+	// Decoder decodes a VM sent to expand-vm-spec to the internal version, defaulted.
+	Decoder runtime.Decoder
 }
 
 // REST serves virtualmachines.
@@ -96,6 +102,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		Status:         status,
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
 			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission},
+		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
+		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder},
 	}, nil
 }
 
@@ -107,5 +115,8 @@ func (s *Storage) Serving() serving.Resource {
 		serving.Action("stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
 		serving.Action("restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
 		serving.Action("migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
+		{Name: "expand-spec", KubeVirt: s.ExpandSpec, Subresources: &serving.Route{
+			Doc: "the VirtualMachine as its instance will be made: the template expanded with its instance type and preference",
+			Stream: s.ExpandSpec, Returns: v1.VirtualMachine{}}},
 	}}
 }
