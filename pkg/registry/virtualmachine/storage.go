@@ -116,7 +116,7 @@ func (s *Storage) Serving() serving.Resource {
 		serving.Action("restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
 		serving.Action("migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
 		{Name: "expand-spec", KubeVirt: s.ExpandSpec, Subresources: &serving.Route{
-			Doc: "the VirtualMachine as its instance will be made: the template expanded with its instance type and preference",
+			Doc:    "the VirtualMachine as its instance will be made: the template expanded with its instance type and preference",
 			Stream: s.ExpandSpec, Returns: v1.VirtualMachine{}}},
 	}}
 }
