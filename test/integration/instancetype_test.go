@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -15,7 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
+	"github.com/hangarvm/hangar/pkg/operator/render"
 )
 
 // instancetypes is the instancetype.kubevirt.io clientset (protobuf) on the shared virt-api;
@@ -243,4 +246,49 @@ func TestInstancetypeKubectl(t *testing.T) {
 	assert.Contains(t, out, "integer")
 	out = kubectl(t, "get", "vmcp", "itest.linux", "-o", "jsonpath={.spec.requirements.memory.guest}")
 	assert.Equal(t, "512Mi", out)
+}
+
+// TestCommonCatalogue: the common instance types and preferences hangar-operator installs are
+// accepted by virt-api, and VMs name them as KubeVirt's documentation does.
+func TestCommonCatalogue(t *testing.T) {
+	ctx := context.Background()
+	client, _ := instancetypes(t)
+	v1beta1 := client.InstancetypeV1beta1()
+	t.Cleanup(func() {
+		selector := metav1.ListOptions{LabelSelector: "instancetype.kubevirt.io/vendor=hangarvm.io"}
+		assert.NoError(t, v1beta1.VirtualMachineClusterInstancetypes().DeleteCollection(ctx, metav1.DeleteOptions{}, selector))
+		assert.NoError(t, v1beta1.VirtualMachineClusterPreferences().DeleteCollection(ctx, metav1.DeleteOptions{}, selector))
+	})
+	for _, o := range render.Catalogue() {
+		var err error
+		switch obj := o.Object.(type) {
+		case *instancetypev1beta1.VirtualMachineClusterInstancetype:
+			_, err = v1beta1.VirtualMachineClusterInstancetypes().Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
+		case *instancetypev1beta1.VirtualMachineClusterPreference:
+			_, err = v1beta1.VirtualMachineClusterPreferences().Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
+		}
+		require.NoError(t, err)
+	}
+
+	ns := "catalogue"
+	vms := api.Client.KubevirtV1().VirtualMachines(ns)
+	_, err := vms.Create(ctx, vmWithInstancetype("medium-fedora", "u1.medium", "fedora"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = vms.Create(ctx, vmWithInstancetype("nano-cirros", "u1.nano", "cirros"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = vms.Create(ctx, vmWithInstancetype("nano-fedora", "u1.nano", "fedora"), metav1.CreateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "fedora needs 2Gi, u1.nano has 512Mi: %v", err)
+	_, err = vms.Create(ctx, vmWithInstancetype("dedicated", "cx1.medium", "rhel.9"), metav1.CreateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "got %v", err)
+	assert.Contains(t, err.Error(), "spec.cpu.dedicatedCPUPlacement")
+
+	raw, err := api.Client.KubevirtV1().RESTClient().Get().Namespace(ns).Resource("virtualmachines").Name("medium-fedora").
+		SubResource("expand-spec").DoRaw(ctx)
+	require.NoError(t, err)
+	var expanded v1.VirtualMachine
+	require.NoError(t, json.Unmarshal(raw, &expanded))
+	domain := expanded.Spec.Template.Spec.Domain
+	assert.Equal(t, "4Gi", domain.Memory.Guest.String())
+	assert.True(t, *domain.Firmware.Bootloader.EFI.SecureBoot, "fedora boots with secure boot")
+	assert.NotNil(t, domain.Features.SMM)
 }

@@ -77,6 +77,9 @@ type VirtualMachineInstancetypeSpec struct {
 	// Annotations the instance gets; an annotation the VirtualMachine's template sets to
 	// another value is a conflict.
 	Annotations map[string]string
+	// IOThreads sizes the I/O thread pool of the supplementalPool policy. Not supported by
+	// Hangar.
+	IOThreads *DiskIOThreads
 }
 
 // CPUInstancetype is the CPU part of an instance type.
@@ -189,6 +192,10 @@ type VirtualMachinePreferenceSpec struct {
 	// PreferSpreadSocketToCoreRatio is the sockets-to-cores ratio of the spread topology.
 	// Defaults to 2.
 	PreferSpreadSocketToCoreRatio uint32
+	// PreferredArchitecture is the guest's architecture where the VirtualMachine names none.
+	PreferredArchitecture *string
+	// PreferredLaunchSecurity is memory encryption. Ignored by Hangar.
+	PreferredLaunchSecurity *LaunchSecurity
 }
 
 // VolumePreferences are the preferred settings of a VirtualMachine's DataVolume templates.
@@ -312,6 +319,8 @@ type DevicePreferences struct {
 	// PreferredPanicDeviceModel is the model of panic devices. Hangar has no panic devices and
 	// ignores it.
 	PreferredPanicDeviceModel *PanicDeviceModel
+	// PreferredVideoType is the type of the video device. Ignored by Hangar.
+	PreferredVideoType *string
 }
 
 // FeaturePreferences are the preferred hypervisor features.
@@ -366,6 +375,8 @@ type PreferenceRequirements struct {
 	CPU *CPUPreferenceRequirement
 	// Memory is the least guest memory.
 	Memory *MemoryPreferenceRequirement
+	// Architecture is the architecture the guest needs.
+	Architecture *string
 }
 
 // CPUPreferenceRequirement is the least vCPUs a preference needs.

@@ -86,6 +86,12 @@ const (
 	IOThreadsPolicySupplementalPool IOThreadsPolicy = "supplementalPool"
 )
 
+// DiskIOThreads sizes an I/O thread pool.
+type DiskIOThreads struct {
+	// SupplementalPoolThreadCount is the number of I/O threads of the supplementalPool policy.
+	SupplementalPoolThreadCount *uint32
+}
+
 // LaunchSecurity is memory encryption.
 type LaunchSecurity struct {
 	// SEV is AMD Secure Encrypted Virtualization.

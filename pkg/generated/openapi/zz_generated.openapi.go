@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.ClockPreferences":                               schema_pkg_apis_instancetype_v1beta1_ClockPreferences(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CustomBlockSize":                                schema_pkg_apis_instancetype_v1beta1_CustomBlockSize(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DevicePreferences":                              schema_pkg_apis_instancetype_v1beta1_DevicePreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DiskIOThreads":                                  schema_pkg_apis_instancetype_v1beta1_DiskIOThreads(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FeaturePreferences":                             schema_pkg_apis_instancetype_v1beta1_FeaturePreferences(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FirmwarePreferences":                            schema_pkg_apis_instancetype_v1beta1_FirmwarePreferences(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.GPU":                                            schema_pkg_apis_instancetype_v1beta1_GPU(ref),
@@ -895,11 +896,38 @@ func schema_pkg_apis_instancetype_v1beta1_DevicePreferences(ref common.Reference
 							Format:      "",
 						},
 					},
+					"preferredVideoType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredVideoType is the type of the video device. Hangar's guests have one video device of their own and ignore it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
 			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.BlockSize", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUOptions", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceMasquerade", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TPMDevice"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_DiskIOThreads(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DiskIOThreads sizes an I/O thread pool.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"supplementalPoolThreadCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SupplementalPoolThreadCount is the number of I/O threads of the supplementalPool policy.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -1284,6 +1312,13 @@ func schema_pkg_apis_instancetype_v1beta1_PreferenceRequirements(ref common.Refe
 						SchemaProps: spec.SchemaProps{
 							Description: "Memory is the least guest memory.",
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryPreferenceRequirement"),
+						},
+					},
+					"architecture": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Architecture is the architecture the guest needs.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1860,12 +1895,18 @@ func schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetypeSpec(ref com
 							},
 						},
 					},
+					"ioThreads": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IOThreads sizes the I/O thread pool of the supplementalPool policy. Not supported by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DiskIOThreads"),
+						},
+					},
 				},
 				Required: []string{"cpu", "memory"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.GPU", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.HostDevice", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryInstancetype"},
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DiskIOThreads", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.GPU", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.HostDevice", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryInstancetype"},
 	}
 }
 
@@ -2056,11 +2097,24 @@ func schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceSpec(ref commo
 							Format:      "int64",
 						},
 					},
+					"preferredArchitecture": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredArchitecture is the guest's architecture where the VirtualMachine names none. Hangar's guests are amd64.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredLaunchSecurity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredLaunchSecurity is memory encryption. Not supported by Hangar, which ignores it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.ClockPreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DevicePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FeaturePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FirmwarePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MachinePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.PreferenceRequirements", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VolumePreferences"},
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.ClockPreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DevicePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FeaturePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FirmwarePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MachinePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.PreferenceRequirements", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VolumePreferences"},
 	}
 }
 

@@ -170,6 +170,11 @@ func checkRequirements(spec *kubevirt.VirtualMachineInstanceSpec, pref *instance
 		return nil
 	}
 	var allErrs field.ErrorList
+	if r.Architecture != nil && *r.Architecture != itvalidation.SupportedArchitecture {
+		allErrs = append(allErrs, field.Invalid(path.Root().Child("preference", "name"), from.Name,
+			fmt.Sprintf("%s requires the %s architecture (spec.requirements.architecture); Hangar's guests are %s",
+				from, *r.Architecture, itvalidation.SupportedArchitecture)))
+	}
 	if r.CPU != nil && r.CPU.Guest > 0 {
 		if c := spec.Domain.CPU; c != nil && c.Sockets*max(c.Cores, 1)*max(c.Threads, 1) < r.CPU.Guest {
 			allErrs = append(allErrs, field.Invalid(path.Child("domain", "cpu"), c.Sockets*max(c.Cores, 1)*max(c.Threads, 1),

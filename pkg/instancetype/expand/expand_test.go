@@ -233,3 +233,18 @@ func TestPreferenceRequirements(t *testing.T) {
 	it.CPU.Guest, it.Memory.Guest = 2, resource.MustParse("8Gi")
 	assert.Empty(t, Template(&kubevirt.VirtualMachineInstanceTemplateSpec{}, it, itFrom, pref, prefFrom, specPath))
 }
+
+func TestPreferenceArchitecture(t *testing.T) {
+	for arch, refused := range map[string]bool{"amd64": false, "arm64": true} {
+		a := arch
+		pref := &instancetype.VirtualMachinePreferenceSpec{Requirements: &instancetype.PreferenceRequirements{Architecture: &a}}
+		errs := Template(&kubevirt.VirtualMachineInstanceTemplateSpec{}, u1medium(), itFrom, pref, prefFrom, specPath)
+		if !refused {
+			assert.Empty(t, errs, arch)
+			continue
+		}
+		require.Len(t, errs, 1, arch)
+		assert.Equal(t, "spec.preference.name", errs[0].Field)
+		assert.Contains(t, errs[0].Detail, "arm64")
+	}
+}

@@ -48,8 +48,16 @@ var Kinds = []Kind{
 	{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "secrets", true},
 }
 
+// ServedKinds are kinds the operator writes that virt-api stores: the common instance types
+// and preferences. They are applied, but neither pruned nor deleted by kind: listing them
+// needs virt-api, which removal takes down first, and they go with Hangar's etcd.
+var ServedKinds = []Kind{
+	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterInstancetype"}, "virtualmachineclusterinstancetypes", false},
+	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterPreference"}, "virtualmachineclusterpreferences", false},
+}
+
 func kindOf(gvk schema.GroupVersionKind) (Kind, error) {
-	for _, k := range Kinds {
+	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServedKinds...) {
 		if k.GroupVersionKind == gvk {
 			return k, nil
 		}

@@ -24,6 +24,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/hangarvm/hangar/artifacts/components"
+	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 )
 
 // Namespace is where Hangar's components run; the install manifests create it.
@@ -82,7 +83,7 @@ type Object struct {
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme,
-		networkingv1.AddToScheme, admissionregistrationv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		networkingv1.AddToScheme, admissionregistrationv1.AddToScheme, apiregistrationv1.AddToScheme, instancetypev1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

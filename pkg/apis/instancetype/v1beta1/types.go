@@ -93,6 +93,10 @@ type VirtualMachineInstancetypeSpec struct {
 	// another value is a conflict.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,9,rep,name=annotations"`
+	// IOThreads sizes the I/O thread pool of the supplementalPool policy. Not supported by
+	// Hangar.
+	// +optional
+	IOThreads *DiskIOThreads `json:"ioThreads,omitempty" protobuf:"bytes,10,opt,name=ioThreads"`
 }
 
 // CPUInstancetype is the CPU part of an instance type.
@@ -233,6 +237,13 @@ type VirtualMachinePreferenceSpec struct {
 	// Defaults to 2.
 	// +optional
 	PreferSpreadSocketToCoreRatio uint32 `json:"preferSpreadSocketToCoreRatio,omitempty" protobuf:"varint,12,opt,name=preferSpreadSocketToCoreRatio"`
+	// PreferredArchitecture is the guest's architecture where the VirtualMachine names none.
+	// Hangar's guests are amd64.
+	// +optional
+	PreferredArchitecture *string `json:"preferredArchitecture,omitempty" protobuf:"bytes,13,opt,name=preferredArchitecture"`
+	// PreferredLaunchSecurity is memory encryption. Not supported by Hangar, which ignores it.
+	// +optional
+	PreferredLaunchSecurity *LaunchSecurity `json:"preferredLaunchSecurity,omitempty" protobuf:"bytes,14,opt,name=preferredLaunchSecurity"`
 }
 
 // VolumePreferences are the preferred settings of a VirtualMachine's DataVolume templates.
@@ -390,6 +401,10 @@ type DevicePreferences struct {
 	// ignores it.
 	// +optional
 	PreferredPanicDeviceModel *PanicDeviceModel `json:"preferredPanicDeviceModel,omitempty" protobuf:"bytes,25,opt,name=preferredPanicDeviceModel,casttype=PanicDeviceModel"`
+	// PreferredVideoType is the type of the video device. Hangar's guests have one video
+	// device of their own and ignore it.
+	// +optional
+	PreferredVideoType *string `json:"preferredVideoType,omitempty" protobuf:"bytes,26,opt,name=preferredVideoType"`
 }
 
 // FeaturePreferences are the preferred hypervisor features.
@@ -460,6 +475,9 @@ type PreferenceRequirements struct {
 	// Memory is the least guest memory.
 	// +optional
 	Memory *MemoryPreferenceRequirement `json:"memory,omitempty" protobuf:"bytes,2,opt,name=memory"`
+	// Architecture is the architecture the guest needs.
+	// +optional
+	Architecture *string `json:"architecture,omitempty" protobuf:"bytes,3,opt,name=architecture"`
 }
 
 // CPUPreferenceRequirement is the least vCPUs a preference needs.

@@ -102,6 +102,13 @@ const (
 	IOThreadsPolicySupplementalPool IOThreadsPolicy = "supplementalPool"
 )
 
+// DiskIOThreads sizes an I/O thread pool.
+type DiskIOThreads struct {
+	// SupplementalPoolThreadCount is the number of I/O threads of the supplementalPool policy.
+	// +optional
+	SupplementalPoolThreadCount *uint32 `json:"supplementalPoolThreadCount,omitempty" protobuf:"varint,1,opt,name=supplementalPoolThreadCount"`
+}
+
 // LaunchSecurity is memory encryption.
 type LaunchSecurity struct {
 	// SEV is AMD Secure Encrypted Virtualization.

@@ -111,6 +111,7 @@ func UnsupportedInstancetypeFields(spec *instancetype.VirtualMachineInstancetype
 	add(len(spec.HostDevices) > 0, path.Child("hostDevices"))
 	add(spec.IOThreadsPolicy != nil, path.Child("ioThreadsPolicy"))
 	add(spec.LaunchSecurity != nil, path.Child("launchSecurity"))
+	add(spec.IOThreads != nil, path.Child("ioThreads"))
 	return out
 }
 
@@ -220,6 +221,13 @@ func PreferenceWarnings(spec *instancetype.VirtualMachinePreferenceSpec) []strin
 	for _, p := range IgnoredPreferenceFields(spec) {
 		out = append(out, fmt.Sprintf("spec.devices.%s is ignored by Hangar, whose guests have no such hardware", p))
 	}
+	if spec.PreferredLaunchSecurity != nil {
+		out = append(out, "spec.preferredLaunchSecurity is ignored by Hangar, whose guests have no memory encryption")
+	}
+	if r := spec.Requirements; r != nil && r.Architecture != nil && *r.Architecture != SupportedArchitecture {
+		out = append(out, fmt.Sprintf("spec.requirements.architecture %s: Hangar's guests are %s, VirtualMachines using this preference are refused",
+			*r.Architecture, SupportedArchitecture))
+	}
 	return out
 }
 
@@ -245,8 +253,12 @@ func IgnoredPreferenceFields(spec *instancetype.VirtualMachinePreferenceSpec) []
 	add(d.PreferredDiskIO != "", "preferredDiskIO")
 	add(d.PreferredDiskBlockSize != nil, "preferredDiskBlockSize")
 	add(d.PreferredPanicDeviceModel != nil, "preferredPanicDeviceModel")
+	add(d.PreferredVideoType != nil, "preferredVideoType")
 	return out
 }
+
+// SupportedArchitecture is the architecture of Hangar's guests.
+const SupportedArchitecture = "amd64"
 
 // IsSpread says whether the preference spreads vCPUs over the topology.
 func IsSpread(spec *instancetype.VirtualMachinePreferenceSpec) bool {

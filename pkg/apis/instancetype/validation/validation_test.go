@@ -151,6 +151,21 @@ func TestPreferenceWarnings(t *testing.T) {
 		"spec.cpu.preferredCPUTopology preferSockets is deprecated, use sockets",
 		"spec.devices.preferredDiskDedicatedIoThread is ignored by Hangar, whose guests have no such hardware",
 	}, PreferenceWarnings(spec))
+
+	// Fields of KubeVirt's common preferences (fedora, windows.11.virtio) Hangar does without.
+	spec = &instancetype.VirtualMachinePreferenceSpec{
+		PreferredArchitecture:   ptr.To("amd64"),
+		PreferredLaunchSecurity: &instancetype.LaunchSecurity{},
+		Devices:                 &instancetype.DevicePreferences{PreferredVideoType: ptr.To("virtio")},
+		Requirements:            &instancetype.PreferenceRequirements{Architecture: ptr.To("arm64")},
+	}
+	assert.Equal(t, []string{
+		"spec.devices.preferredVideoType is ignored by Hangar, whose guests have no such hardware",
+		"spec.preferredLaunchSecurity is ignored by Hangar, whose guests have no memory encryption",
+		"spec.requirements.architecture arm64: Hangar's guests are amd64, VirtualMachines using this preference are refused",
+	}, PreferenceWarnings(spec))
+	spec.Requirements.Architecture = ptr.To("amd64")
+	assert.Len(t, PreferenceWarnings(spec), 2)
 }
 
 func TestSpreadOptions(t *testing.T) {

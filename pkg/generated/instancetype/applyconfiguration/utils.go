@@ -46,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &instancetypev1beta1.CustomBlockSizeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DevicePreferences"):
 		return &instancetypev1beta1.DevicePreferencesApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DiskIOThreads"):
+		return &instancetypev1beta1.DiskIOThreadsApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FeaturePreferences"):
 		return &instancetypev1beta1.FeaturePreferencesApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FirmwarePreferences"):

@@ -52,6 +52,7 @@ type DevicePreferencesApplyConfiguration struct {
 	PreferredTPM                        *kubevirtv1.TPMDeviceApplyConfiguration `json:"preferredTPM,omitempty"`
 	PreferredInterfaceMasquerade        *v1.InterfaceMasquerade                 `json:"preferredInterfaceMasquerade,omitempty"`
 	PreferredPanicDeviceModel           *instancetypev1beta1.PanicDeviceModel   `json:"preferredPanicDeviceModel,omitempty"`
+	PreferredVideoType                  *string                                 `json:"preferredVideoType,omitempty"`
 }
 
 // DevicePreferencesApplyConfiguration constructs a declarative configuration of the DevicePreferences type for use with
@@ -257,5 +258,13 @@ func (b *DevicePreferencesApplyConfiguration) WithPreferredInterfaceMasquerade(v
 // If called multiple times, the PreferredPanicDeviceModel field is set to the value of the last call.
 func (b *DevicePreferencesApplyConfiguration) WithPreferredPanicDeviceModel(value instancetypev1beta1.PanicDeviceModel) *DevicePreferencesApplyConfiguration {
 	b.PreferredPanicDeviceModel = &value
+	return b
+}
+
+// WithPreferredVideoType sets the PreferredVideoType field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreferredVideoType field is set to the value of the last call.
+func (b *DevicePreferencesApplyConfiguration) WithPreferredVideoType(value string) *DevicePreferencesApplyConfiguration {
+	b.PreferredVideoType = &value
 	return b
 }

@@ -21,8 +21,9 @@ package v1beta1
 // PreferenceRequirementsApplyConfiguration represents a declarative configuration of the PreferenceRequirements type for use
 // with apply.
 type PreferenceRequirementsApplyConfiguration struct {
-	CPU    *CPUPreferenceRequirementApplyConfiguration    `json:"cpu,omitempty"`
-	Memory *MemoryPreferenceRequirementApplyConfiguration `json:"memory,omitempty"`
+	CPU          *CPUPreferenceRequirementApplyConfiguration    `json:"cpu,omitempty"`
+	Memory       *MemoryPreferenceRequirementApplyConfiguration `json:"memory,omitempty"`
+	Architecture *string                                        `json:"architecture,omitempty"`
 }
 
 // PreferenceRequirementsApplyConfiguration constructs a declarative configuration of the PreferenceRequirements type for use with
@@ -44,5 +45,13 @@ func (b *PreferenceRequirementsApplyConfiguration) WithCPU(value *CPUPreferenceR
 // If called multiple times, the Memory field is set to the value of the last call.
 func (b *PreferenceRequirementsApplyConfiguration) WithMemory(value *MemoryPreferenceRequirementApplyConfiguration) *PreferenceRequirementsApplyConfiguration {
 	b.Memory = value
+	return b
+}
+
+// WithArchitecture sets the Architecture field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Architecture field is set to the value of the last call.
+func (b *PreferenceRequirementsApplyConfiguration) WithArchitecture(value string) *PreferenceRequirementsApplyConfiguration {
+	b.Architecture = &value
 	return b
 }

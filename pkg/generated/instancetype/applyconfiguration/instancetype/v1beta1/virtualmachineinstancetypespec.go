@@ -34,6 +34,7 @@ type VirtualMachineInstancetypeSpecApplyConfiguration struct {
 	IOThreadsPolicy *instancetypev1beta1.IOThreadsPolicy  `json:"ioThreadsPolicy,omitempty"`
 	LaunchSecurity  *LaunchSecurityApplyConfiguration     `json:"launchSecurity,omitempty"`
 	Annotations     map[string]string                     `json:"annotations,omitempty"`
+	IOThreads       *DiskIOThreadsApplyConfiguration      `json:"ioThreads,omitempty"`
 }
 
 // VirtualMachineInstancetypeSpecApplyConfiguration constructs a declarative configuration of the VirtualMachineInstancetypeSpec type for use with
@@ -133,5 +134,13 @@ func (b *VirtualMachineInstancetypeSpecApplyConfiguration) WithAnnotations(entri
 	for k, v := range entries {
 		b.Annotations[k] = v
 	}
+	return b
+}
+
+// WithIOThreads sets the IOThreads field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IOThreads field is set to the value of the last call.
+func (b *VirtualMachineInstancetypeSpecApplyConfiguration) WithIOThreads(value *DiskIOThreadsApplyConfiguration) *VirtualMachineInstancetypeSpecApplyConfiguration {
+	b.IOThreads = value
 	return b
 }

@@ -33,6 +33,8 @@ type VirtualMachinePreferenceSpecApplyConfiguration struct {
 	Requirements                           *PreferenceRequirementsApplyConfiguration `json:"requirements,omitempty"`
 	Annotations                            map[string]string                         `json:"annotations,omitempty"`
 	PreferSpreadSocketToCoreRatio          *uint32                                   `json:"preferSpreadSocketToCoreRatio,omitempty"`
+	PreferredArchitecture                  *string                                   `json:"preferredArchitecture,omitempty"`
+	PreferredLaunchSecurity                *LaunchSecurityApplyConfiguration         `json:"preferredLaunchSecurity,omitempty"`
 }
 
 // VirtualMachinePreferenceSpecApplyConfiguration constructs a declarative configuration of the VirtualMachinePreferenceSpec type for use with
@@ -140,5 +142,21 @@ func (b *VirtualMachinePreferenceSpecApplyConfiguration) WithAnnotations(entries
 // If called multiple times, the PreferSpreadSocketToCoreRatio field is set to the value of the last call.
 func (b *VirtualMachinePreferenceSpecApplyConfiguration) WithPreferSpreadSocketToCoreRatio(value uint32) *VirtualMachinePreferenceSpecApplyConfiguration {
 	b.PreferSpreadSocketToCoreRatio = &value
+	return b
+}
+
+// WithPreferredArchitecture sets the PreferredArchitecture field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreferredArchitecture field is set to the value of the last call.
+func (b *VirtualMachinePreferenceSpecApplyConfiguration) WithPreferredArchitecture(value string) *VirtualMachinePreferenceSpecApplyConfiguration {
+	b.PreferredArchitecture = &value
+	return b
+}
+
+// WithPreferredLaunchSecurity sets the PreferredLaunchSecurity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreferredLaunchSecurity field is set to the value of the last call.
+func (b *VirtualMachinePreferenceSpecApplyConfiguration) WithPreferredLaunchSecurity(value *LaunchSecurityApplyConfiguration) *VirtualMachinePreferenceSpecApplyConfiguration {
+	b.PreferredLaunchSecurity = value
 	return b
 }
