@@ -205,7 +205,11 @@ func causeFields(err error) []string {
 // KubeVirt's short names, prints NAME and AGE, and explains the fields (OpenAPI).
 func TestInstancetypeKubectl(t *testing.T) {
 	ns := "instancetype-kubectl"
-	out := kubectl(t, "-n", ns, "apply", "--server-side", "-f", "testdata/instancetypes.yaml")
+	out := kubectl(t, "-n", ns, "apply", "--dry-run=server", "-f", "testdata/instancetypes.yaml")
+	assert.Contains(t, out, "virtualmachineinstancetype.instancetype.kubevirt.io/csmall created (server dry run)")
+	out = kubectl(t, "-n", ns, "get", "vmf", "--ignore-not-found")
+	assert.Empty(t, strings.TrimSpace(out), "a dry run stores nothing")
+	out = kubectl(t, "-n", ns, "apply", "--server-side", "-f", "testdata/instancetypes.yaml")
 	for _, applied := range []string{
 		"virtualmachineclusterinstancetype.instancetype.kubevirt.io/itest.small serverside-applied",
 		"virtualmachineinstancetype.instancetype.kubevirt.io/csmall serverside-applied",
