@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-node.sh: the node side's tests that need root, libvirtd, QEMU and network
 # namespaces (build tag `libvirt`, in test/node), after the unit tests of the node packages.
-#   1. installs the Debian packages (hack/install-node-deps.sh);
+#   1. installs the Debian packages (hack/install-node-deps.sh) and Debian's Chromium for the
+#      browser VNC test (hack/install-browser.sh; a missing browser fails it here);
 #   2. builds the kernelBoot, containerDisk and UEFI test guests (hack/guest; cached);
 #   3. go test ./pkg/launcher/... ./pkg/podnetwork/... ./pkg/handler/... (no libvirtd needed);
 #   4. go test -tags libvirt ./test/node/...: a private libvirtd per virt-launcher (its
@@ -28,6 +29,8 @@ remove_netns_dir() {
 [[ -e /run/netns ]] || trap remove_netns_dir EXIT
 
 hack/install-node-deps.sh
+hack/install-browser.sh
+export HANGAR_REQUIRE_BROWSER=1
 hack/guest/build-kernelboot.sh >/dev/null
 hack/guest/build-containerdisk.sh >/dev/null
 hack/guest/build-uefi.sh >/dev/null

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs Hangar's tests, as CI does: build, vet, generated-code drift, unit and integration
 # tests (a real virt-api on a real embedded etcd; behind a real kube-apiserver through
-# APIServices), a short run of each fuzz target (hack/fuzz.sh), the node tests
-# (virt-launcher and virt-handler with a real libvirtd and QEMU guests), then, on the local
-# cluster (hack/cluster), the installer's tests and the end-to-end suite: releases pushed to
-# the cluster's registry, the previous release installed and upgraded to this checkout with
-# guests running, the end-to-end suite on it (guests boot, consoles answer), certificate
-# rotation, removal, and the Helm chart (hack/test-install.sh). Prints each stage's duration.
+# APIServices), the browser tests in Debian's Chromium, a short run of each fuzz target
+# (hack/fuzz.sh), the node tests (virt-launcher and virt-handler with a real libvirtd and QEMU
+# guests), then, on the local cluster (hack/cluster), the installer's tests and the end-to-end
+# suite: releases pushed to the cluster's registry, the previous release installed and
+# upgraded to this checkout with guests running, the end-to-end suite on it (guests boot,
+# consoles answer), certificate rotation, removal, and the Helm chart (hack/test-install.sh).
+# Prints each stage's duration. Node.js is never needed: node, npm and npx are shims that fail
+# the run if anything calls them.
 #
 # Cold, the Kubernetes build dominates (~12-20 min on 2 cores); warm, the whole run takes a
 # few minutes. The end-to-end stages need root. A cluster that was already running is left
@@ -62,7 +64,6 @@ e2e() {
     started_cluster=true
     trap 'stage "cluster down" hack/cluster/down.sh' EXIT
   fi
-  stage "prometheus (Debian's, for the monitoring test)" hack/install-prometheus.sh
   # Two nodes: what crosses nodes (spreading, failover, DNS and Services across nodes) is tested.
   stage "cluster up (${HANGAR_NODES} nodes)" hack/cluster/up.sh
   # The cluster this script brought up, whatever KUBECONFIG the caller has.
@@ -106,19 +107,60 @@ lock_host() {
   flock 9
 }
 
+# forbid_node puts node, nodejs, npm and npx on the PATH as shims that record who called them
+# and fail: Hangar's build, tests and local-up need no Node.js (hack/local-up.sh runs
+# hack/cluster/up.sh and hack/install-local.sh, which the end-to-end stages run too), and the
+# last stage fails if anything called one, whatever the machine has installed.
+readonly NO_NODE_DIR=${ROOT}/_output/no-node
+forbid_node() {
+  local tool
+  rm -rf "${NO_NODE_DIR}"
+  mkdir -p "${NO_NODE_DIR}/bin"
+  for tool in node nodejs npm npx; do
+    {
+      echo '#!/bin/sh'
+      echo 'echo "$(basename "$0") $*: Hangar'"'"'s build and tests use no Node.js (hack/test.sh)" >&2'
+      echo 'echo "$(basename "$0") $* (called by: $(tr "\0" " " </proc/$PPID/cmdline 2>/dev/null))" >>"'"${NO_NODE_DIR}"'/calls"'
+      echo 'exit 127'
+    } >"${NO_NODE_DIR}/bin/${tool}"
+    chmod +x "${NO_NODE_DIR}/bin/${tool}"
+  done
+  export PATH="${NO_NODE_DIR}/bin:${PATH}"
+}
+
+no_node_called() {
+  if [[ -s ${NO_NODE_DIR}/calls ]]; then
+    echo "Node.js was called during the run:" >&2
+    cat "${NO_NODE_DIR}/calls" >&2
+    return 1
+  fi
+  echo "node, nodejs, npm and npx: never called"
+}
+
 START=${SECONDS}
 export HANGAR_NODES=${HANGAR_NODES:-2}
+forbid_node
+# The browser tests drive Debian's Chromium (test/browser) and the rules' tests run Debian's
+# promtool, both installed below: a missing one fails them instead of skipping them.
+export HANGAR_REQUIRE_BROWSER=1 HANGAR_REQUIRE_PROMTOOL=1
 # libvirt.org/go/libvirt is cgo: the node packages need libvirt-dev (and the node tests QEMU).
 stage "node packages" hack/install-node-deps.sh
+stage "browser (Debian's Chromium, for the browser tests)" hack/install-browser.sh
+stage "prometheus (Debian's: promtool for the rules' tests, the server for the monitoring tests)" hack/install-prometheus.sh
 stage "go build" go build ./...
 # Every build tag at once: benchmarks and tests that CI does not run still compile.
-stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster ./...
+stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster,install ./...
 stage "verify codegen" hack/verify-codegen.sh
 stage "kubernetes binaries" hack/cluster/build.sh
 stage "cluster tooling tests" go -C hack/tools test -count=1 ./...
-stage "unit and integration tests" go test -count=1 -tags kube ./...
+stage "unit and integration tests" go test -count=1 -tags kube -skip '^TestGeneratedClients$' ./...
+# Clients generated with oapi-codegen (test/openapiclient, a module of its own, from the module
+# proxy when the cache is empty) from virt-api's OpenAPI drive virt-api: a stage of its own, so
+# its time shows.
+stage "generated OpenAPI clients (test/openapiclient)" go test -count=1 -run '^TestGeneratedClients$' ./test/integration/
 stage "fuzz validation and DHCP (15s per target)" hack/fuzz.sh
 stage "host lock ${HANGAR_HOST_LOCK:-(none)}" lock_host
 stage "node tests (libvirtd, QEMU)" hack/test-node.sh
 e2e
+stage "no Node.js on the build, test and local-up path" no_node_called
 echo "=== all stages passed ($((SECONDS - START))s)"

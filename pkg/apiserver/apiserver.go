@@ -22,6 +22,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/apiserver/openapi"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
@@ -149,6 +150,13 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	resources := []serving.Resource{vms.Serving(), vmis.Serving(), replicaSets.Serving(), migrations.Serving()}
+	if v2, v3 := c.GenericConfig.OpenAPIConfig, c.GenericConfig.OpenAPIV3Config; v2 != nil && v3 != nil {
+		// The documents are built after New (v2 as the server starts, v3 when first asked for).
+		openapi.Document(v2, v3, openapi.Prefixes{
+			KubeVirt:     []string{"/apis/" + v1.SchemeGroupVersion.String(), "/apis/" + v1alpha3.SchemeGroupVersion.String()},
+			Subresources: "/apis/" + SubresourcesGroupVersion.String(),
+		}, resources)
+	}
 	storage := serving.Storage(resources...)
 	group := genericapiserver.NewDefaultAPIGroupInfo(kubevirt.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[v1.SchemeGroupVersion.Version] = storage
@@ -156,7 +164,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	installSubresourcesGroup(genericServer, resources, []serving.NamespaceRoute{{Name: "expand-vm-spec",
+	installSubresourcesGroup(genericServer, resources, []serving.NamespaceRoute{{Name: "expand-vm-spec", Operation: "v1ExpandSpec",
 		Doc:     "a VirtualMachine sent in the body as its instance will be made: the template expanded with its instance type and preference",
 		Handler: vms.ExpandVMSpec.Handler, Reads: v1.VirtualMachine{}, Returns: v1.VirtualMachine{}}})
 

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"net/http"
-	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -59,11 +58,11 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []
 	}
 	ws.Route(ws.GET("/version").To(func(_ *restful.Request, resp *restful.Response) {
 		_ = resp.WriteAsJson(version.Get())
-	}).Operation("getVersion").Doc("the Hangar version, as KubeVirt reports its own"))
+	}).Operation("v1Version").Doc("the Hangar version, as KubeVirt reports its own"))
 	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
 		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
 			resp.ResponseWriter, req.Request, http.StatusOK, resourceList, false)
-	}).Operation("getSubresourcesAPIResources").Doc("the resources of the group"))
+	}).Operation("v1getAPISubResources").Doc("the resources of the group"))
 	s.Handler.GoRestfulContainer.Add(ws)
 
 	group := metav1.APIGroup{
@@ -90,43 +89,30 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []
 }
 
 // addRoute adds the route of one subresource to ws and returns its verb as RBAC sees it:
-// an action is a PUT ("update"), a stream a GET ("get").
+// an action is a PUT ("update"), a stream a GET ("get"). The OpenAPI documents bodies and
+// answers from the same table (pkg/apiserver/openapi).
 func addRoute(ws *restful.WebService, r serving.Resource, subresource string, route *serving.Route) string {
 	path := "/namespaces/{namespace}/" + r.Name + "/{name}/" + subresource
 	namespace := ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")
-	name := ws.PathParameter("name", "name of the "+r.Name[:len(r.Name)-1])
+	name := ws.PathParameter("name", "name of the "+r.Kind)
+	var b *restful.RouteBuilder
+	verb := "get"
 	if route.Action != nil {
 		// The same endpoint as the kubevirt.io subresource: one body reader, one answer.
 		connecter := action.NewBodiless(route.Action)
-		b := ws.PUT(path).
-			To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) }).
-			Operation("replaceSubresourcesNamespaced"+r.Kind+capitalize(subresource)).
-			Doc(route.Doc).Param(namespace).Param(name).
-			Returns(http.StatusAccepted, "Accepted; the response has no body", metav1.Status{}).
-			Returns(http.StatusConflict, "The action does not apply in the current state", metav1.Status{})
-		if route.Options != nil {
-			b = b.Reads(route.Options, "options of the action; optional")
-		}
-		ws.Route(b)
-		return "update"
-	}
-	b := ws.GET(path).
-		To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) }).
-		Operation("connectSubresourcesNamespaced" + r.Kind + operationName(subresource)).
-		Doc(route.Doc).Param(namespace).Param(name)
-	if route.Returns != nil {
-		b = b.Returns(http.StatusOK, "OK", route.Returns).
-			Returns(http.StatusConflict, "The instance does not run, or its guest agent is not connected", metav1.Status{})
+		b = ws.PUT(path).To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, connecter) })
+		verb = "update"
 	} else {
-		b = b.Returns(http.StatusSwitchingProtocols, "Switching to the websocket", metav1.Status{})
+		b = ws.GET(path).To(func(req *restful.Request, resp *restful.Response) { serveConnecter(req, resp, route.Stream) })
 	}
-	ws.Route(b)
-	return "get"
+	// Kubernetes marks the kubevirt.io subresources, which it serves as connecters, so.
+	ws.Route(b.Operation(route.Operation).Doc(route.Doc).Param(namespace).Param(name).Metadata("x-kubernetes-action", "connect"))
+	return verb
 }
 
-// addNamespaceRoute adds the PUT of a namespace-level endpoint.
+// addNamespaceRoute adds the PUT of a namespace-level endpoint (expand-vm-spec).
 func addNamespaceRoute(ws *restful.WebService, route serving.NamespaceRoute) {
-	b := ws.PUT("/namespaces/{namespace}/"+route.Name).
+	ws.Route(ws.PUT("/namespaces/{namespace}/"+route.Name).
 		To(func(req *restful.Request, resp *restful.Response) {
 			ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
 			handler, err := route.Handler(ctx, req.Request.Body)
@@ -136,12 +122,11 @@ func addNamespaceRoute(ws *restful.WebService, route serving.NamespaceRoute) {
 			}
 			handler.ServeHTTP(resp.ResponseWriter, req.Request)
 		}).
-		Operation("replaceSubresourcesNamespaced"+operationName(route.Name)).
-		Doc(route.Doc).
+		Operation(route.Operation).Doc(route.Doc).
 		Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
+		Consumes(restful.MIME_JSON).Produces(restful.MIME_JSON).
 		Reads(route.Reads).
-		Returns(http.StatusOK, "OK", route.Returns)
-	ws.Route(b)
+		Returns(http.StatusOK, "OK", route.Returns))
 }
 
 // serveConnecter serves a go-restful request with a connecter (an action or a stream), with
@@ -180,23 +165,6 @@ func newGroupWebService(group metav1.APIGroup) *restful.WebService {
 	ws.Route(ws.GET("/").To(func(req *restful.Request, resp *restful.Response) {
 		responsewriters.WriteObjectNegotiated(Codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{Version: "v1"},
 			resp.ResponseWriter, req.Request, http.StatusOK, &group, false)
-	}).Operation("getSubresourcesAPIGroup").Doc("the group's discovery document"))
+	}).Operation("v1GetSubAPIGroup").Doc("the group's discovery document"))
 	return ws
-}
-
-// operationName turns a subresource path (vnc/screenshot, expand-vm-spec) into part of an
-// operation ID.
-func operationName(subresource string) string {
-	var out string
-	for _, part := range strings.FieldsFunc(subresource, func(r rune) bool { return r == '/' || r == '-' }) {
-		out += capitalize(part)
-	}
-	return out
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]-'a'+'A') + s[1:]
 }

@@ -56,8 +56,9 @@ const (
 // runtime must have) instead of copying their files in init containers.
 const FeatureGateImageVolume = "ImageVolume"
 
-// DefaultMemoryOverhead is what a launcher pod needs beside the guest's memory: the launcher
-// process, libvirtd and QEMU itself (device emulation, TCG translation cache, I/O buffers).
+// DefaultMemoryOverhead is the fixed part of what a launcher pod needs beside the guest's
+// memory (launcherpod.MemoryOverhead adds what grows with the guest): the launcher process,
+// libvirtd and QEMU itself (device emulation, TCG translation cache, I/O buffers).
 // Measure it as the launcher container's working set (cgroup memory.usage_in_bytes minus
 // page cache, or kubectl top) with a small guest booted to a login prompt, minus the guest
 // memory size; take the maximum over several runs and round up. KubeVirt's estimate for a

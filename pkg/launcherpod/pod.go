@@ -42,14 +42,16 @@ func Resources(vmi *v1.VirtualMachineInstance, cfg *clusterconfig.ClusterConfig)
 	if !ok {
 		return r, fmt.Errorf("instance %s/%s has no memory size", vmi.Namespace, vmi.Name)
 	}
+	overhead := MemoryOverhead(vmi, guest, cfg.MemoryOverhead)
 	request := guest.DeepCopy()
 	if !spec.OvercommitGuestOverhead {
-		request.Add(cfg.MemoryOverhead)
+		request.Add(overhead)
 	}
 	r.Requests[corev1.ResourceMemory] = request
 	if limit, ok := spec.Limits[corev1.ResourceMemory]; ok {
+		// The limit always has the overhead: overcommitting it may only cost the node.
 		limit = limit.DeepCopy()
-		limit.Add(cfg.MemoryOverhead)
+		limit.Add(overhead)
 		r.Limits[corev1.ResourceMemory] = limit
 	}
 

@@ -43,14 +43,14 @@ func TestResources(t *testing.T) {
 		{
 			name: "guest memory from the request plus overhead, 100m per vCPU, KVM",
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), layout.KVMResource: q("1")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("357Mi"), corev1.ResourceCPU: q("100m"), layout.KVMResource: q("1")},
 				Limits:   corev1.ResourceList{layout.KVMResource: q("1")},
 			},
 		},
 		{
 			name:      "software emulation asks for no KVM device",
 			emulation: true,
-			want:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m")}},
+			want:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("357Mi"), corev1.ResourceCPU: q("100m")}},
 		},
 		{
 			name: "memory.guest wins, topology multiplies vCPUs, limits get the overhead too",
@@ -61,8 +61,8 @@ func TestResources(t *testing.T) {
 			},
 			emulation: true,
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("1204Mi"), corev1.ResourceCPU: q("400m")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("2228Mi"), corev1.ResourceCPU: q("2")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("1378Mi"), corev1.ResourceCPU: q("400m")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("2402Mi"), corev1.ResourceCPU: q("2")},
 			},
 		},
 		{
@@ -80,7 +80,7 @@ func TestResources(t *testing.T) {
 				vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default"}}
 			},
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), layout.KVMResource: q("1"), layout.TunResource: q("1")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("357Mi"), corev1.ResourceCPU: q("100m"), layout.KVMResource: q("1"), layout.TunResource: q("1")},
 				Limits:   corev1.ResourceList{layout.KVMResource: q("1"), layout.TunResource: q("1")},
 			},
 		},
@@ -91,7 +91,7 @@ func TestResources(t *testing.T) {
 			},
 			emulation: true,
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m"), layout.TunResource: q("1")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("357Mi"), corev1.ResourceCPU: q("100m"), layout.TunResource: q("1")},
 				Limits:   corev1.ResourceList{layout.TunResource: q("1")},
 			},
 		},
@@ -105,7 +105,7 @@ func TestResources(t *testing.T) {
 			},
 			emulation: true,
 			want: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: q("308Mi"), corev1.ResourceCPU: q("100m")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("381Mi"), corev1.ResourceCPU: q("100m")}, // 3 more vCPUs
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("100m")},
 			},
 		},

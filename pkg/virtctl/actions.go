@@ -55,9 +55,10 @@ func dryRun(enabled bool) []string {
 func newStartCommand(c *cliContext) *cobra.Command {
 	var paused, dry bool
 	cmd := &cobra.Command{
-		Use:   "start VM",
-		Short: "Start a virtual machine",
-		Args:  cobra.ExactArgs(1),
+		Use:               "start VM",
+		ValidArgsFunction: c.completeNames(vmsResource),
+		Short:             "Start a virtual machine",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {
@@ -79,9 +80,10 @@ func newStopCommand(c *cliContext) *cobra.Command {
 	var force, dry bool
 	var gracePeriod int64
 	cmd := &cobra.Command{
-		Use:   "stop VM",
-		Short: "Stop a virtual machine",
-		Args:  cobra.ExactArgs(1),
+		Use:               "stop VM",
+		ValidArgsFunction: c.completeNames(vmsResource),
+		Short:             "Stop a virtual machine",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {
@@ -111,9 +113,10 @@ func newRestartCommand(c *cliContext) *cobra.Command {
 	var force, dry bool
 	var gracePeriod int64
 	cmd := &cobra.Command{
-		Use:   "restart VM",
-		Short: "Restart a virtual machine",
-		Args:  cobra.ExactArgs(1),
+		Use:               "restart VM",
+		ValidArgsFunction: c.completeNames(vmsResource),
+		Short:             "Restart a virtual machine",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {
@@ -143,10 +146,10 @@ func newRestartCommand(c *cliContext) *cobra.Command {
 func newPauseCommand(c *cliContext, action string) *cobra.Command {
 	var dry bool
 	cmd := &cobra.Command{
-		Use:       action + " (vm|vmi) NAME",
-		Short:     fmt.Sprintf("%s a running virtual machine", capitalize(action)),
-		Args:      cobra.ExactArgs(2),
-		ValidArgs: []string{"vm", "vmi"},
+		Use:               action + " (vm|vmi) NAME",
+		Short:             fmt.Sprintf("%s a running virtual machine", capitalize(action)),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeKindAndName(map[string]resource{"vm": vmsResource, "vmi": vmisResource}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name := args[0], args[1]
 			if kind != "vm" && kind != "vmi" {
@@ -173,9 +176,10 @@ func newPauseCommand(c *cliContext, action string) *cobra.Command {
 
 func newSoftRebootCommand(c *cliContext) *cobra.Command {
 	return &cobra.Command{
-		Use:   "soft-reboot VMI",
-		Short: "Ask the guest to reboot (ACPI)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "soft-reboot VMI",
+		ValidArgsFunction: c.completeNames(vmisResource),
+		Short:             "Ask the guest to reboot (ACPI)",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {

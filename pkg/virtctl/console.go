@@ -17,18 +17,21 @@ import (
 const escapeByte = 0x1d
 
 func newConsoleCommand(c *cliContext) *cobra.Command {
-	var timeout time.Duration
+	timeout := minutesOrDuration(5 * time.Minute)
 	cmd := &cobra.Command{
 		Use:   "console VMI",
 		Short: "Connect to the serial console of a virtual machine",
-		Long: "Connect to the serial console of a virtual machine. Ctrl+] ends the session. A lost\n" +
-			"connection is re-established; while the guest is not running yet, virtctl waits.",
-		Args: cobra.ExactArgs(1),
+		Long: "Connect to the serial console of a virtual machine. Ctrl+] ends the session. While the\n" +
+			"instance is starting, virtctl waits for it (--timeout, in minutes as KubeVirt's, or a\n" +
+			"duration such as 90s) and says so; a refusal (not found, forbidden) ends it at once.\n" +
+			"A lost connection is re-established.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeNames(vmisResource),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.console(cmd.Context(), args[0], timeout)
+			return c.console(cmd.Context(), args[0], time.Duration(timeout))
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to keep trying to connect")
+	cmd.Flags().Var(&timeout, "timeout", "how long to wait for the instance to start: minutes (5), or a duration (90s)")
 	return cmd
 }
 
@@ -36,10 +39,6 @@ var errEscaped = errors.New("escape sequence")
 
 // console runs a console session until the user escapes or no connection can be made.
 func (c *cliContext) console(ctx context.Context, name string, timeout time.Duration) error {
-	cfg, ns, err := c.target()
-	if err != nil {
-		return err
-	}
 	if f, ok := c.streams.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		state, err := term.MakeRaw(int(f.Fd()))
 		if err != nil {
@@ -49,25 +48,15 @@ func (c *cliContext) console(ctx context.Context, name string, timeout time.Dura
 	}
 	input, escaped := readInput(c.streams.In)
 	for {
-		deadline := time.Now().Add(timeout)
-		var ws *gwebsocket.Conn
-		for {
-			if ws, err = openStream(ctx, cfg, ns, name, "console"); err == nil {
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return err
-			}
-			select {
-			case <-escaped:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Second):
-			}
+		ws, err := c.openStreamWaiting(ctx, name, "console", timeout, escaped)
+		if errors.Is(err, errEscaped) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		fmt.Fprintf(c.streams.ErrOut, "Successfully connected to %s console. The escape sequence is ^]\r\n", name)
-		err := pump(ws, input, escaped, c.streams.Out)
+		err = pump(ws, input, escaped, c.streams.Out)
 		ws.Close()
 		if errors.Is(err, errEscaped) {
 			fmt.Fprint(c.streams.ErrOut, "\r\n")

@@ -11,9 +11,10 @@ import (
 // instance reports, as indented JSON, as KubeVirt's virtctl prints it.
 func newGuestAgentCommand(c *cliContext, use, subresource, short string) *cobra.Command {
 	return &cobra.Command{
-		Use:   use + " VMI",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:               use + " VMI",
+		ValidArgsFunction: c.completeNames(vmisResource),
+		Short:             short,
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {

@@ -18,9 +18,10 @@ func newMigrateCommand(c *cliContext) *cobra.Command {
 	var dry bool
 	var addedNodeSelector map[string]string
 	cmd := &cobra.Command{
-		Use:   "migrate VM",
-		Short: "Migrate a virtual machine to another node",
-		Args:  cobra.ExactArgs(1),
+		Use:               "migrate VM",
+		ValidArgsFunction: c.completeNames(vmsResource),
+		Short:             "Migrate a virtual machine to another node",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {
@@ -45,9 +46,10 @@ func newMigrateCommand(c *cliContext) *cobra.Command {
 func newMigrateCancelCommand(c *cliContext) *cobra.Command {
 	var dry bool
 	cmd := &cobra.Command{
-		Use:   "migrate-cancel VM",
-		Short: "Cancel the migration of a virtual machine",
-		Args:  cobra.ExactArgs(1),
+		Use:               "migrate-cancel VM",
+		ValidArgsFunction: c.completeNames(vmsResource),
+		Short:             "Cancel the migration of a virtual machine",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kv, _, ns, err := c.clients()
 			if err != nil {

@@ -27,6 +27,10 @@ type Streams = genericiooptions.IOStreams
 type cliContext struct {
 	flags   *genericclioptions.ConfigFlags
 	streams Streams
+	// kubevirt and kubernetes, when set, are the clients to use instead of ones made from the
+	// flags (unit tests set fake clientsets).
+	kubevirt   versioned.Interface
+	kubernetes kubernetes.Interface
 }
 
 func (c *cliContext) restConfig() (*rest.Config, error) {
@@ -59,9 +63,11 @@ func (c *cliContext) clients() (versioned.Interface, *actions, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
-	kv, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, "", err
+	kv := c.kubevirt
+	if kv == nil {
+		if kv, err = versioned.NewForConfig(cfg); err != nil {
+			return nil, nil, "", err
+		}
 	}
 	acts, err := newActions(cfg)
 	if err != nil {
@@ -75,6 +81,9 @@ func (c *cliContext) kube() (kubernetes.Interface, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if c.kubernetes != nil {
+		return c.kubernetes, ns, nil
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	return kube, ns, err
 }
@@ -82,11 +91,17 @@ func (c *cliContext) kube() (kubernetes.Interface, string, error) {
 // NewCommand returns virtctl's root command. Called as kubectl-virt (a kubectl plugin), it
 // names itself "kubectl virt".
 func NewCommand(streams Streams) *cobra.Command {
+	return newCommand(&cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams})
+}
+
+// newCommand builds the command tree on c. The global flags are kubectl's own
+// (genericclioptions), as KubeVirt's virtctl takes them: --kubeconfig, -n/--namespace,
+// --context, --cluster, --user, --as, --as-group, --as-uid, -s/--server, --token, ...
+func newCommand(c *cliContext) *cobra.Command {
 	use := "virtctl"
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-virt") {
 		use = "kubectl virt"
 	}
-	c := &cliContext{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	root := &cobra.Command{
 		Use:           use,
 		Short:         "Control virtual machines: start, stop, consoles and more",

@@ -31,7 +31,8 @@ func newVNCCommand(c *cliContext) *cobra.Command {
 			"(remote-viewer or vncviewer) on it; with --proxy-only, print the port as JSON and serve\n" +
 			"until interrupted, for a viewer of your choice; with --browser, serve a viewer page\n" +
 			"for a web browser instead and open it (or print its address).",
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeNames(vmisResource),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if browser {
 				return c.vncBrowser(cmd.Context(), args[0], address, port)
@@ -51,9 +52,10 @@ func newVNCCommand(c *cliContext) *cobra.Command {
 func newScreenshotCommand(c *cliContext) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "screenshot VMI --file FILE.png",
-		Short: "Save one frame of the VNC display as a PNG",
-		Args:  cobra.ExactArgs(1),
+		Use:               "screenshot VMI --file FILE.png",
+		ValidArgsFunction: c.completeNames(vmisResource),
+		Short:             "Save one frame of the VNC display as a PNG",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, acts, ns, err := c.clients()
 			if err != nil {
@@ -71,9 +73,25 @@ func newScreenshotCommand(c *cliContext) *cobra.Command {
 	return cmd
 }
 
+// vncWait is how long vnc waits for a starting instance before it serves a port.
+const vncWait = 5 * time.Minute
+
+// checkVNC opens the instance's VNC stream once, waiting while it starts: a refusal (not
+// found, forbidden) ends virtctl at once instead of each viewer's connection later.
+func (c *cliContext) checkVNC(ctx context.Context, name string) error {
+	ws, err := c.openStreamWaiting(ctx, name, "vnc", vncWait, nil)
+	if err != nil {
+		return err
+	}
+	return ws.Close()
+}
+
 func (c *cliContext) vnc(ctx context.Context, name, address string, port int, proxyOnly bool) error {
 	cfg, ns, err := c.target()
 	if err != nil {
+		return err
+	}
+	if err := c.checkVNC(ctx, name); err != nil {
 		return err
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(port)))
@@ -123,6 +141,9 @@ func (c *cliContext) vnc(ctx context.Context, name, address string, port int, pr
 func (c *cliContext) vncBrowser(ctx context.Context, name, address string, port int) error {
 	cfg, ns, err := c.target()
 	if err != nil {
+		return err
+	}
+	if err := c.checkVNC(ctx, name); err != nil {
 		return err
 	}
 	token, err := vncweb.NewToken()

@@ -40,9 +40,10 @@ type api struct {
 	new     func(c *clients, ns string) target
 }
 
-// target creates the n-th object and lists a page.
+// target creates and gets the n-th object and lists a page.
 type target struct {
 	create func(ctx context.Context, n int) error
+	get    func(ctx context.Context, n int) error
 	list   func(ctx context.Context, opts metav1.ListOptions) (items int, next string, err error)
 }
 
@@ -290,6 +291,10 @@ func dynamicTarget(c *clients, gvr schema.GroupVersionResource, ns string, objec
 	return target{
 		create: func(ctx context.Context, n int) error {
 			_, err := res.Create(ctx, object(gvr, n), metav1.CreateOptions{})
+			return err
+		},
+		get: func(ctx context.Context, n int) error {
+			_, err := res.Get(ctx, object(gvr, n).GetName(), metav1.GetOptions{})
 			return err
 		},
 		list: func(ctx context.Context, opts metav1.ListOptions) (int, string, error) {

@@ -81,6 +81,10 @@ func typedVMs(c *clients, ns string) target {
 			_, err := vms.Create(ctx, typedVM(n), metav1.CreateOptions{})
 			return err
 		},
+		get: func(ctx context.Context, n int) error {
+			_, err := vms.Get(ctx, typedVM(n).Name, metav1.GetOptions{})
+			return err
+		},
 		list: func(ctx context.Context, opts metav1.ListOptions) (int, string, error) {
 			list, err := vms.List(ctx, opts)
 			if err != nil {
@@ -182,7 +186,7 @@ func installCRD(t *testing.T, c *framework.Cluster, client dynamic.Interface) {
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
-	vmSchema, err := crdSchema(doc.Components.Schemas, "com.github.hangarvm.hangar.pkg.apis.kubevirt.v1.VirtualMachine")
+	vmSchema, err := crdSchema(doc.Components.Schemas, "v1.VirtualMachine")
 	require.NoError(t, err)
 
 	crdRes := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})

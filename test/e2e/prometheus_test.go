@@ -26,11 +26,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/hangarvm/hangar/test/integration/framework"
+	"github.com/hangarvm/hangar/artifacts/monitoring"
 )
 
-// metricsPort is where virt-handler and virt-controller serve /metrics (HTTPS).
-const metricsPort = "8443"
+// metricsPort is where virt-handler and virt-controller serve /metrics (HTTPS); virtAPIPort
+// virt-api's (its API port).
+const (
+	metricsPort = "8443"
+	virtAPIPort = "8443"
+)
 
 // serviceAccountToken makes a ServiceAccount in ns and returns a token of it; with reader
 // true it may get /metrics (ClusterRole hangar:metrics-reader), as a Prometheus is set up.
@@ -102,24 +106,42 @@ type prometheus struct {
 	log string
 }
 
+// promOptions are what a test's Prometheus scrapes and loads beyond Hangar's pods.
+type promOptions struct {
+	// apiServer adds the cluster's kube-apiserver (aggregator_unavailable_apiservice).
+	apiServer bool
+	// editRules changes the rules file before Prometheus loads it.
+	editRules func([]byte) []byte
+}
+
 // startPrometheus writes a configuration scraping Hangar's pods with token every interval,
 // with the rules of artifacts/monitoring loaded, and starts Prometheus on a free loopback port.
-func startPrometheus(t *testing.T, token string, interval time.Duration) *prometheus {
+func startPrometheus(t *testing.T, token string, interval time.Duration, opts ...promOptions) *prometheus {
 	t.Helper()
+	var o promOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	bin, err := exec.LookPath("prometheus")
 	require.NoError(t, err, "Debian's prometheus: run hack/install-prometheus.sh")
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 	rules := rulesFile(t, dir)
+	if o.editRules != nil {
+		b, err := os.ReadFile(rules)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(rules, o.editRules(b), 0o600))
+	}
 
-	job := func(name, component string) map[string]any {
+	// The targets' labels are those the PodMonitors give theirs: namespace and pod (the
+	// metrics carry their own namespace and node, the instance's, which honor_labels keeps).
+	job := func(name, component, port string) map[string]any {
 		var groups []map[string]any
 		for _, p := range componentPods(t, component) {
 			groups = append(groups, map[string]any{
-				"targets": []string{net.JoinHostPort(p.Status.PodIP, metricsPort)},
-				// Not "namespace" or "node": the metrics carry their own (the instance's).
-				"labels": map[string]string{"pod": p.Name},
+				"targets": []string{net.JoinHostPort(p.Status.PodIP, port)},
+				"labels":  map[string]string{"namespace": p.Namespace, "pod": p.Name},
 			})
 		}
 		return map[string]any{
@@ -129,13 +151,25 @@ func startPrometheus(t *testing.T, token string, interval time.Duration) *promet
 			"static_configs": groups,
 		}
 	}
-	config := map[string]any{
+	jobs := []any{job("hangar-virt-handler", "virt-handler", metricsPort), job("hangar-virt-controller", "virt-controller", metricsPort),
+		job("hangar-virt-api", "virt-api", virtAPIPort)}
+	if o.apiServer {
+		server, err := url.Parse(config.Host)
+		require.NoError(t, err)
+		jobs = append(jobs, map[string]any{
+			"job_name": "apiserver", "scheme": "https",
+			"tls_config":     map[string]any{"insecure_skip_verify": true},
+			"authorization":  map[string]any{"credentials_file": tokenFile},
+			"static_configs": []map[string]any{{"targets": []string{server.Host}}},
+		})
+	}
+	promConfig := map[string]any{
 		"global": map[string]any{"scrape_interval": interval.String(), "evaluation_interval": interval.String(),
 			"scrape_timeout": interval.String()},
 		"rule_files":     []string{rules},
-		"scrape_configs": []any{job("hangar-virt-handler", "virt-handler"), job("hangar-virt-controller", "virt-controller")},
+		"scrape_configs": jobs,
 	}
-	b, err := yaml.Marshal(config)
+	b, err := yaml.Marshal(promConfig)
 	require.NoError(t, err)
 	configFile := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(configFile, b, 0o600))
@@ -178,13 +212,11 @@ func startPrometheus(t *testing.T, token string, interval time.Duration) *promet
 // as a plain rules file, what Prometheus and promtool read.
 func rulesFile(t *testing.T, dir string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "artifacts/monitoring/prometheus-rules.yaml"))
-	require.NoError(t, err)
 	var rule struct {
 		Kind string         `json:"kind"`
 		Spec map[string]any `json:"spec"`
 	}
-	require.NoError(t, yaml.Unmarshal(raw, &rule))
+	require.NoError(t, yaml.Unmarshal(monitoring.Rules(), &rule))
 	require.Equal(t, "PrometheusRule", rule.Kind)
 	b, err := yaml.Marshal(rule.Spec)
 	require.NoError(t, err)
@@ -267,4 +299,22 @@ func (p *prometheus) ruleHealth() (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// ruleCount is the number of rules (alerts and recordings) of the PrometheusRule.
+func ruleCount(t *testing.T) int {
+	t.Helper()
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []map[string]any `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(monitoring.Rules(), &rule))
+	n := 0
+	for _, g := range rule.Spec.Groups {
+		n += len(g.Rules)
+	}
+	return n
 }

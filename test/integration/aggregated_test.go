@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +74,25 @@ func TestThroughKubeAPIServer(t *testing.T) {
 		out, err = c.Kubectl("explain", "virtualmachine.spec.runStrategy")
 		require.NoError(t, err, out)
 		assert.Contains(t, out, "RerunOnFailure")
+	})
+
+	t.Run("kubectl validates fields on the server", func(t *testing.T) {
+		// kubectl learns from /openapi/v3 that a write takes fieldValidation: virt-api's v2
+		// document lists no query parameters for the writes of KubeVirt's groups, as
+		// KubeVirt's does, and v3 keeps them. Without it kubectl validates on its side, with
+		// other words.
+		manifest := filepath.Join(t.TempDir(), "vm.yaml")
+		require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: strict, namespace: default}
+spec:
+  runStrategy: Halted
+  bogus: 1
+  template: {spec: {domain: {devices: {}}}}
+`), 0o600))
+		out, err := c.Kubectl("create", "--dry-run=server", "--validate=strict", "-f", manifest)
+		require.Error(t, err, out)
+		assert.Contains(t, out, `strict decoding error: unknown field "spec.bogus"`)
 	})
 
 	t.Run("admission: no objects in a namespace that does not exist", func(t *testing.T) {

@@ -36,7 +36,9 @@ func TestLauncherPodAdmission(t *testing.T) {
 	ctx := context.Background()
 
 	// virt-controller's configuration reaches virt-api too (its Role names that one
-	// ConfigMap): a memory overhead of 1Mi makes a 128Mi guest's launcher pod ask for 129Mi.
+	// ConfigMap): a memory overhead of 1Mi makes a 128Mi guest's launcher pod ask for 178Mi
+	// (the 1Mi, its page tables, a vCPU, the I/O thread and the graphics device: 49.25Mi,
+	// rounded up), where the default 180Mi would make it 357Mi.
 	_, err := c.Kube.CoreV1().ConfigMaps("hangar").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "hangar-config"},
 		Data:       map[string]string{"memoryOverhead": "1Mi", "useEmulation": "true"},
@@ -47,18 +49,19 @@ func TestLauncherPodAdmission(t *testing.T) {
 		ns := "quota-memory"
 		createNamespace(t, c.Kube, ns)
 		createQuota(t, c, ns, "mem", corev1.ResourceList{corev1.ResourceRequestsMemory: resource.MustParse("100Mi")})
-		waitRefused(t, c, ns, "requests.memory=129Mi")
+		waitRefused(t, c, ns, "requests.memory=178Mi")
 		_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("big"), metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "%v", err)
 		assert.Equal(t, `virtualmachineinstances.kubevirt.io "big" is forbidden: launcher pod: exceeded quota: mem, `+
-			`requested: requests.memory=129Mi, used: requests.memory=0, limited: requests.memory=100Mi`, err.Error())
+			`requested: requests.memory=178Mi, used: requests.memory=0, limited: requests.memory=100Mi`, err.Error())
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "big", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "nothing is stored: %v", err)
 
 		small := newVMI("small")
 		small.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Mi")
+		small.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, small, metav1.CreateOptions{})
-		assert.NoError(t, err, "65Mi fits")
+		assert.NoError(t, err, "82Mi fits")
 	})
 
 	t.Run("no pods allowed: instance create, VM create, VM start", func(t *testing.T) {
@@ -119,7 +122,7 @@ func TestLauncherPodAdmission(t *testing.T) {
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, newVMI("default-limit"), metav1.CreateOptions{})
 		require.True(t, apierrors.IsInvalid(err), "%v", err)
 		assert.Contains(t, err.Error(), `VirtualMachineInstance.kubevirt.io "default-limit" is invalid: spec.domain.resources: Invalid value: `+
-			`launcher pod: container compute: memory request 129Mi is more than its limit 100Mi (the default limit of LimitRange small)`)
+			`launcher pod: container compute: memory request 178Mi is more than its limit 100Mi (the default limit of LimitRange small)`)
 
 		// With a limit of its own above the maximum, LimitRanger's rule answers (403).
 		limited := newVMI("over-max")
@@ -127,7 +130,7 @@ func TestLauncherPodAdmission(t *testing.T) {
 		_, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, limited, metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "%v", err)
 		assert.Equal(t, `virtualmachineinstances.kubevirt.io "over-max" is forbidden: launcher pod: LimitRange small: container compute: `+
-			`maximum memory usage per Container is 100Mi, but limit is 513Mi`, err.Error())
+			`maximum memory usage per Container is 100Mi, but limit is 662Mi`, err.Error())
 	})
 
 	t.Run("Pod Security levels", func(t *testing.T) {

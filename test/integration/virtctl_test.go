@@ -108,6 +108,7 @@ func TestVirtctlConsole(t *testing.T) {
 
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "HANGAR-GUEST-READY") },
 		20*time.Second, 50*time.Millisecond, "output so far: %q", out.String())
+	assert.Contains(t, out.String(), "Waiting for the console of tty: VMI tty is", "it says what it waits for")
 	assert.Contains(t, out.String(), "Successfully connected to tty console. The escape sequence is ^]")
 	_, err = keys.Write([]byte("uname\r\n"))
 	require.NoError(t, err)
@@ -121,5 +122,29 @@ func TestVirtctlConsole(t *testing.T) {
 		assert.Equal(t, 0, code, "Ctrl+] ends the session cleanly")
 	case <-time.After(10 * time.Second):
 		t.Fatal("virtctl console did not end on Ctrl+]")
+	}
+}
+
+// TestVirtctlStreamRefusals: console and vnc give up at once, with the server's message, on
+// what waiting cannot change (KubeVirt's scripts rely on a quick non-zero exit).
+func TestVirtctlStreamRefusals(t *testing.T) {
+	ns := "virtctl-refusals"
+	_, err := api.Client.KubevirtV1().VirtualMachines(ns).Create(context.Background(), newVM("halted", v1.RunStrategyHalted), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"console", "missing"},
+		{"console", "missing", "--timeout=5"},
+		{"console", "halted"},
+		{"vnc", "missing", "--proxy-only"},
+		{"vnc", "missing", "--browser"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			start := time.Now()
+			code, out := runVirtctl(api.Kubeconfig, strings.NewReader(""), append([]string{"-n", ns}, args...)...)
+			assert.Less(t, time.Since(start), time.Second, "refused at once")
+			assert.Equal(t, 1, code, out)
+			assert.Contains(t, out, `virtualmachineinstances.subresources.kubevirt.io "`+args[1]+`" not found`, "the server's message")
+			assert.NotContains(t, out, "Waiting")
+		})
 	}
 }

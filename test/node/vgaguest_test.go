@@ -179,7 +179,7 @@ func readPPM(r io.Reader) (image.Image, error) {
 	return img, nil
 }
 
-// rgbaImage is a w×h image of RGBA bytes (what rfb-check.js writes).
+// rgbaImage is a w×h image of RGBA bytes (the RFB client's frame, test/browser).
 func rgbaImage(w, h int, rgba []byte) image.Image {
 	return &image.RGBA{Pix: rgba, Stride: w * 4, Rect: image.Rect(0, 0, w, h)}
 }

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hangarvm/hangar/test/browser"
 )
 
 // TestVNCBytesFigures measures what the VNC page's client receives from a real QEMU for a
@@ -29,20 +32,20 @@ func TestVNCBytesFigures(t *testing.T) {
 	g.showText()
 	first := map[string]int{}
 	for _, c := range clients {
-		first[c.name] = runRFBCheck(t, g.vnc, "--encodings", c.encodings).FirstScreenBytes
+		first[c.name] = browser.RFBCheck(t, g.vnc, encodingsOf(c.encodings), 0).FirstScreenBytes
 	}
 	fmt.Printf("vnc bytes, 1024x768 text console, first full screen: raw %d, ZRLE %d (%.0fx fewer)\n",
 		first["raw"], first["zrle"], float64(first["raw"])/float64(first["zrle"]))
 
 	g.run(`(while :; do dmesg | while read -r l; do echo "$l"; usleep 50000; done; done > /dev/tty1 &)`)
-	watched := map[string]rfbSeen{}
+	watched := map[string]browser.RFBSeen{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seen := runRFBCheck(t, g.vnc, "--encodings", c.encodings, "--watch", strconv.Itoa(seconds))
+			seen := browser.RFBCheck(t, g.vnc, encodingsOf(c.encodings), time.Duration(seconds)*time.Second)
 			mu.Lock()
 			watched[c.name] = seen
 			mu.Unlock()

@@ -4,13 +4,9 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,46 +20,22 @@ import (
 	"github.com/hangarvm/hangar/test/browser"
 )
 
-// rfbSeen is what rfb-check.js reports.
-type rfbSeen struct {
-	Width, Height, Covered, Updates int
-	Name                            string
-	Opaque, Open                    bool
-	FirstScreenBytes, WatchedBytes  int
-	Rects                           map[string]int
-	Keysyms                         map[string]int
-}
-
-// runRFBCheck runs the page's RFB client under node against the VNC socket.
-func runRFBCheck(t *testing.T, sock string, args ...string) rfbSeen {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node (Debian's nodejs, hack/install-node-deps.sh)")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"../../pkg/virtctl/vncweb/testdata/rfb-check.js", sock}, args...)...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	var seen rfbSeen
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	return seen
-}
+// encodingsOf splits an encoding list ("zrle,copyrect,raw,desktopsize").
+func encodingsOf(list string) []string { return strings.Split(list, ",") }
 
 // TestBrowserVNC shows a guest's 1024×768 text console to the RFB client of virtctl's
-// browser page (pkg/virtctl/vncweb) against a real QEMU: under node, with ZRLE and with
-// raw, then in Chromium through vncweb's page, token, Origin check and bridge.
+// browser page (pkg/virtctl/vncweb) against a real QEMU, in Chromium: the client alone, with
+// ZRLE and with raw, then the whole page through vncweb's token, Origin check and bridge.
 func TestBrowserVNC(t *testing.T) {
 	g := startVGAGuest(t)
 	g.showText()
 	want := g.screendump()
 	require.Equal(t, 1024, want.Bounds().Dx())
 
-	t.Run("client under node", func(t *testing.T) {
-		frames := map[string]rfbSeen{}
+	t.Run("client in chromium", func(t *testing.T) {
+		frames := map[string]browser.RFBSeen{}
 		for _, encodings := range []string{"zrle,copyrect,raw,desktopsize", "raw,copyrect,desktopsize"} {
-			frame := filepath.Join(t.TempDir(), "frame.rgba")
-			seen := runRFBCheck(t, g.vnc, "--encodings", encodings, "--frame", frame)
+			seen := browser.RFBCheck(t, g.vnc, encodingsOf(encodings), 0)
 			assert.Equal(t, 1024, seen.Width)
 			assert.Equal(t, 768, seen.Height)
 			assert.Equal(t, "QEMU (hangar-vnc-test)", seen.Name, "the desktop name from ServerInit")
@@ -71,9 +43,7 @@ func TestBrowserVNC(t *testing.T) {
 			assert.True(t, seen.Opaque, "pixels are made opaque for the canvas")
 			assert.True(t, seen.Open, "QEMU keeps the session after key and pointer events")
 			assert.Equal(t, map[string]int{"a": 0x61, "Enter": 0xff0d, "F5": 0xffc2, "ShiftLeft": 0xffe1, "euro": 0x010020ac}, seen.Keysyms)
-			rgba, err := os.ReadFile(frame)
-			require.NoError(t, err)
-			diff, err := browser.DiffPixels(want, rgbaImage(seen.Width, seen.Height, rgba))
+			diff, err := browser.DiffPixels(want, rgbaImage(seen.Width, seen.Height, seen.Frame))
 			require.NoError(t, err)
 			assert.Zero(t, diff, "%s: pixels that differ from QEMU's screen", encodings)
 			frames[strings.SplitN(encodings, ",", 2)[0]] = seen

@@ -29,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +38,7 @@ import (
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
 
+	"github.com/hangarvm/hangar/artifacts/monitoring"
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
 	kubevirtclient "github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	operatorclient "github.com/hangarvm/hangar/pkg/generated/operator/clientset/versioned"
@@ -301,4 +304,79 @@ func TestInvalidSpecRefused(t *testing.T) {
 	e.createHangar(operatorv1alpha1.HangarSpec{Etcd: operatorv1alpha1.EtcdSpec{Storage: ptr.To(resource.MustParse("1Gi"))}})
 	h := e.waitCondition(operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, controller.ReasonInvalidSpec)
 	assert.Contains(t, meta.FindStatusCondition(h.Status.Conditions, operatorv1alpha1.ConditionDegraded).Message, "spec.etcd.storage")
+}
+
+// TestMonitoringObjects: the dashboard's ConfigMap is always applied; the PodMonitors and the
+// PrometheusRule once the cluster serves the Prometheus Operator's kinds (their
+// CustomResourceDefinitions may come after Hangar), and they go with Hangar. The scraper's
+// token Secret of the release manifest gets its token.
+func TestMonitoringObjects(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.createHangar(operatorv1alpha1.HangarSpec{UninstallStrategy: operatorv1alpha1.UninstallRemoveWorkloads})
+	e.waitCondition(operatorv1alpha1.ConditionProgressing, metav1.ConditionTrue, controller.ReasonWaitingPhase)
+
+	dashboard, err := e.api.Kube.CoreV1().ConfigMaps(render.Namespace).Get(ctx, monitoring.DashboardConfigMap, metav1.GetOptions{})
+	require.NoError(t, err, "the dashboard is applied with or without a Prometheus Operator")
+	assert.Equal(t, "1", dashboard.Labels["grafana_dashboard"])
+	assert.Equal(t, string(monitoring.Dashboard()), dashboard.Data[monitoring.DashboardKey])
+	token := e.secret("hangar-metrics-reader-token")
+	require.Eventually(t, func() bool {
+		token = e.secret("hangar-metrics-reader-token")
+		return len(token.Data["token"]) > 0
+	}, 30*time.Second, 200*time.Millisecond, "the scraper's token is issued")
+
+	// The Prometheus Operator's kinds appear after Hangar was installed.
+	extensions := apiextensionsclient.NewForConfigOrDie(e.api.Admin)
+	for _, kind := range []apiextensionsv1.CustomResourceDefinitionNames{
+		{Plural: "podmonitors", Singular: "podmonitor", Kind: "PodMonitor", ListKind: "PodMonitorList"},
+		{Plural: "prometheusrules", Singular: "prometheusrule", Kind: "PrometheusRule", ListKind: "PrometheusRuleList"},
+	} {
+		_, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: kind.Plural + "." + monitoring.Group},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: monitoring.Group, Scope: apiextensionsv1.NamespaceScoped, Names: kind,
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: monitoring.Version, Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	admin := dynamic.NewForConfigOrDie(e.api.Admin)
+	podMonitors := admin.Resource(schema.GroupVersionResource{Group: monitoring.Group, Version: monitoring.Version, Resource: "podmonitors"}).Namespace(render.Namespace)
+	rules := admin.Resource(schema.GroupVersionResource{Group: monitoring.Group, Version: monitoring.Version, Resource: "prometheusrules"}).Namespace(render.Namespace)
+	managed := metav1.ListOptions{LabelSelector: render.ManagedByLabel + "=" + render.ManagedBy}
+	require.Eventually(t, func() bool {
+		monitors, err := podMonitors.List(ctx, managed)
+		if err != nil || len(monitors.Items) != 3 {
+			return false
+		}
+		list, err := rules.List(ctx, managed)
+		return err == nil && len(list.Items) == 1
+	}, 30*time.Second, 500*time.Millisecond, "the PodMonitors and the PrometheusRule are applied once their kinds are served")
+	rule, err := rules.Get(ctx, "hangar", metav1.GetOptions{})
+	require.NoError(t, err)
+	groups, _, err := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	require.NoError(t, err)
+	assert.Len(t, groups, 4, "the alerts' three groups and KubeVirt's recording rules")
+	handler, err := podMonitors.Get(ctx, "virt-handler", metav1.GetOptions{})
+	require.NoError(t, err)
+	endpoints, _, _ := unstructured.NestedSlice(handler.Object, "spec", "podMetricsEndpoints")
+	require.Len(t, endpoints, 1)
+	assert.Equal(t, "metrics", endpoints[0].(map[string]any)["port"])
+
+	require.NoError(t, e.operator.HangarvmV1alpha1().Hangars().Delete(ctx, operatorv1alpha1.Name, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := e.operator.HangarvmV1alpha1().Hangars().Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, 200*time.Millisecond, "Hangar is removed")
+	monitors, err := podMonitors.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, monitors.Items, "the PodMonitors go with Hangar")
+	list, err := rules.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, list.Items, "the PrometheusRule goes with Hangar")
+	_, err = e.api.Kube.CoreV1().ConfigMaps(render.Namespace).Get(ctx, monitoring.DashboardConfigMap, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the dashboard goes with Hangar")
 }

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
-	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,6 +28,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apiserver"
 	"github.com/hangarvm/hangar/pkg/apiserver/bodyguard"
 	"github.com/hangarvm/hangar/pkg/apiserver/frontproxy"
+	"github.com/hangarvm/hangar/pkg/apiserver/openapi"
 	"github.com/hangarvm/hangar/pkg/etcd"
 	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
 	"github.com/hangarvm/hangar/pkg/nodeclient"
@@ -52,13 +52,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
 	serverConfig.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(kubeAPIVersion, "", "")
 
-	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
-	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
-	serverConfig.OpenAPIConfig.Info.Title = "Hangar"
-	serverConfig.OpenAPIConfig.Info.Version = "v1"
-	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
-	serverConfig.OpenAPIV3Config.Info.Title = "Hangar"
-	serverConfig.OpenAPIV3Config.Info.Version = "v1"
+	serverConfig.OpenAPIConfig, serverConfig.OpenAPIV3Config = openapi.Configs(generatedopenapi.GetOpenAPIDefinitions, apiserver.Scheme)
 
 	if err := o.applyStorageCodec(); err != nil {
 		return nil, err

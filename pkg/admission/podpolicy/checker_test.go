@@ -76,7 +76,7 @@ func namespace(name string, labels map[string]string) *corev1.Namespace {
 }
 
 // testVMI is a small instance in namespace ns: 128Mi, a containerDisk (so the pod has init
-// containers), KVM (the default configuration). Its launcher pod asks for 308Mi and 100m.
+// containers), KVM (the default configuration). Its launcher pod asks for 357Mi and 100m.
 func testVMI(mutate ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm1", UID: "uid-1"},

@@ -801,26 +801,23 @@ func schema_pkg_apis_instancetype_v1beta1_DevicePreferences(ref common.Reference
 					},
 					"preferredDiskBus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PreferredDiskBus is the bus of disks that name none.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "PreferredDiskBus is the bus of disks that name none.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"preferredLunBus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PreferredLunBus is the bus of LUNs that name none. Hangar has no LUN disks and ignores it.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "PreferredLunBus is the bus of LUNs that name none. Hangar has no LUN disks and ignores it.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"preferredCdromBus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PreferredCdromBus is the bus of CD-ROMs that name none.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "PreferredCdromBus is the bus of CD-ROMs that name none.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"preferredDiskDedicatedIoThread": {
@@ -2194,10 +2191,9 @@ func schema_pkg_apis_kubevirt_v1_CDRomTarget(ref common.ReferenceCallback) commo
 				Properties: map[string]spec.Schema{
 					"bus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Bus is sata, scsi or usb. Defaults to sata.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "Bus is sata, scsi or usb. Defaults to sata.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"readonly": {
@@ -2734,10 +2730,9 @@ func schema_pkg_apis_kubevirt_v1_DiskTarget(ref common.ReferenceCallback) common
 				Properties: map[string]spec.Schema{
 					"bus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Bus is virtio, sata, scsi or usb. Defaults to virtio.\n\nPossible enum values:\n - `\"sata\"` is the SATA bus, the default for CD-ROMs.\n - `\"scsi\"` is the SCSI bus.\n - `\"usb\"` is the USB bus.\n - `\"virtio\"` is the paravirtual virtio bus, the default for disks.",
+							Description: "Bus is virtio, sata, scsi or usb. Defaults to virtio.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"sata", "scsi", "usb", "virtio"},
 						},
 					},
 					"readonly": {
@@ -5432,10 +5427,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationPhaseTransitionT
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase entered.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created migration.\n - `\"Failed\"` : the migration ended without moving the guest.\n - `\"Pending\"` : the migration was accepted and waits for its turn.\n - `\"PreparingTarget\"` : the target node prepares to receive the guest.\n - `\"Running\"` : the guest's state is being transferred.\n - `\"Scheduled\"` : the target pod runs on its node.\n - `\"Scheduling\"` : the target pod is being scheduled.\n - `\"Succeeded\"` : the guest runs on the target node.\n - `\"TargetReady\"` : the target listens; the source may start.",
+							Description: "Phase entered.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "PreparingTarget", "Running", "Scheduled", "Scheduling", "Succeeded", "TargetReady"},
 						},
 					},
 					"phaseTransitionTimestamp": {
@@ -5594,10 +5588,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationState(ref common
 					},
 					"abortStatus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "AbortStatus is how the abort went.\n\nPossible enum values:\n - `\"Aborting\"` : the abort is under way.\n - `\"Failed\"` : the abort failed (the migration had gone too far, say).\n - `\"Succeeded\"` : the migration was aborted; the guest stays on the source.",
+							Description: "AbortStatus is how the abort went.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Aborting", "Failed", "Succeeded"},
 						},
 					},
 					"failureReason": {
@@ -5616,10 +5609,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationState(ref common
 					},
 					"mode": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Mode is how memory is being transferred: PreCopy, PostCopy or Paused.\n\nPossible enum values:\n - `\"Paused\"` : the guest is paused while it is migrated.\n - `\"PostCopy\"` : the guest runs on the target and fetches its memory on demand.\n - `\"PreCopy\"` : memory is copied while the guest runs on the source.",
+							Description: "Mode is how memory is being transferred: PreCopy, PostCopy or Paused.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Paused", "PostCopy", "PreCopy"},
 						},
 					},
 					"migrationConfiguration": {
@@ -5645,10 +5637,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceMigrationStatus(ref commo
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase is where the migration is in its lifecycle.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created migration.\n - `\"Failed\"` : the migration ended without moving the guest.\n - `\"Pending\"` : the migration was accepted and waits for its turn.\n - `\"PreparingTarget\"` : the target node prepares to receive the guest.\n - `\"Running\"` : the guest's state is being transferred.\n - `\"Scheduled\"` : the target pod runs on its node.\n - `\"Scheduling\"` : the target pod is being scheduled.\n - `\"Succeeded\"` : the guest runs on the target node.\n - `\"TargetReady\"` : the target listens; the source may start.",
+							Description: "Phase is where the migration is in its lifecycle.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "PreparingTarget", "Running", "Scheduled", "Scheduling", "Succeeded", "TargetReady"},
 						},
 					},
 					"conditions": {
@@ -5792,10 +5783,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstancePhaseTransitionTimestamp(
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase entered.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created instance.\n - `\"Failed\"` means the guest crashed or could not be started.\n - `\"Pending\"` means the instance was accepted and has no launcher pod yet.\n - `\"Running\"` means the guest is running.\n - `\"Scheduled\"` means the launcher pod is bound to a node; the node agent takes over.\n - `\"Scheduling\"` means the launcher pod exists and waits to be scheduled.\n - `\"Succeeded\"` means the guest shut down cleanly.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "Phase entered.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "Running", "Scheduled", "Scheduling", "Succeeded", "Unknown"},
 						},
 					},
 					"phaseTransitionTimestamp": {
@@ -6145,18 +6135,16 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceSpec(ref common.Reference
 					},
 					"evictionStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EvictionStrategy says what happens when the node is drained: None, LiveMigrate, LiveMigrateIfPossible or External.\n\nPossible enum values:\n - `\"External\"` blocks eviction and leaves it to an external controller.\n - `\"LiveMigrate\"` blocks eviction until the instance is migrated.\n - `\"LiveMigrateIfPossible\"` migrates when possible, else evicts.\n - `\"None\"` lets the instance be evicted (stopped).",
+							Description: "EvictionStrategy says what happens when the node is drained: None, LiveMigrate, LiveMigrateIfPossible or External.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"External", "LiveMigrate", "LiveMigrateIfPossible", "None"},
 						},
 					},
 					"startStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "StartStrategy Paused starts the guest paused: it runs once unpaused.\n\nPossible enum values:\n - `\"Paused\"` starts the guest paused.",
+							Description: "StartStrategy Paused starts the guest paused: it runs once unpaused.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Paused"},
 						},
 					},
 					"terminationGracePeriodSeconds": {
@@ -6284,10 +6272,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref common.Referen
 					},
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase is where the instance is in its lifecycle.\n\nPossible enum values:\n - `\"\"` is the phase of a newly created instance.\n - `\"Failed\"` means the guest crashed or could not be started.\n - `\"Pending\"` means the instance was accepted and has no launcher pod yet.\n - `\"Running\"` means the guest is running.\n - `\"Scheduled\"` means the launcher pod is bound to a node; the node agent takes over.\n - `\"Scheduling\"` means the launcher pod exists and waits to be scheduled.\n - `\"Succeeded\"` means the guest shut down cleanly.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "Phase is where the instance is in its lifecycle.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"", "Failed", "Pending", "Running", "Scheduled", "Scheduling", "Succeeded", "Unknown"},
 						},
 					},
 					"phaseTransitionTimestamps": {
@@ -6367,10 +6354,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref common.Referen
 					},
 					"migrationMethod": {
 						SchemaProps: spec.SchemaProps{
-							Description: "MigrationMethod says whether a migration copies the instance's local disks (BlockMigration) or moves memory and device state only (LiveMigration).\n\nPossible enum values:\n - `\"BlockMigration\"` copies the guest's local (not shared) disks to the target.\n - `\"LiveMigration\"` moves memory and device state only: every disk is shared.",
+							Description: "MigrationMethod says whether a migration copies the instance's local disks (BlockMigration) or moves memory and device state only (LiveMigration).",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"BlockMigration", "LiveMigration"},
 						},
 					},
 					"evacuationNodeName": {
@@ -6491,10 +6477,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref common.ReferenceCallback
 					},
 					"runStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RunStrategy is the requested running state of the VirtualMachineInstance; mutually exclusive with running. One of Always, Halted, Manual, RerunOnFailure, Once; Halted when neither running nor runStrategy is given.\n\nPossible enum values:\n - `\"Always\"` keeps an instance running: it is re-created whenever it stops.\n - `\"Halted\"` keeps no instance running.\n - `\"Manual\"` leaves starting and stopping to the start, stop and restart actions.\n - `\"Once\"` runs the instance once and never re-creates it.\n - `\"RerunOnFailure\"` re-creates the instance only after it failed.",
+							Description: "RunStrategy is the requested running state of the VirtualMachineInstance; mutually exclusive with running. One of Always, Halted, Manual, RerunOnFailure, Once; Halted when neither running nor runStrategy is given.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Always", "Halted", "Manual", "Once", "RerunOnFailure"},
 						},
 					},
 					"template": {
@@ -6568,11 +6553,10 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStateChangeRequest(ref common.Ref
 				Properties: map[string]spec.Schema{
 					"action": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Action is Start or Stop.\n\nPossible enum values:\n - `\"Start\"` asks the controller to create an instance.\n - `\"Stop\"` asks the controller to stop the current instance.",
+							Description: "Action is Start or Stop.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Start", "Stop"},
 						},
 					},
 					"data": {
@@ -6628,10 +6612,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 					},
 					"printableStatus": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PrintableStatus is a human-readable summary of the VM's state.\n\nPossible enum values:\n - `\"CrashLoopBackOff\"` means instances keep failing and the next start waits.\n - `\"ErrorPvcNotFound\"` means a claim the instance names does not exist.\n - `\"ErrorUnschedulable\"` means the instance's launcher pod cannot be scheduled.\n - `\"Migrating\"` means the instance is moving to another node.\n - `\"Paused\"` means the instance is paused.\n - `\"Provisioning\"` means resources the VM needs are being prepared.\n - `\"Running\"` means the instance is running.\n - `\"Starting\"` means an instance was created and is not running yet.\n - `\"Stopped\"` means the VM has no running instance and none is wanted.\n - `\"Stopping\"` means the instance is shutting down.\n - `\"Terminating\"` means the VM is being deleted.\n - `\"Unknown\"` means the state cannot be determined.",
+							Description: "PrintableStatus is a human-readable summary of the VM's state.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"CrashLoopBackOff", "ErrorPvcNotFound", "ErrorUnschedulable", "Migrating", "Paused", "Provisioning", "Running", "Starting", "Stopped", "Stopping", "Terminating", "Unknown"},
 						},
 					},
 					"conditions": {
@@ -6699,10 +6682,9 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 					},
 					"runStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.\n\nPossible enum values:\n - `\"Always\"` keeps an instance running: it is re-created whenever it stops.\n - `\"Halted\"` keeps no instance running.\n - `\"Manual\"` leaves starting and stopping to the start, stop and restart actions.\n - `\"Once\"` runs the instance once and never re-creates it.\n - `\"RerunOnFailure\"` re-creates the instance only after it failed.",
+							Description: "RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Always", "Halted", "Manual", "Once", "RerunOnFailure"},
 						},
 					},
 					"instancetypeRef": {
@@ -7041,10 +7023,9 @@ func schema_pkg_apis_operator_v1alpha1_HangarConfiguration(ref common.ReferenceC
 					},
 					"evictionStrategy": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EvictionStrategy is the default of instances that set none: None, LiveMigrate, LiveMigrateIfPossible or External.\n\nPossible enum values:\n - `\"External\"` blocks eviction and leaves it to an external controller.\n - `\"LiveMigrate\"` blocks eviction until the instance is migrated.\n - `\"LiveMigrateIfPossible\"` migrates when possible, else evicts.\n - `\"None\"` lets the instance be evicted (stopped).",
+							Description: "EvictionStrategy is the default of instances that set none: None, LiveMigrate, LiveMigrateIfPossible or External.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"External", "LiveMigrate", "LiveMigrateIfPossible", "None"},
 						},
 					},
 					"vmStateStorageClass": {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 )
@@ -27,6 +28,10 @@ type Kind struct {
 	schema.GroupVersionKind
 	Resource   string
 	Namespaced bool
+	// Optional kinds are another project's (the Prometheus Operator's), which a cluster may not
+	// serve: their objects are rendered, applied, pruned and deleted only where discovery says
+	// it does (Served).
+	Optional bool
 }
 
 // GVR is the kind's resource.
@@ -36,28 +41,69 @@ func (k Kind) GVR() schema.GroupVersionResource { return k.GroupVersion().WithRe
 // entry points first (a stale APIService or webhook stalls namespace deletion and evictions
 // cluster-wide), the workloads, then what they used.
 var Kinds = []Kind{
-	{schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}, "apiservices", false},
-	{schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}, "validatingwebhookconfigurations", false},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, "daemonsets", true},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, "statefulsets", true},
-	{schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, "poddisruptionbudgets", true},
-	{schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}, "networkpolicies", true},
-	{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, "services", true},
-	{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "configmaps", true},
-	{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "secrets", true},
+	{schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}, "apiservices", false, false},
+	{schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}, "validatingwebhookconfigurations", false, false},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, "daemonsets", true, false},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true, false},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, "statefulsets", true, false},
+	{schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, "poddisruptionbudgets", true, false},
+	{schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}, "networkpolicies", true, false},
+	{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, "services", true, false},
+	{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "configmaps", true, false},
+	{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "secrets", true, false},
+	{schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}, "podmonitors", true, true},
+	{schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}, "prometheusrules", true, true},
 }
 
-// ServedKinds are kinds the operator writes that virt-api stores: the common instance types
+// Served asks the API's discovery which of the optional kinds it serves. A group version it
+// does not serve at all is no error; a discovery that fails is.
+func Served(d discovery.DiscoveryInterface) (map[schema.GroupVersionKind]bool, error) {
+	served := map[schema.GroupVersionKind]bool{}
+	resources := map[schema.GroupVersion]map[string]bool{}
+	for _, k := range Kinds {
+		if !k.Optional {
+			continue
+		}
+		gv := k.GroupVersion()
+		if _, asked := resources[gv]; !asked {
+			resources[gv] = map[string]bool{}
+			list, err := d.ServerResourcesForGroupVersion(gv.String())
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("discover %s: %w", gv, err)
+			}
+			if list != nil {
+				for _, r := range list.APIResources {
+					resources[gv][r.Name] = true
+				}
+			}
+		}
+		served[k.GroupVersionKind] = resources[gv][k.Resource]
+	}
+	return served, nil
+}
+
+// KindsServed are those of kinds the cluster serves: every kind of Hangar's own, and the
+// optional ones served says it serves.
+func KindsServed(kinds []Kind, served map[schema.GroupVersionKind]bool) []Kind {
+	var out []Kind
+	for _, k := range kinds {
+		if !k.Optional || served[k.GroupVersionKind] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// VirtAPIKinds are kinds the operator writes that virt-api stores: the common instance types
 // and preferences. They are applied, but neither pruned nor deleted by kind: listing them
 // needs virt-api, which removal takes down first, and they go with Hangar's etcd.
-var ServedKinds = []Kind{
-	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterInstancetype"}, "virtualmachineclusterinstancetypes", false},
-	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterPreference"}, "virtualmachineclusterpreferences", false},
+var VirtAPIKinds = []Kind{
+	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterInstancetype"}, "virtualmachineclusterinstancetypes", false, false},
+	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterPreference"}, "virtualmachineclusterpreferences", false, false},
 }
 
 func kindOf(gvk schema.GroupVersionKind) (Kind, error) {
-	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServedKinds...) {
+	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], VirtAPIKinds...) {
 		if k.GroupVersionKind == gvk {
 			return k, nil
 		}
@@ -125,9 +171,9 @@ func (a *Applier) resource(k Kind) dynamic.ResourceInterface {
 	return a.Client.Resource(k.GVR())
 }
 
-// Prune deletes the operator's objects that keep does not hold: what an earlier version had
-// and this one no longer renders. It returns the names it deleted.
-func (a *Applier) Prune(ctx context.Context, keep []runtime.Object) ([]string, error) {
+// Prune deletes the operator's objects of kinds that keep does not hold: what an earlier
+// version had and this one no longer renders. It returns the names it deleted.
+func (a *Applier) Prune(ctx context.Context, kinds []Kind, keep []runtime.Object) ([]string, error) {
 	wanted := map[string]bool{}
 	for _, obj := range keep {
 		m, err := meta.Accessor(obj)
@@ -141,7 +187,7 @@ func (a *Applier) Prune(ctx context.Context, keep []runtime.Object) ([]string, e
 		wanted[gvks[0].Kind+"/"+m.GetName()] = true
 	}
 	var deleted []string
-	for _, k := range Kinds {
+	for _, k := range kinds {
 		list, err := a.resource(k).List(ctx, metav1.ListOptions{LabelSelector: a.Selector})
 		if err != nil {
 			return deleted, fmt.Errorf("list %s: %w", k.Resource, err)

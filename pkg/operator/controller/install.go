@@ -81,7 +81,14 @@ func (c *Controller) deploy(ctx context.Context, h *operatorv1alpha1.Hangar, st 
 	if err := c.labelNamespace(ctx); err != nil {
 		return 0, err
 	}
-	settings := render.Settings{Version: c.config.Version, Images: c.config.Images, Spec: spec, LauncherImage: c.launcherImage(false)}
+	// The Prometheus Operator's kinds, asked at every reconcile: CustomResourceDefinitions
+	// installed after Hangar get their objects at the next one (at most Resync away).
+	served, err := apply.Served(c.clients.Kube.Discovery())
+	if err != nil {
+		return 0, err
+	}
+	settings := render.Settings{Version: c.config.Version, Images: c.config.Images, Spec: spec, LauncherImage: c.launcherImage(false),
+		Served: served}
 	objs, err := render.Objects(settings)
 	if err != nil {
 		return 0, &invalidSpec{err}
@@ -144,7 +151,7 @@ func (c *Controller) deploy(ctx context.Context, h *operatorv1alpha1.Hangar, st 
 	for name := range secrets {
 		keep = append(keep, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	deleted, err := c.applier.Prune(ctx, keep)
+	deleted, err := c.applier.Prune(ctx, apply.KindsServed(apply.Kinds, served), keep)
 	if err != nil {
 		return 0, err
 	}

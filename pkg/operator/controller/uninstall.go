@@ -86,8 +86,13 @@ func (c *Controller) remove(ctx context.Context, h *operatorv1alpha1.Hangar, st 
 		}
 		return 5 * time.Second, nil
 	}
-	// The API's entry points first, then the rest; each step waits for the one before.
-	for _, kinds := range [][]apply.Kind{apply.Kinds[:2], apply.Kinds[2:]} {
+	// The API's entry points first, then the rest; each step waits for the one before. Of the
+	// Prometheus Operator's kinds, only those the cluster serves (it may have gone first).
+	served, err := apply.Served(c.clients.Kube.Discovery())
+	if err != nil {
+		return 0, err
+	}
+	for _, kinds := range [][]apply.Kind{apply.Kinds[:2], apply.KindsServed(apply.Kinds[2:], served)} {
 		remaining, err := c.applier.DeleteAll(ctx, kinds)
 		if err != nil {
 			return 0, err

@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
@@ -39,9 +40,16 @@ func Objects(s Settings) ([]Object, error) {
 	if err := ValidateSpec(s.Spec); err != nil {
 		return nil, err
 	}
-	objs, err := manifests()
+	all, err := manifests()
 	if err != nil {
 		return nil, err
+	}
+	var objs []Object
+	for _, o := range all {
+		if u, ok := o.Object.(*unstructured.Unstructured); ok && !s.Served[u.GroupVersionKind()] {
+			continue // a monitoring object of a kind the cluster does not serve
+		}
+		objs = append(objs, o)
 	}
 	objs = append(objs, Catalogue()...)
 	sort.SliceStable(objs, func(i, j int) bool { return objs[i].Phase < objs[j].Phase })

@@ -24,6 +24,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/hangarvm/hangar/artifacts/components"
+	"github.com/hangarvm/hangar/artifacts/monitoring"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 )
 
@@ -60,6 +61,10 @@ const (
 func (p Phase) String() string {
 	return [...]string{"etcd", "virt-api", "virt-controller", "virt-handler", "launchers"}[p]
 }
+
+// monitoringPhase is when the monitoring objects (artifacts/monitoring) are applied: first,
+// so that an installation that does not come up is watched, and alerted on, from its start.
+const monitoringPhase = PhaseEtcd
 
 // phaseOfFile says which phase a component manifest belongs to.
 var phaseOfFile = map[string]Phase{
@@ -136,6 +141,14 @@ func manifests() ([]Object, error) {
 			out = append(out, Object{Phase: phase, Object: obj})
 		}
 	}
+	watched, err := monitoring.Objects(Namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range watched {
+		out = append(out, Object{Phase: monitoringPhase, Object: obj})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Phase < out[j].Phase })
 	return out, nil
 }
 

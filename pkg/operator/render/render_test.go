@@ -1,6 +1,8 @@
 package render
 
 import (
+	"encoding/json"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
 
@@ -175,6 +179,53 @@ func TestObjectsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Objects(testSettings(tt.mutate))
 			require.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
+// TestMonitoringObjects: the dashboard's ConfigMap is always rendered, labelled for Grafana's
+// sidecar; a PodMonitor per component and the PrometheusRule only of the kinds the cluster
+// serves, each in Hangar's namespace with the operator's labels, with the phase of etcd (the
+// first), so that an installation that does not come up is watched from its start.
+func TestMonitoringObjects(t *testing.T) {
+	podMonitor := schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
+	prometheusRule := schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}
+	tests := []struct {
+		name   string
+		served map[schema.GroupVersionKind]bool
+		want   []string
+	}{
+		{name: "no Prometheus Operator", want: nil},
+		{name: "both kinds served", served: map[schema.GroupVersionKind]bool{podMonitor: true, prometheusRule: true},
+			want: []string{"PodMonitor/virt-api", "PodMonitor/virt-controller", "PodMonitor/virt-handler", "PrometheusRule/hangar"}},
+		{name: "only PrometheusRule served", served: map[schema.GroupVersionKind]bool{prometheusRule: true, podMonitor: false},
+			want: []string{"PrometheusRule/hangar"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Objects(testSettings(func(s *Settings) { s.Served = tt.served }))
+			require.NoError(t, err)
+			var got []string
+			for _, o := range objs {
+				u, ok := o.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				got = append(got, u.GetKind()+"/"+u.GetName())
+				assert.Equal(t, Namespace, u.GetNamespace())
+				assert.Equal(t, ManagedBy, u.GetLabels()[ManagedByLabel])
+				assert.Equal(t, "v0.1.0", u.GetLabels()[VersionLabel])
+				assert.Equal(t, "true", u.GetLabels()["prometheus.kubevirt.io"], "what a Prometheus selects KubeVirt's by")
+				assert.Equal(t, PhaseEtcd, o.Phase)
+			}
+			sort.Strings(got)
+			assert.Equal(t, tt.want, got)
+
+			dashboard := find[*corev1.ConfigMap](t, objs, "hangar-grafana-dashboard")
+			assert.Equal(t, "1", dashboard.Labels["grafana_dashboard"])
+			assert.Equal(t, ManagedBy, dashboard.Labels[ManagedByLabel])
+			assert.Equal(t, Namespace, dashboard.Namespace)
+			assert.True(t, json.Valid([]byte(dashboard.Data["hangar-vms.json"])))
 		})
 	}
 }

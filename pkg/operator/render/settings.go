@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
@@ -46,6 +47,11 @@ type Settings struct {
 	// TrustHashes restart the pods of a component (by its Deployment, StatefulSet or
 	// DaemonSet name) when a CA bundle it reads only at start changes.
 	TrustHashes map[string]string
+	// Served are the kinds of other projects' CustomResourceDefinitions (the Prometheus
+	// Operator's PodMonitor and PrometheusRule) that the cluster serves, as discovery says
+	// (apply.Served): monitoring objects of a kind missing here are not rendered, since the API
+	// would refuse them. The dashboard's ConfigMap needs nothing and is always rendered.
+	Served map[schema.GroupVersionKind]bool
 }
 
 // Defaults of the Hangar object's settings.

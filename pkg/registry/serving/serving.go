@@ -30,29 +30,53 @@ type Subresource struct {
 	Name string
 	// KubeVirt serves it in kubevirt.io; nil when only subresources.kubevirt.io has it.
 	KubeVirt rest.Storage
+	// Options is the option body of an action KubeVirt serves in kubevirt.io (the generated
+	// clientset sends it); nil for other subresources. The OpenAPI documents it: the
+	// generic installer knows no body for a connecter.
+	Options interface{}
 	// Subresources is its route under subresources.kubevirt.io; nil when that group has it not.
 	Subresources *Route
 }
 
 // Route is an endpoint of subresources.kubevirt.io: a PUT that carries out Action (the
-// answer is 202 with no body, as KubeVirt's), or a GET that Stream serves (a websocket, or
-// with Returns a JSON answer of that type).
+// answer is 202 with no body, as KubeVirt's), or a GET that Stream serves (a websocket, a
+// JSON answer of type Returns, or an answer of media type ContentType).
 type Route struct {
-	// Doc documents the route in the OpenAPI document.
-	Doc string
+	// Doc documents the route in the OpenAPI document; Operation is its operation ID there,
+	// KubeVirt's (v1Start), so that clients generated from either OpenAPI have the same
+	// methods.
+	Doc, Operation string
 	// Action and the type of its option body (nil: none) make a PUT route.
 	Action  action.Func
 	Options interface{}
-	// Stream and, for a JSON answer, its type make a GET route.
-	Stream  rest.Connecter
-	Returns interface{}
+	// Stream makes a GET route; it answers as one of the three fields below says.
+	Stream rest.Connecter
+	// Websocket: Stream upgrades the connection to a websocket, subprotocol plain.kubevirt.io,
+	// in both groups.
+	Websocket   bool
+	Returns     interface{}
+	ContentType string
 }
 
 // Action is a subresource served in both groups that carries out act: a PUT or POST in
-// kubevirt.io (answering a Status), a PUT in subresources.kubevirt.io.
-func Action(name string, act action.Func, options interface{}, doc string) Subresource {
-	return Subresource{Name: name, KubeVirt: action.New(act), Subresources: &Route{Doc: doc, Action: act, Options: options}}
+// kubevirt.io (answering a Status), a PUT in subresources.kubevirt.io, both taking options.
+func Action(name, operation string, act action.Func, options interface{}, doc string) Subresource {
+	return Subresource{Name: name, KubeVirt: action.New(act), Options: options,
+		Subresources: &Route{Doc: doc, Operation: operation, Action: act, Options: options}}
 }
+
+// Websocket is a stream served in both groups: a GET that upgrades to a websocket.
+func Websocket(name, operation string, stream interface {
+	rest.Storage
+	rest.Connecter
+}, doc string) Subresource {
+	return Subresource{Name: name, KubeVirt: stream,
+		Subresources: &Route{Doc: doc, Operation: operation, Stream: stream, Websocket: true}}
+}
+
+// WebsocketSubprotocol is the websocket subprotocol of the streams, KubeVirt's: the guest's
+// serial console or VNC bytes as they are.
+const WebsocketSubprotocol = "plain.kubevirt.io"
 
 // Storage is the storage map of kubevirt.io for resources: each resource and each of its
 // subresources that the group serves, under "<resource>" and "<resource>/<subresource>".
@@ -73,7 +97,8 @@ func Storage(resources ...Resource) map[string]rest.Storage {
 // object: a PUT of a body to /namespaces/<namespace>/<Name> (KubeVirt's expand-vm-spec),
 // authorized as "update" of the resource <Name>.
 type NamespaceRoute struct {
-	Name, Doc string
+	// Doc documents it; Operation is its operation ID, KubeVirt's (v1ExpandSpec).
+	Name, Doc, Operation string
 	// Handler answers the request whose body is body, the namespace in ctx.
 	Handler func(ctx context.Context, body io.Reader) (http.Handler, error)
 	// Reads and Returns are the types of the body and of the answer, for the OpenAPI document.

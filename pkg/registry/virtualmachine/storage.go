@@ -111,12 +111,12 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 func (s *Storage) Serving() serving.Resource {
 	return serving.Resource{Name: "virtualmachines", Kind: "VirtualMachine", Storage: s.VirtualMachine, Subresources: []serving.Subresource{
 		{Name: "status", KubeVirt: s.Status},
-		serving.Action("start", s.Actions.Start, v1.StartOptions{}, "start a VirtualMachine"),
-		serving.Action("stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
-		serving.Action("restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
-		serving.Action("migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
+		serving.Action("start", "v1Start", s.Actions.Start, v1.StartOptions{}, "start a VirtualMachine"),
+		serving.Action("stop", "v1Stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
+		serving.Action("restart", "v1Restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
+		serving.Action("migrate", "v1Migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
 		{Name: "expand-spec", KubeVirt: s.ExpandSpec, Subresources: &serving.Route{
-			Doc:    "the VirtualMachine as its instance will be made: the template expanded with its instance type and preference",
-			Stream: s.ExpandSpec, Returns: v1.VirtualMachine{}}},
+			Doc:       "the VirtualMachine as its instance will be made: the template expanded with its instance type and preference",
+			Operation: "v1vm-ExpandSpec", Stream: s.ExpandSpec, Returns: v1.VirtualMachine{}}},
 	}}
 }

@@ -88,25 +88,26 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, no
 // agent's reports are KubeVirt's subresources.kubevirt.io routes only.
 func (s *Storage) Serving() serving.Resource {
 	c := s.Commands
-	stream := func(name string, r *StreamREST, doc string) serving.Subresource {
-		return serving.Subresource{Name: name, KubeVirt: r, Subresources: &serving.Route{Doc: doc, Stream: r}}
-	}
+	// KubeVirt's softreboot takes no body; the kubevirt.io one takes a dry run as pause does.
+	softReboot := serving.Action("softreboot", "v1SoftReboot", c.SoftReboot, v1.SoftRebootOptions{}, "ask the guest to reboot (ACPI)")
+	softReboot.Subresources.Options = nil
 	return serving.Resource{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Storage: s.VirtualMachineInstance, Subresources: []serving.Subresource{
 		{Name: "status", KubeVirt: s.Status},
-		serving.Action("pause", c.Pause, v1.PauseOptions{}, "pause a running instance"),
-		serving.Action("unpause", c.Unpause, v1.UnpauseOptions{}, "unpause a paused instance"),
-		serving.Action("softreboot", c.SoftReboot, nil, "ask the guest to reboot (ACPI)"),
+		serving.Action("pause", "v1Pause", c.Pause, v1.PauseOptions{}, "pause a running instance"),
+		serving.Action("unpause", "v1Unpause", c.Unpause, v1.UnpauseOptions{}, "unpause a paused instance"),
+		softReboot,
 		{Name: "freeze", Subresources: &serving.Route{Doc: "freeze the guest's file systems through the guest agent",
-			Action: c.Freeze, Options: v1.FreezeUnfreezeTimeout{}}},
-		{Name: "unfreeze", Subresources: &serving.Route{Doc: "thaw the guest's file systems", Action: c.Unfreeze}},
-		stream("console", s.Console, "the serial console, as a websocket (subprotocol plain.kubevirt.io)"),
-		stream("vnc", s.VNC, "the VNC display, as a websocket (subprotocol plain.kubevirt.io)"),
-		{Name: "vnc/screenshot", Subresources: &serving.Route{Doc: "one frame of the VNC display, as a PNG", Stream: s.Screenshot}},
+			Operation: "v1Freeze", Action: c.Freeze, Options: v1.FreezeUnfreezeTimeout{}}},
+		{Name: "unfreeze", Subresources: &serving.Route{Doc: "thaw the guest's file systems", Operation: "v1Unfreeze", Action: c.Unfreeze}},
+		serving.Websocket("console", "v1Console", s.Console, "the serial console, as a websocket"),
+		serving.Websocket("vnc", "v1VNC", s.VNC, "the VNC display, as a websocket"),
+		{Name: "vnc/screenshot", Subresources: &serving.Route{Doc: "one frame of the VNC display, as a PNG",
+			Operation: "v1VNCScreenshot", Stream: s.Screenshot, ContentType: "image/png"}},
 		{Name: "guestosinfo", Subresources: &serving.Route{Doc: "what the guest agent reports of its guest",
-			Stream: s.GuestOSInfo, Returns: v1.VirtualMachineInstanceGuestAgentInfo{}}},
+			Operation: "v1Guestosinfo", Stream: s.GuestOSInfo, Returns: v1.VirtualMachineInstanceGuestAgentInfo{}}},
 		{Name: "userlist", Subresources: &serving.Route{Doc: "the users logged in to the guest, as its agent reports them",
-			Stream: s.UserList, Returns: v1.VirtualMachineInstanceGuestOSUserList{}}},
+			Operation: "v1Userlist", Stream: s.UserList, Returns: v1.VirtualMachineInstanceGuestOSUserList{}}},
 		{Name: "filesystemlist", Subresources: &serving.Route{Doc: "the guest's file systems, as its agent reports them",
-			Stream: s.FileSystemList, Returns: v1.VirtualMachineInstanceFileSystemList{}}},
+			Operation: "v1Filesystemlist", Stream: s.FileSystemList, Returns: v1.VirtualMachineInstanceFileSystemList{}}},
 	}}
 }

@@ -42,10 +42,17 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// Files are the page's files (index.html, rfb.js): the tests run its RFB client alone in a
+// browser.
+func Files() fs.FS {
+	files, _ := fs.Sub(static, "static")
+	return files
+}
+
 // Handler serves the page under /<token>/ and its websocket at /<token>/websocket; each
 // websocket gets a stream of its own from dial.
 func Handler(token string, dial DialFunc) http.Handler {
-	files, _ := fs.Sub(static, "static")
+	files := Files()
 	prefix := "/" + token + "/"
 	upgrader := gwebsocket.Upgrader{CheckOrigin: sameOrigin}
 	mux := http.NewServeMux()

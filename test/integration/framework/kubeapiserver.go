@@ -73,7 +73,7 @@ func StartKubeAPIServer(dir string, webhookPort int) (*KubeAPIServer, error) {
 		return nil, err
 	}
 	s := &KubeAPIServer{Dir: dir}
-	if s.etcd, err = etcd.Start(etcd.Config{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true}); err != nil {
+	if s.etcd, err = etcd.Start(etcd.Config{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: !EtcdFsync}); err != nil {
 		return nil, err
 	}
 	args, err := s.prepare(webhookPort)
@@ -207,6 +207,11 @@ plugins:
     kind: WebhookAdmissionConfiguration
     kubeConfigFile: `+kubeconfig+"\n"), 0o600)
 }
+
+// EtcdFsync makes the etcds started after it is set (kube-apiserver's and virt-api's
+// embedded one) sync their writes to disk, as a production etcd does; tests run without, for
+// speed, and so do the throughput benchmarks, comparing like with like.
+var EtcdFsync bool
 
 // KubeAPIServerProfiling serves /debug/pprof in the kube-apiservers started after it is set:
 // a benchmark's profiles of a create include kube-apiserver's half.

@@ -37,8 +37,8 @@ func (s *VirtAPI) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.po
 func (s *VirtAPI) startProcess(o *virtapi.Options, listener net.Listener) error {
 	if o.EmbeddedEtcdDir != "" {
 		// As kube-apiserver's etcd in these tests (StartKubeAPIServer): in the test process,
-		// without fsync, so that a benchmark compares like with like.
-		server, err := etcd.Start(etcd.Config{Dir: o.EmbeddedEtcdDir, UnsafeNoFsync: true})
+		// syncing to disk only with EtcdFsync, so that a benchmark compares like with like.
+		server, err := etcd.Start(etcd.Config{Dir: o.EmbeddedEtcdDir, UnsafeNoFsync: !EtcdFsync})
 		if err != nil {
 			listener.Close()
 			return err

@@ -66,7 +66,6 @@ type VirtualMachineInstanceMigrationSpec struct {
 }
 
 // VirtualMachineInstanceMigrationPhase is where a migration is in its lifecycle.
-// +enum
 type VirtualMachineInstanceMigrationPhase string
 
 const (
@@ -154,7 +153,6 @@ type VirtualMachineInstanceMigrationPhaseTransitionTimestamp struct {
 }
 
 // MigrationAbortStatus is how the abort of a migration went.
-// +enum
 type MigrationAbortStatus string
 
 const (
@@ -167,7 +165,6 @@ const (
 )
 
 // MigrationMode is how the guest's memory is being transferred.
-// +enum
 type MigrationMode string
 
 const (
@@ -180,7 +177,6 @@ const (
 )
 
 // VirtualMachineInstanceMigrationMethod says whether the guest's local disks travel with it.
-// +enum
 type VirtualMachineInstanceMigrationMethod string
 
 const (

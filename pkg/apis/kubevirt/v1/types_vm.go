@@ -41,7 +41,6 @@ type VirtualMachineList struct {
 }
 
 // VirtualMachineRunStrategy says when a VirtualMachineInstance of the VirtualMachine should exist.
-// +enum
 type VirtualMachineRunStrategy string
 
 const (
@@ -168,7 +167,6 @@ type ControllerRevisionRef struct {
 
 // VirtualMachinePrintableStatus is a human-readable summary of a VirtualMachine's state,
 // shown as STATUS by kubectl get.
-// +enum
 type VirtualMachinePrintableStatus string
 
 const (
@@ -276,7 +274,6 @@ type VirtualMachineCondition struct {
 }
 
 // StateChangeRequestAction is the action a state change request asks for.
-// +enum
 type StateChangeRequestAction string
 
 const (

@@ -51,7 +51,6 @@ type VirtualMachineInstanceTemplateSpec struct {
 }
 
 // EvictionStrategy says what happens to an instance when its node is drained.
-// +enum
 type EvictionStrategy string
 
 const (
@@ -66,7 +65,6 @@ const (
 )
 
 // StartStrategy says how a guest starts.
-// +enum
 type StartStrategy string
 
 const (
@@ -332,7 +330,6 @@ type Devices struct {
 type Rng struct{}
 
 // DiskBus is the bus a disk is attached to.
-// +enum
 type DiskBus string
 
 const (
@@ -540,7 +537,6 @@ type PodNetwork struct {
 }
 
 // VirtualMachineInstancePhase is where an instance is in its lifecycle.
-// +enum
 type VirtualMachineInstancePhase string
 
 const (

@@ -2,9 +2,9 @@
 // authentication (virt-api has authorized the stream; QEMU's VNC behind it asks for none),
 // ZRLE (RFC 6143 7.7.6: the screen goes through kube-apiserver and virt-api compressed,
 // inflated by the browser's own DecompressionStream), raw and copy-rect encodings, desktop
-// resizes, keyboard and pointer. The protocol part knows nothing of the browser: it reads
-// bytes given to receive() and writes through send(), so the same code runs in the node
-// tests against a real QEMU.
+// resizes, keyboard and pointer. The protocol part knows nothing of the page: it reads
+// bytes given to receive() and writes through send(), so the tests run it in Chromium against
+// bytes they make and against a real QEMU (test/browser, rfb_test.go).
 "use strict";
 
 (function (root) {
@@ -392,6 +392,5 @@
     return cp < 0x100 ? cp : 0x01000000 + cp;
   }
 
-  if (typeof module !== "undefined" && module.exports) module.exports = { RFB, keysymFor, decodeTile };
-  else Object.assign(root, { RFB, keysymFor });
+  Object.assign(root, { RFB, keysymFor, decodeTile });
 })(this);
