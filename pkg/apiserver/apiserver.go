@@ -4,9 +4,11 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/admission/eviction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/apis/instancetype"
+	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
@@ -25,6 +29,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancetype"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinepreference"
 )
 
 // ExtraConfig holds virt-api's own configuration, beyond the generic server's.
@@ -71,7 +77,7 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds virt-api and installs the kubevirt.io group, v1 preferred and v1alpha3 as a
-// deprecated alias, both backed by the same storage.
+// deprecated alias, both backed by the same storage, and instancetype.kubevirt.io/v1beta1.
 func (c CompletedConfig) New() (*Server, error) {
 	genericServer, err := c.GenericConfig.New("hangar-virt-api", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -104,13 +110,29 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	vmDeps := virtualmachine.Dependencies{VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
+	instancetypes, err := virtualmachineinstancetype.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	preferences, err := virtualmachinepreference.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	vmInstancetypes := &virtualmachine.Instancetypes{
+		Instancetypes: instancetypes.VirtualMachineInstancetype, ClusterInstancetypes: instancetypes.VirtualMachineClusterInstancetype,
+		Preferences: preferences.VirtualMachinePreference, ClusterPreferences: preferences.VirtualMachineClusterPreference,
+		Decoder: Codecs.UniversalDecoder(),
+	}
+	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, Decoder: Codecs.UniversalDecoder(), VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
 		Authorizer: authz, Admission: &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}}
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
 	}
 	if kube != nil {
 		vmDeps.LauncherPods = launcherPods{kube: kube}
+		vmInstancetypes.Revisions = func(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
+			return kube.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
+		}
 		vmDeps.ClaimExists = claimExists(kube)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
@@ -128,6 +150,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	vms.PortForward = vmis.PortForward.ForVMs(vms.VirtualMachine)
+	if checker := c.ExtraConfig.LauncherPods; checker != nil {
+		checker.ExpandTemplatesWith(vms.ExpandedTemplate)
+	}
 
 	resources := []serving.Resource{vms.Serving(), vmis.Serving(), replicaSets.Serving(), migrations.Serving()}
 	if v2, v3 := c.GenericConfig.OpenAPIConfig, c.GenericConfig.OpenAPIV3Config; v2 != nil && v3 != nil {
@@ -144,7 +169,16 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	installSubresourcesGroup(genericServer, resources)
+	installSubresourcesGroup(genericServer, resources, []serving.NamespaceRoute{{Name: "expand-vm-spec", Operation: "v1ExpandSpec",
+		Doc:     "a VirtualMachine sent in the body as its instance will be made: the template expanded with its instance type and preference",
+		Handler: vms.ExpandVMSpec.Handler, Reads: v1.VirtualMachine{}, Returns: v1.VirtualMachine{}}})
+
+	instancetypeGroup := genericapiserver.NewDefaultAPIGroupInfo(instancetype.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	instancetypeGroup.VersionedResourcesStorageMap[instancetypev1beta1.SchemeGroupVersion.Version] =
+		serving.Storage(append(instancetypes.Serving(), preferences.Serving()...)...)
+	if err := genericServer.InstallAPIGroup(&instancetypeGroup); err != nil {
+		return nil, err
+	}
 	return &Server{GenericAPIServer: genericServer}, nil
 }
 

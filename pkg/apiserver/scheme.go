@@ -9,6 +9,7 @@ import (
 	scalescheme "k8s.io/client-go/scale/scheme"
 	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
+	instancetypeinstall "github.com/hangarvm/hangar/pkg/apis/instancetype/install"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/install"
 )
 
@@ -16,12 +17,13 @@ var (
 	// Scheme holds every type virt-api serves or stores.
 	Scheme = runtime.NewScheme()
 	// Codecs serializes the Scheme's types: JSON, YAML, CBOR where enabled, and protobuf
-	// (the kubevirt.io types are generated for it, pkg/apis/kubevirt/v1/generated.proto).
+	// (the kubevirt.io and instancetype.kubevirt.io types are generated for it).
 	Codecs = serializer.NewCodecFactory(Scheme)
 )
 
 func init() {
 	install.Install(Scheme)
+	instancetypeinstall.Install(Scheme)
 	// The scale subresource speaks autoscaling/v1 Scale, through its internal form.
 	utilruntime.Must(scalescheme.AddToScheme(Scheme))
 	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))

@@ -28,7 +28,7 @@ var SubresourcesGroupVersion = schema.GroupVersion{Group: "subresources.kubevirt
 // installSubresourcesGroup serves subresources.kubevirt.io/v1 on go-restful, as KubeVirt
 // does, and announces it in both discovery documents. RBAC applies as everywhere: the path
 // gives resource, subresource and namespace, PUT is "update", GET is "get".
-func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []serving.Resource) {
+func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []serving.Resource, namespaceRoutes []serving.NamespaceRoute) {
 	gv := SubresourcesGroupVersion
 	ws := new(restful.WebService).Path("/apis/"+gv.String()).
 		Doc("KubeVirt's imperative actions on VirtualMachines and their instances").
@@ -52,6 +52,11 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []
 				Subresource: sub.Name, Verbs: []string{verb}})
 		}
 	}
+	for _, route := range namespaceRoutes {
+		addNamespaceRoute(ws, route)
+		resourceList.APIResources = append(resourceList.APIResources, metav1.APIResource{
+			Name: route.Name, Namespaced: true, Verbs: []string{"update"}})
+	}
 	ws.Route(ws.GET("/version").To(func(_ *restful.Request, resp *restful.Response) {
 		_ = resp.WriteAsJson(version.Get())
 	}).Operation("v1Version").Doc("the Hangar version, as KubeVirt reports its own"))
@@ -70,6 +75,10 @@ func installSubresourcesGroup(s *genericapiserver.GenericAPIServer, resources []
 	s.Handler.GoRestfulContainer.Add(newGroupWebService(group))
 
 	var discovered []apidiscoveryv2.APIResourceDiscovery
+	for _, route := range namespaceRoutes {
+		discovered = append(discovered, apidiscoveryv2.APIResourceDiscovery{
+			Resource: route.Name, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"update"}})
+	}
 	for _, parent := range parentOrder {
 		// A parent with no verbs of its own carries the actions; clients map the resource
 		// itself to kubevirt.io, whose group has the higher priority.
@@ -119,6 +128,25 @@ func pathParams(path string) []string {
 		}
 	}
 	return names
+}
+
+// addNamespaceRoute adds the PUT of a namespace-level endpoint (expand-vm-spec).
+func addNamespaceRoute(ws *restful.WebService, route serving.NamespaceRoute) {
+	ws.Route(ws.PUT("/namespaces/{namespace}/"+route.Name).
+		To(func(req *restful.Request, resp *restful.Response) {
+			ctx := genericapirequest.WithNamespace(req.Request.Context(), req.PathParameter("namespace"))
+			handler, err := route.Handler(ctx, req.Request.Body)
+			if err != nil {
+				writeError(err, resp, req)
+				return
+			}
+			handler.ServeHTTP(resp.ResponseWriter, req.Request)
+		}).
+		Operation(route.Operation).Doc(route.Doc).
+		Param(ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects")).
+		Consumes(restful.MIME_JSON).Produces(restful.MIME_JSON).
+		Reads(route.Reads).
+		Returns(http.StatusOK, "OK", route.Returns))
 }
 
 // serveConnecter serves a go-restful request with a connecter (an action or a stream), with

@@ -109,7 +109,7 @@ func scheduledVMI(uid string) *v1.VirtualMachineInstance {
 		},
 		Status: v1.VirtualMachineInstanceStatus{NodeName: "node-a", Phase: v1.Scheduled, ActivePods: map[types.UID]string{testPodUID(uid): "node-a"}},
 	}
-	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
+	v1.DefaultVirtualMachineInstanceSpec(&vmi.Spec)
 	return vmi
 }
 

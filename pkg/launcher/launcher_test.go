@@ -163,7 +163,7 @@ func testVMI() *v1.VirtualMachineInstance {
 			Devices:   v1.Devices{AutoattachPodInterface: ptr.To(false)},
 		}},
 	}
-	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
+	v1.DefaultVirtualMachineInstanceSpec(&vmi.Spec)
 	return vmi
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -105,6 +106,8 @@ func (c *cluster) startController() (stop func()) {
 	done := make(chan error, 1)
 	o := manager.DefaultOptions()
 	o.Resync = 0
+	o.Instancetypes, err = instancetypeclient.NewForConfig(c.controllerConfig)
+	require.NoError(c.t, err)
 	go func() { done <- manager.Run(ctx, kubevirt, kube, o) }()
 	var once sync.Once
 	stop = func() {

@@ -45,6 +45,7 @@ resources:
   - virtualmachineinstances.kubevirt.io
   - virtualmachineinstancereplicasets.kubevirt.io
   - virtualmachineinstancemigrations.kubevirt.io
+  - "*.instancetype.kubevirt.io"
   providers:
   - secretbox:
       keys:

@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	generatedopenapi "github.com/hangarvm/hangar/pkg/generated/openapi"
 )
 
 // kubevirtNames are names from KubeVirt's OpenAPI (testdata/kubevirt-openapi-names.json says
@@ -40,6 +43,21 @@ func loadKubeVirtNames(t *testing.T) kubevirtNames {
 // hangarOnlyModels are kubevirt.io/v1 models KubeVirt's OpenAPI has not: the body of the
 // kubevirt.io softreboot (KubeVirt's takes none).
 var hangarOnlyModels = map[string]bool{"v1.SoftRebootOptions": true}
+
+// instancetypeModels are the models of instancetype.kubevirt.io/v1beta1, named v1beta1.<Type>
+// as KubeVirt's Go client names them. KubeVirt serves the group from CustomResourceDefinitions,
+// so its swagger.json (the testdata) has none of them to compare with.
+func instancetypeModels() map[string]bool {
+	const pkg = "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1."
+	out := map[string]bool{}
+	for name := range generatedopenapi.GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} }) {
+		if strings.HasPrefix(name, pkg) {
+			out["v1beta1."+strings.TrimPrefix(name, pkg)] = true
+		}
+	}
+	return out
+}
+
 
 func getOpenAPI(t *testing.T, path string) []byte {
 	t.Helper()
@@ -86,8 +104,10 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 		assert.True(t, kinds[kind+"List"] || strings.HasSuffix(kind, "Options"), "no model has the kind %sList", kind)
 	}
 
+	instancetypes := instancetypeModels()
+	require.Contains(t, instancetypes, "v1beta1.VirtualMachineInstancetypeSpec")
 	docs := map[string][]byte{"/openapi/v2": rawV2}
-	for _, gv := range []string{"apis/kubevirt.io/v1", "apis/kubevirt.io/v1alpha3", "apis/subresources.kubevirt.io/v1"} {
+	for _, gv := range []string{"apis/kubevirt.io/v1", "apis/kubevirt.io/v1alpha3", "apis/subresources.kubevirt.io/v1", "apis/instancetype.kubevirt.io/v1beta1"} {
 		docs["/openapi/v3/"+gv] = getOpenAPI(t, "/openapi/v3/"+gv)
 	}
 	for path, raw := range docs {
@@ -107,6 +127,8 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 			switch {
 			case strings.HasPrefix(name, "v1."):
 				assert.True(t, kubevirt[name] || hangarOnlyModels[name], "%s: %s is not a model of KubeVirt's", path, name)
+			case strings.HasPrefix(name, "v1beta1."):
+				assert.True(t, instancetypes[name], "%s: %s is not a model of instancetype.kubevirt.io/v1beta1", path, name)
 			default:
 				assert.True(t, strings.HasPrefix(name, "k8s.io."), "%s: %s is not named by its import path", path, name)
 			}

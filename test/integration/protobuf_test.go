@@ -19,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	virtapi "github.com/hangarvm/hangar/cmd/virt-api/app"
+	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
+	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
@@ -158,6 +160,22 @@ func TestStorageMediaType(t *testing.T) {
 	_, err := vms.Create(ctx, newVM("old", v1.RunStrategyHalted), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(stored(t, "old"), `{"kind":"VirtualMachine","apiVersion":"kubevirt.io/v1"`), stored(t, "old"))
+	// instancetype.kubevirt.io goes through the same etcd options, in its own version.
+	its, err := instancetypeclient.NewForConfig(api.Config)
+	require.NoError(t, err)
+	clusterInstancetypes := its.InstancetypeV1beta1().VirtualMachineClusterInstancetypes()
+	storedInstancetype := func(t *testing.T, name string) string {
+		t.Helper()
+		resp, err := admin.Get(ctx, "/hangar/instancetype.kubevirt.io/virtualmachineclusterinstancetypes/"+name)
+		require.NoError(t, err)
+		require.Len(t, resp.Kvs, 1)
+		return string(resp.Kvs[0].Value)
+	}
+	_, err = clusterInstancetypes.Create(ctx, &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: instancetypeSpec(1, "1Gi")}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(storedInstancetype(t, "old"),
+		`{"kind":"VirtualMachineClusterInstancetype","apiVersion":"instancetype.kubevirt.io/v1beta1"`), storedInstancetype(t, "old"))
 
 	mediaType = runtime.ContentTypeProtobuf
 	api.Restart(t)
@@ -175,4 +193,12 @@ func TestStorageMediaType(t *testing.T) {
 	_, err = vms.Update(ctx, old, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(stored(t, "old"), protobufMagic), "rewritten as protobuf")
+
+	_, err = clusterInstancetypes.Create(ctx, &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "new"}, Spec: instancetypeSpec(2, "2Gi")}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(storedInstancetype(t, "new"), protobufMagic), "a new instance type is protobuf")
+	oldInstancetype, err := clusterInstancetypes.Get(ctx, "old", metav1.GetOptions{})
+	require.NoError(t, err, "JSON in etcd is read")
+	assert.Equal(t, uint32(1), oldInstancetype.Spec.CPU.Guest)
 }

@@ -48,7 +48,7 @@ func kernelBootVMI(name string, mutate ...func(*v1.VirtualMachineInstance)) *v1.
 	for _, m := range mutate {
 		m(vmi)
 	}
-	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
+	v1.DefaultVirtualMachineInstanceSpec(&vmi.Spec)
 	return vmi
 }
 

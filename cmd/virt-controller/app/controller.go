@@ -20,6 +20,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/kubeclient"
 	"github.com/hangarvm/hangar/pkg/leaderelect"
 	"github.com/hangarvm/hangar/pkg/metricsserver"
@@ -44,6 +45,9 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	kubevirt, err := versioned.NewForConfig(kvCfg)
 	if err != nil {
+		return err
+	}
+	if o.Controllers.Instancetypes, err = instancetypeclient.NewForConfig(kvCfg); err != nil {
 		return err
 	}
 

@@ -90,6 +90,19 @@ type Checker struct {
 
 	podSecurity *PodSecurity
 	inUse       atomic.Bool
+
+	// expand gives the template of a VM that names an instance type or a preference as its
+	// instance will have it; nil until ExpandTemplatesWith.
+	expand atomic.Pointer[TemplateExpander]
+}
+
+// TemplateExpander returns a VM's template expanded with its instance type and preference.
+type TemplateExpander func(ctx context.Context, vm *kubevirt.VirtualMachine) (*kubevirt.VirtualMachineInstanceTemplateSpec, error)
+
+// ExpandTemplatesWith makes the checks of a VM see the pod of its expanded template: the
+// instance type's CPU and memory, not the template's none.
+func (c *Checker) ExpandTemplatesWith(expand TemplateExpander) {
+	c.expand.Store(&expand)
 }
 
 // Config is what the checker needs besides the cluster's informers.
@@ -180,7 +193,15 @@ func (c *Checker) CheckInstance(ctx context.Context, vmi *kubevirt.VirtualMachin
 // the VM's name and namespace, the template's labels and spec, as virt-controller makes it.
 func (c *Checker) CheckVirtualMachine(ctx context.Context, vm *kubevirt.VirtualMachine) (*Refusal, error) {
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vm.Name, Namespace: vm.Namespace, UID: vm.UID}}
-	if tmpl := vm.Spec.Template; tmpl != nil {
+	tmpl := vm.Spec.Template
+	if expand := c.expand.Load(); expand != nil && tmpl != nil && (vm.Spec.Instancetype != nil || vm.Spec.Preference != nil) {
+		expanded, err := (*expand)(ctx, vm)
+		if err != nil {
+			return &Refusal{Invalid: true, Field: []string{"spec"}, Message: err.Error()}, nil
+		}
+		tmpl = expanded
+	}
+	if tmpl != nil {
 		vmi.Labels = tmpl.ObjectMeta.Labels
 		vmi.Annotations = tmpl.ObjectMeta.Annotations
 		if err := v1.Convert_kubevirt_VirtualMachineInstanceSpec_To_v1_VirtualMachineInstanceSpec(&tmpl.Spec, &vmi.Spec, nil); err != nil {

@@ -63,6 +63,73 @@ type VirtualMachineSpec struct {
 	// Template is the VirtualMachineInstance the VirtualMachine creates. Changes take effect
 	// at the next start.
 	Template *VirtualMachineInstanceTemplateSpec
+
+	// Instancetype names the instance type that gives the instance its vCPUs, memory and
+	// other resources; the template may not set what it sets.
+	Instancetype *InstancetypeMatcher
+
+	// Preference names the preference whose settings apply where the template leaves them
+	// unset.
+	Preference *PreferenceMatcher
+}
+
+// InferFromVolumeFailurePolicy says what happens when an instance type or preference cannot
+// be inferred from a volume.
+type InferFromVolumeFailurePolicy string
+
+const (
+	// RejectInferFromVolumeFailure refuses the VirtualMachine.
+	RejectInferFromVolumeFailure InferFromVolumeFailurePolicy = "Reject"
+	// IgnoreInferFromVolumeFailure goes on without an instance type or preference.
+	IgnoreInferFromVolumeFailure InferFromVolumeFailurePolicy = "Ignore"
+)
+
+// InstancetypeMatcher names an instance type.
+type InstancetypeMatcher struct {
+	// Name is the name of the VirtualMachineInstancetype or VirtualMachineClusterInstancetype.
+	Name string
+	// Kind is VirtualMachineInstancetype or VirtualMachineClusterInstancetype (the default).
+	Kind string
+	// RevisionName is the ControllerRevision holding the version the VM uses.
+	RevisionName string
+	// InferFromVolume names a volume whose source's labels name the instance type.
+	InferFromVolume string
+	// InferFromVolumeFailurePolicy is Reject (the default) or Ignore.
+	InferFromVolumeFailurePolicy *InferFromVolumeFailurePolicy
+}
+
+// PreferenceMatcher names a preference.
+type PreferenceMatcher struct {
+	// Name is the name of the VirtualMachinePreference or VirtualMachineClusterPreference.
+	Name string
+	// Kind is VirtualMachinePreference or VirtualMachineClusterPreference (the default).
+	Kind string
+	// RevisionName is the ControllerRevision holding the version the VM uses.
+	RevisionName string
+	// InferFromVolume names a volume whose source's labels name the preference.
+	InferFromVolume string
+	// InferFromVolumeFailurePolicy is Reject (the default) or Ignore.
+	InferFromVolumeFailurePolicy *InferFromVolumeFailurePolicy
+}
+
+// InstancetypeStatusRef is the instance type or preference a VM uses, and its revision.
+type InstancetypeStatusRef struct {
+	// Name of the instance type or preference.
+	Name string
+	// Kind of the instance type or preference.
+	Kind string
+	// ControllerRevisionRef is the revision of it the VM uses.
+	ControllerRevisionRef *ControllerRevisionRef
+	// InferFromVolume is the volume it was inferred from.
+	InferFromVolume string
+	// InferFromVolumeFailurePolicy is the policy it was inferred under.
+	InferFromVolumeFailurePolicy *InferFromVolumeFailurePolicy
+}
+
+// ControllerRevisionRef names a ControllerRevision.
+type ControllerRevisionRef struct {
+	// Name of the ControllerRevision.
+	Name string
 }
 
 // VirtualMachinePrintableStatus is a human-readable summary of a VirtualMachine's state,
@@ -117,6 +184,10 @@ type VirtualMachineStatus struct {
 	DesiredGeneration int64
 	// RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.
 	RunStrategy VirtualMachineRunStrategy
+	// InstancetypeRef is the instance type the VM uses and its revision.
+	InstancetypeRef *InstancetypeStatusRef
+	// PreferenceRef is the preference the VM uses and its revision.
+	PreferenceRef *InstancetypeStatusRef
 }
 
 // VirtualMachineConditionType names a VirtualMachine condition.

@@ -36,6 +36,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
+	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 )
 
 func init() {
@@ -61,6 +62,10 @@ type Options struct {
 	// HandlerUsers are virt-handler's ServiceAccount user names, whose identity requests the
 	// signer answers.
 	HandlerUsers []string
+	// Instancetypes reaches instancetype.kubevirt.io, for the revisions of the instance
+	// types and preferences VMs name; nil: no revisions are kept and VMs' instances are
+	// made from their templates as written.
+	Instancetypes instancetypeclient.Interface
 }
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
@@ -118,6 +123,13 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		return err
 	}
 	vmController.EnableStateClaims(kube, pvcInformer, func() string { return cfg.Get().VMStateStorageClass })
+	if o.Instancetypes != nil {
+		rc := kubevirt.KubevirtV1().RESTClient()
+		vmController.EnableInstancetypes(kube, o.Instancetypes, vm.ExpandWith(func(ctx context.Context, namespace, name string) ([]byte, error) {
+			return rc.Get().Namespace(namespace).Resource("virtualmachines").Name(name).SubResource("expand-spec").
+				SetHeader("Accept", "application/json").DoRaw(ctx)
+		}))
+	}
 	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
 	if err != nil {
 		return err

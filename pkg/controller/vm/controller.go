@@ -45,6 +45,9 @@ type Controller struct {
 
 	// claims creates the VMs' state claims (stateclaim.go); nil: none are created.
 	claims *stateClaims
+	// instancetypes keeps the revisions of VMs' instance types and preferences and expands
+	// VMs (instancetype.go); nil: neither.
+	instancetypes *instancetypes
 }
 
 // New wires the controller to its informers.

@@ -84,6 +84,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	case adds > 0 || dels > 0:
 		// The cache does not show our last create or delete yet.
 	default:
+		// The revisions a VM's instance is expanded with are recorded before it starts.
+		if changed, err := c.ensureRevisions(ctx, vm); err != nil {
+			syncErr = err
+			break
+		} else if changed {
+			break // the status write below brings the VM back, with its revisions stored
+		}
 		act := decide(vm, vmi, c.clock.Now())
 		switch {
 		case act.create:
@@ -169,6 +176,12 @@ func (c *Controller) claim(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 
 // start creates the instance. A name already taken means the cache is behind, not a failure.
 func (c *Controller) start(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, *syncError) {
+	expanded, syncErr := c.expanded(ctx, vm)
+	if syncErr != nil {
+		c.recorder.Eventf(vm, corev1.EventTypeWarning, FailedCreateReason, "Error creating virtual machine instance: %v", syncErr)
+		return nil, syncErr
+	}
+	vm = expanded
 	// The instance waits for its state claim anyway; without the claim it would wait forever.
 	if err := c.ensureStateClaim(ctx, vm); err != nil {
 		return nil, err

@@ -48,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.CloudInitNoCloudSourceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ContainerDiskSource"):
 		return &kubevirtv1.ContainerDiskSourceApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ControllerRevisionRef"):
+		return &kubevirtv1.ControllerRevisionRefApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("CPU"):
 		return &kubevirtv1.CPUApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("CPUFeature"):
@@ -88,6 +90,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.HypervTimerApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Input"):
 		return &kubevirtv1.InputApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("InstancetypeMatcher"):
+		return &kubevirtv1.InstancetypeMatcherApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("InstancetypeStatusRef"):
+		return &kubevirtv1.InstancetypeStatusRefApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Interface"):
 		return &kubevirtv1.InterfaceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("InterfaceBindingMethod"):
@@ -116,6 +122,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.PodNetworkApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Port"):
 		return &kubevirtv1.PortApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("PreferenceMatcher"):
+		return &kubevirtv1.PreferenceMatcherApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ResourceRequirements"):
 		return &kubevirtv1.ResourceRequirementsApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("RTCTimer"):

@@ -31,6 +31,44 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.BlockSize":                                      schema_pkg_apis_instancetype_v1beta1_BlockSize(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype":                                schema_pkg_apis_instancetype_v1beta1_CPUInstancetype(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferenceRequirement":                       schema_pkg_apis_instancetype_v1beta1_CPUPreferenceRequirement(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferences":                                 schema_pkg_apis_instancetype_v1beta1_CPUPreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.ClockPreferences":                               schema_pkg_apis_instancetype_v1beta1_ClockPreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CustomBlockSize":                                schema_pkg_apis_instancetype_v1beta1_CustomBlockSize(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DevicePreferences":                              schema_pkg_apis_instancetype_v1beta1_DevicePreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DiskIOThreads":                                  schema_pkg_apis_instancetype_v1beta1_DiskIOThreads(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FeaturePreferences":                             schema_pkg_apis_instancetype_v1beta1_FeaturePreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FirmwarePreferences":                            schema_pkg_apis_instancetype_v1beta1_FirmwarePreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.GPU":                                            schema_pkg_apis_instancetype_v1beta1_GPU(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.HostDevice":                                     schema_pkg_apis_instancetype_v1beta1_HostDevice(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.Hugepages":                                      schema_pkg_apis_instancetype_v1beta1_Hugepages(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity":                                 schema_pkg_apis_instancetype_v1beta1_LaunchSecurity(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MachinePreferences":                             schema_pkg_apis_instancetype_v1beta1_MachinePreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryInstancetype":                             schema_pkg_apis_instancetype_v1beta1_MemoryInstancetype(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryPreferenceRequirement":                    schema_pkg_apis_instancetype_v1beta1_MemoryPreferenceRequirement(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.NUMA":                                           schema_pkg_apis_instancetype_v1beta1_NUMA(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.NUMAGuestMappingPassthrough":                    schema_pkg_apis_instancetype_v1beta1_NUMAGuestMappingPassthrough(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.PreferenceRequirements":                         schema_pkg_apis_instancetype_v1beta1_PreferenceRequirements(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.Realtime":                                       schema_pkg_apis_instancetype_v1beta1_Realtime(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEV":                                            schema_pkg_apis_instancetype_v1beta1_SEV(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEVAttestation":                                 schema_pkg_apis_instancetype_v1beta1_SEVAttestation(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEVPolicy":                                      schema_pkg_apis_instancetype_v1beta1_SEVPolicy(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SpreadOptions":                                  schema_pkg_apis_instancetype_v1beta1_SpreadOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUDisplayOptions":                             schema_pkg_apis_instancetype_v1beta1_VGPUDisplayOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUOptions":                                    schema_pkg_apis_instancetype_v1beta1_VGPUOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterInstancetype":              schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterInstancetype(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterInstancetypeList":          schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterInstancetypeList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterPreference":                schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterPreference(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterPreferenceList":            schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterPreferenceList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetype":                     schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetype(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetypeList":                 schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetypeList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetypeSpec":                 schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetypeSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreference":                       schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreference(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceList":                   schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceSpec":                   schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VolumePreferences":                              schema_pkg_apis_instancetype_v1beta1_VolumePreferences(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.BIOS":                                                    schema_pkg_apis_kubevirt_v1_BIOS(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Bootloader":                                              schema_pkg_apis_kubevirt_v1_Bootloader(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CDRomTarget":                                             schema_pkg_apis_kubevirt_v1_CDRomTarget(ref),
@@ -41,6 +79,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffsetUTC":                                          schema_pkg_apis_kubevirt_v1_ClockOffsetUTC(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource":                                  schema_pkg_apis_kubevirt_v1_CloudInitNoCloudSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource":                                     schema_pkg_apis_kubevirt_v1_ContainerDiskSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef":                                   schema_pkg_apis_kubevirt_v1_ControllerRevisionRef(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Devices":                                                 schema_pkg_apis_kubevirt_v1_Devices(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk":                                                    schema_pkg_apis_kubevirt_v1_Disk(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskDevice":                                              schema_pkg_apis_kubevirt_v1_DiskDevice(ref),
@@ -61,6 +100,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HPETTimer":                                               schema_pkg_apis_kubevirt_v1_HPETTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HypervTimer":                                             schema_pkg_apis_kubevirt_v1_HypervTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Input":                                                   schema_pkg_apis_kubevirt_v1_Input(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher":                                     schema_pkg_apis_kubevirt_v1_InstancetypeMatcher(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef":                                   schema_pkg_apis_kubevirt_v1_InstancetypeStatusRef(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Interface":                                               schema_pkg_apis_kubevirt_v1_Interface(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceBindingMethod":                                  schema_pkg_apis_kubevirt_v1_InterfaceBindingMethod(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceBridge":                                         schema_pkg_apis_kubevirt_v1_InterfaceBridge(ref),
@@ -79,6 +120,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource":                       schema_pkg_apis_kubevirt_v1_PersistentVolumeClaimVolumeSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PodNetwork":                                              schema_pkg_apis_kubevirt_v1_PodNetwork(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Port":                                                    schema_pkg_apis_kubevirt_v1_Port(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher":                                       schema_pkg_apis_kubevirt_v1_PreferenceMatcher(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RTCTimer":                                                schema_pkg_apis_kubevirt_v1_RTCTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements":                                    schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions":                                          schema_pkg_apis_kubevirt_v1_RestartOptions(ref),
@@ -456,6 +498,1643 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_pkg_apis_instancetype_v1beta1_BlockSize(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BlockSize is a disk's block size.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"custom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Custom block sizes.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CustomBlockSize"),
+						},
+					},
+					"matchVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MatchVolume takes the block size of the volume.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CustomBlockSize", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_CPUInstancetype(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CPUInstancetype is the CPU part of an instance type.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"guest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Guest is the number of vCPUs the guest sees; how they form sockets, cores and threads is the preference's preferredCPUTopology (sockets by default).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"model": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Model is the CPU model: host-model, host-passthrough or a named libvirt model.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dedicatedCPUPlacement": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DedicatedCPUPlacement pins each vCPU to a physical CPU of its own. Not supported by Hangar.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"numa": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NUMA is the guest's NUMA topology. Not supported by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.NUMA"),
+						},
+					},
+					"isolateEmulatorThread": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IsolateEmulatorThread gives QEMU's emulator thread a physical CPU of its own. Not supported by Hangar.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"realtime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Realtime tunes the guest for low latency. Not supported by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.Realtime"),
+						},
+					},
+					"maxSockets": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSockets is how many sockets CPU hotplug may reach. Hangar does not hotplug CPUs and takes it as given.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"guest"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.NUMA", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.Realtime"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_CPUPreferenceRequirement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CPUPreferenceRequirement is the least vCPUs a preference needs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"guest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Guest is the least number of vCPUs.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"guest"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_CPUPreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CPUPreferences are the preferred CPU topology and features.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredCPUTopology": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredCPUTopology is how the instance type's vCPUs are shown to the guest. Defaults to sockets.\n\nPossible enum values:\n - `\"any\"` takes the template's topology when it has one, and sockets otherwise.\n - `\"cores\"` shows every vCPU as a core of one socket.\n - `\"preferAny\"` is any, by its old name.\n - `\"preferCores\"` is cores, by its old name.\n - `\"preferSockets\"` is sockets, by its old name.\n - `\"preferSpread\"` is spread, by its old name.\n - `\"preferThreads\"` is threads, by its old name.\n - `\"sockets\"` shows every vCPU as a socket of its own: the default.\n - `\"spread\"` spreads the vCPUs over sockets and cores (or cores and threads) by spreadOptions.\n - `\"threads\"` shows every vCPU as a thread of one core.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"any", "cores", "preferAny", "preferCores", "preferSockets", "preferSpread", "preferThreads", "sockets", "spread", "threads"},
+						},
+					},
+					"spreadOptions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SpreadOptions shape the spread topology.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SpreadOptions"),
+						},
+					},
+					"preferredCPUFeatures": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredCPUFeatures are added to the guest's CPU unless it names them already.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPUFeature"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SpreadOptions", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CPUFeature"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_ClockPreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClockPreferences are the preferred guest clock.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredClockOffset": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredClockOffset is the clock's offset when the VirtualMachine sets none.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffset"),
+						},
+					},
+					"preferredTimer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredTimer is the guest's timers when the VirtualMachine sets none.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Timer"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ClockOffset", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Timer"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_CustomBlockSize(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CustomBlockSize is a disk's logical and physical block size.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"logical": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Logical block size in bytes.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"physical": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Physical block size in bytes.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"logical", "physical"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_DevicePreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DevicePreferences are the preferred devices and buses.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredAutoattachGraphicsDevice": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredAutoattachGraphicsDevice is autoattachGraphicsDevice where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredAutoattachMemBalloon": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredAutoattachMemBalloon is autoattachMemBalloon where unset. Hangar has no memory balloon and ignores it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredAutoattachPodInterface": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredAutoattachPodInterface is autoattachPodInterface where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredAutoattachSerialConsole": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredAutoattachSerialConsole is autoattachSerialConsole where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredAutoattachInputDevice": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredAutoattachInputDevice is autoattachInputDevice where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredDisableHotplug": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredDisableHotplug is disableHotplug. Hangar does not hotplug volumes and ignores it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredVirtualGPUOptions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredVirtualGPUOptions are the options of virtual GPUs. Ignored by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUOptions"),
+						},
+					},
+					"preferredSoundModel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredSoundModel is the model of a sound device. Hangar has no sound devices and ignores it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredUseVirtioTransitional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredUseVirtioTransitional is useVirtioTransitional where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredInputBus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredInputBus is the bus of input devices that name none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredInputType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredInputType is the type of input devices that name none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredDiskBus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredDiskBus is the bus of disks that name none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredLunBus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredLunBus is the bus of LUNs that name none. Hangar has no LUN disks and ignores it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredCdromBus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredCdromBus is the bus of CD-ROMs that name none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredDiskDedicatedIoThread": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredDiskDedicatedIoThread gives virtio disks an I/O thread of their own. Ignored by Hangar.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredDiskCache": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredDiskCache is the host cache mode of disks. Ignored by Hangar.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredDiskIO": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredDiskIO is QEMU's I/O mode of disks. Ignored by Hangar.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredDiskBlockSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredDiskBlockSize is the block size of disks. Ignored by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.BlockSize"),
+						},
+					},
+					"preferredInterfaceModel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredInterfaceModel is the model of interfaces that name none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredRng": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredRng adds a virtio random number generator where none is given.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng"),
+						},
+					},
+					"preferredBlockMultiQueue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredBlockMultiQueue is blockMultiQueue where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredNetworkInterfaceMultiQueue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredNetworkInterfaceMultiQueue is networkInterfaceMultiqueue where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredTPM": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredTPM adds a TPM where none is given.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TPMDevice"),
+						},
+					},
+					"preferredInterfaceMasquerade": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredInterfaceMasquerade binds pod network interfaces that name no binding with masquerade.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceMasquerade"),
+						},
+					},
+					"preferredPanicDeviceModel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredPanicDeviceModel is the model of panic devices. Hangar has no panic devices and ignores it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredVideoType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredVideoType is the type of the video device. Hangar's guests have one video device of their own and ignore it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.BlockSize", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUOptions", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InterfaceMasquerade", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.TPMDevice"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_DiskIOThreads(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DiskIOThreads sizes an I/O thread pool.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"supplementalPoolThreadCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SupplementalPoolThreadCount is the number of I/O threads of the supplementalPool policy.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_FeaturePreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FeaturePreferences are the preferred hypervisor features.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredAcpi": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredAcpi is ACPI where unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"preferredApic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredApic is the APIC where unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureAPIC"),
+						},
+					},
+					"preferredHyperv": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredHyperv are Hyper-V enlightenments, each where unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureHyperv"),
+						},
+					},
+					"preferredKvm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredKvm is how the guest sees KVM, where unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureKVM"),
+						},
+					},
+					"preferredPvspinlock": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredPvspinlock is pvspinlock where unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+					"preferredSmm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredSmm is SMM where unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureAPIC", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureHyperv", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureKVM", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_FirmwarePreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FirmwarePreferences are the preferred firmware.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredUseBios": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredUseBios boots with BIOS when the VirtualMachine names no bootloader.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredUseBiosSerial": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredUseBiosSerial is the BIOS's useSerial where unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredUseEfi": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredUseEfi boots with EFI when the VirtualMachine names no bootloader. Deprecated: use preferredEfi.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredUseSecureBoot": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredUseSecureBoot is EFI's secureBoot where unset. Deprecated: use preferredEfi.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preferredEfi": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredEfi is the EFI bootloader when the VirtualMachine names no bootloader.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EFI"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EFI"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_GPU(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GPU is a GPU passed to the guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the GPU device.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"deviceName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeviceName is the resource name of the device plugin that provides it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"claimName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClaimName is a resource claim of the launcher pod that provides it (dynamic resource allocation).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"requestName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestName is the request of that claim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"virtualGPUOptions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VirtualGPUOptions are the options of a virtual GPU.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUOptions"),
+						},
+					},
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tag is the device's tag for the guest's device role tagging.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUOptions"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_HostDevice(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HostDevice is a host device passed to the guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the device.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"deviceName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeviceName is the resource name of the device plugin that provides it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"claimName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClaimName is a resource claim of the launcher pod that provides it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"requestName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestName is the request of that claim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tag is the device's tag for the guest's device role tagging.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_Hugepages(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Hugepages backs the guest's memory with huge pages.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pageSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PageSize is the huge page size, such as 2Mi or 1Gi.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_LaunchSecurity(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LaunchSecurity is memory encryption.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"sev": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SEV is AMD Secure Encrypted Virtualization.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEV"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEV"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_MachinePreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MachinePreferences are the preferred machine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredMachineType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredMachineType is the machine type where unset.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_MemoryInstancetype(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MemoryInstancetype is the memory part of an instance type.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"guest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Guest is the memory the guest sees.",
+							Ref:         ref("k8s.io/apimachinery/pkg/api/resource.Quantity"),
+						},
+					},
+					"hugepages": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hugepages backs the guest's memory with huge pages. Not supported by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.Hugepages"),
+						},
+					},
+					"overcommitPercent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OvercommitPercent lowers the launcher pod's memory request below the guest's memory by this percentage (0-100). Defaults to 0.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxGuest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxGuest is how far memory hotplug may grow the guest's memory. Hangar does not hotplug memory and takes it as given.",
+							Ref:         ref("k8s.io/apimachinery/pkg/api/resource.Quantity"),
+						},
+					},
+				},
+				Required: []string{"guest"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.Hugepages", "k8s.io/apimachinery/pkg/api/resource.Quantity"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_MemoryPreferenceRequirement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MemoryPreferenceRequirement is the least memory a preference needs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"guest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Guest is the least guest memory.",
+							Ref:         ref("k8s.io/apimachinery/pkg/api/resource.Quantity"),
+						},
+					},
+				},
+				Required: []string{"guest"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/api/resource.Quantity"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_NUMA(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NUMA is the guest's NUMA topology.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"guestMappingPassthrough": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GuestMappingPassthrough mirrors the host's NUMA cells of the pinned vCPUs to the guest.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.NUMAGuestMappingPassthrough"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.NUMAGuestMappingPassthrough"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_NUMAGuestMappingPassthrough(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NUMAGuestMappingPassthrough mirrors the host's NUMA topology.",
+				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_PreferenceRequirements(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PreferenceRequirements are the least resources a preference needs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU is the least vCPUs.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferenceRequirement"),
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Memory is the least guest memory.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryPreferenceRequirement"),
+						},
+					},
+					"architecture": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Architecture is the architecture the guest needs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferenceRequirement", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryPreferenceRequirement"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_Realtime(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Realtime tunes the guest for low latency.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mask": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mask is the vCPUs to tune (a libvirt cpuset); all when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_SEV(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SEV is AMD Secure Encrypted Virtualization.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is the guest's SEV policy.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEVPolicy"),
+						},
+					},
+					"attestation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Attestation asks for the launch measurement to be attested.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEVAttestation"),
+						},
+					},
+					"session": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Session is the base64 session blob of the guest owner.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dhCert": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DHCert is the base64 Diffie-Hellman certificate of the guest owner.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEVAttestation", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.SEVPolicy"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_SEVAttestation(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SEVAttestation asks for SEV attestation.",
+				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_SEVPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SEVPolicy is a guest's SEV policy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"encryptedState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EncryptedState encrypts the CPU registers too (SEV-ES).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_SpreadOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SpreadOptions shape the spread topology.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"across": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Across is SocketsCores (the default), CoresThreads or SocketsCoresThreads.\n\nPossible enum values:\n - `\"CoresThreads\"` spreads over cores and threads.\n - `\"SocketsCores\"` spreads over sockets and cores: the default.\n - `\"SocketsCoresThreads\"` spreads over sockets and cores, each core with 2 threads.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"CoresThreads", "SocketsCores", "SocketsCoresThreads"},
+						},
+					},
+					"ratio": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ratio is cores per socket (SocketsCores, SocketsCoresThreads) or threads per core (CoresThreads, where only 2 is allowed). Defaults to 2.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VGPUDisplayOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VGPUDisplayOptions are the options of a virtual GPU's display.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns the display on.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"ramFB": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RamFB is the boot framebuffer.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FeatureState"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VGPUOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VGPUOptions are the options of a virtual GPU.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"display": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Display is the virtual GPU's display.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUDisplayOptions"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VGPUDisplayOptions"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterInstancetype(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineClusterInstancetype is an instance type every namespace can use.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what the instance type gives a VirtualMachine.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetypeSpec"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetypeSpec", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterInstancetypeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineClusterInstancetypeList is a list of VirtualMachineClusterInstancetypes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineClusterInstancetypes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterInstancetype"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterInstancetype", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterPreference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineClusterPreference is a preference every namespace can use.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the preferred settings.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceSpec"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceSpec", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineClusterPreferenceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineClusterPreferenceList is a list of VirtualMachineClusterPreferences.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineClusterPreferences.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterPreference"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineClusterPreference", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetype(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstancetype is an instance type of one namespace: the vCPUs, the memory and the other resource-related settings a VirtualMachine takes when it names it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what the instance type gives a VirtualMachine.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetypeSpec"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetypeSpec", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetypeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstancetypeList is a list of VirtualMachineInstancetypes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineInstancetypes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetype"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachineInstancetype", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachineInstancetypeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineInstancetypeSpec is what an instance type fixes for the VirtualMachines that name it. cpu.guest and memory.guest are required; a VirtualMachine that names an instance type may not set what the instance type sets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeSelector must match a node's labels for the guest to be scheduled there.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"schedulerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SchedulerName is the scheduler of the guest's launcher pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU is the guest's vCPUs and how they are placed.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype"),
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Memory is the guest's memory.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryInstancetype"),
+						},
+					},
+					"gpus": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Gpus are the GPUs the guest gets. Not supported by Hangar: a VirtualMachine naming an instance type that sets it is refused.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.GPU"),
+									},
+								},
+							},
+						},
+					},
+					"hostDevices": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "HostDevices the guest gets. Not supported by Hangar.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.HostDevice"),
+									},
+								},
+							},
+						},
+					},
+					"ioThreadsPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IOThreadsPolicy says how disks share I/O threads: shared, auto or supplementalPool. Not supported by Hangar.\n\nPossible enum values:\n - `\"auto\"`\n - `\"shared\"`\n - `\"supplementalPool\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"auto", "shared", "supplementalPool"},
+						},
+					},
+					"launchSecurity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LaunchSecurity is memory encryption (AMD SEV). Not supported by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity"),
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations the instance gets; an annotation the VirtualMachine's template sets to another value is a conflict.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"ioThreads": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IOThreads sizes the I/O thread pool of the supplementalPool policy. Not supported by Hangar.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DiskIOThreads"),
+						},
+					},
+				},
+				Required: []string{"cpu", "memory"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DiskIOThreads", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.GPU", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.HostDevice", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MemoryInstancetype"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachinePreference is a preference of one namespace: the settings a guest operating system runs best with, applied where a VirtualMachine that names it leaves them unset.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the preferred settings.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceSpec"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceSpec", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachinePreferenceList is a list of VirtualMachinePreferences.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachinePreferences.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreference"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreference", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachinePreferenceSpec is what a preference prefers. Each value applies only where the VirtualMachine leaves the field unset; a preference never conflicts with the VirtualMachine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clock": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Clock is the preferred guest clock.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.ClockPreferences"),
+						},
+					},
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU is the preferred CPU topology and features.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferences"),
+						},
+					},
+					"devices": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Devices is the preferred devices and buses.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DevicePreferences"),
+						},
+					},
+					"features": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Features is the preferred hypervisor features.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FeaturePreferences"),
+						},
+					},
+					"firmware": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Firmware is the preferred firmware.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FirmwarePreferences"),
+						},
+					},
+					"machine": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Machine is the preferred machine type.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MachinePreferences"),
+						},
+					},
+					"volumes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Volumes is the preferred storage of the VirtualMachine's DataVolume templates.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VolumePreferences"),
+						},
+					},
+					"preferredSubdomain": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredSubdomain is the guest's subdomain.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredTerminationGracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredTerminationGracePeriodSeconds is how long the guest gets to shut down.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"requirements": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requirements are the least vCPUs and memory the guest needs; a VirtualMachine (or its instance type) that gives less is refused.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.PreferenceRequirements"),
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations the instance gets where its template does not set them.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"preferSpreadSocketToCoreRatio": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferSpreadSocketToCoreRatio is the sockets-to-cores ratio of the spread topology. Defaults to 2.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"preferredArchitecture": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredArchitecture is the guest's architecture where the VirtualMachine names none. Hangar's guests are amd64.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preferredLaunchSecurity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredLaunchSecurity is memory encryption. Not supported by Hangar, which ignores it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.ClockPreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.DevicePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FeaturePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.FirmwarePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.LaunchSecurity", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.MachinePreferences", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.PreferenceRequirements", "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VolumePreferences"},
+	}
+}
+
+func schema_pkg_apis_instancetype_v1beta1_VolumePreferences(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VolumePreferences are the preferred settings of a VirtualMachine's DataVolume templates.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"preferredStorageClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferredStorageClassName is the storage class of DataVolume templates that name none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_BIOS(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -797,6 +2476,26 @@ func schema_pkg_apis_kubevirt_v1_ContainerDiskSource(ref common.ReferenceCallbac
 					},
 				},
 				Required: []string{"image"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_ControllerRevisionRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerRevisionRef names a ControllerRevision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the ControllerRevision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}
@@ -1608,6 +3307,105 @@ func schema_pkg_apis_kubevirt_v1_Input(ref common.ReferenceCallback) common.Open
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_InstancetypeMatcher(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InstancetypeMatcher names an instance type.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the name of the VirtualMachineInstancetype or VirtualMachineClusterInstancetype.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is VirtualMachineInstancetype (of the VM's namespace) or VirtualMachineClusterInstancetype, the default.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the ControllerRevision holding the version of the instance type the VM uses; set when the VM first uses it, or by the user to pin a version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolume names a volume whose source's labels name the instance type.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolumeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolumeFailurePolicy is Reject (the default) or Ignore.\n\nPossible enum values:\n - `\"Ignore\"` goes on without an instance type or preference.\n - `\"Reject\"` refuses the VirtualMachine.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Reject"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_InstancetypeStatusRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InstancetypeStatusRef is the instance type or preference a VM uses, and its revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the instance type or preference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind of the instance type or preference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"controllerRevisionRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ControllerRevisionRef is the revision of it the VM uses.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef"),
+						},
+					},
+					"inferFromVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolume is the volume it was inferred from.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolumeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolumeFailurePolicy is the policy it was inferred under.\n\nPossible enum values:\n - `\"Ignore\"` goes on without an instance type or preference.\n - `\"Reject\"` refuses the VirtualMachine.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Reject"},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_Interface(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2212,6 +4010,55 @@ func schema_pkg_apis_kubevirt_v1_Port(ref common.ReferenceCallback) common.OpenA
 					},
 				},
 				Required: []string{"port"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_PreferenceMatcher(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PreferenceMatcher names a preference.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the name of the VirtualMachinePreference or VirtualMachineClusterPreference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is VirtualMachinePreference (of the VM's namespace) or VirtualMachineClusterPreference, the default.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the ControllerRevision holding the version of the preference the VM uses; set when the VM first uses it, or by the user to pin a version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolume names a volume whose source's labels name the preference.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inferFromVolumeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InferFromVolumeFailurePolicy is Reject (the default) or Ignore.\n\nPossible enum values:\n - `\"Ignore\"` goes on without an instance type or preference.\n - `\"Reject\"` refuses the VirtualMachine.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Reject"},
+						},
+					},
+				},
 			},
 		},
 	}
@@ -4641,12 +6488,24 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref common.ReferenceCallback
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"),
 						},
 					},
+					"instancetype": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Instancetype names the instance type (instancetype.kubevirt.io) that gives the instance its vCPUs, memory and other resources; the template may not set what it sets.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher"),
+						},
+					},
+					"preference": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Preference names the preference (instancetype.kubevirt.io) whose settings apply where the template leaves them unset.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher"),
+						},
+					},
 				},
 				Required: []string{"template"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"},
 	}
 }
 
@@ -4828,11 +6687,23 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"instancetypeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstancetypeRef is the instance type the VM uses and its revision.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef"),
+						},
+					},
+					"preferenceRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreferenceRef is the preference the VM uses and its revision.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest"},
 	}
 }
 

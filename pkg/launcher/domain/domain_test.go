@@ -21,7 +21,7 @@ func testVMI(mutate ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInsta
 	for _, m := range mutate {
 		m(vmi)
 	}
-	v1.SetDefaults_VirtualMachineInstanceSpec(&vmi.Spec)
+	v1.DefaultVirtualMachineInstanceSpec(&vmi.Spec)
 	return vmi
 }
 

@@ -96,8 +96,16 @@ func KindsServed(kinds []Kind, served map[schema.GroupVersionKind]bool) []Kind {
 	return out
 }
 
+// VirtAPIKinds are kinds the operator writes that virt-api stores: the common instance types
+// and preferences. They are applied, but neither pruned nor deleted by kind: listing them
+// needs virt-api, which removal takes down first, and they go with Hangar's etcd.
+var VirtAPIKinds = []Kind{
+	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterInstancetype"}, "virtualmachineclusterinstancetypes", false, false},
+	{schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineClusterPreference"}, "virtualmachineclusterpreferences", false, false},
+}
+
 func kindOf(gvk schema.GroupVersionKind) (Kind, error) {
-	for _, k := range Kinds {
+	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], VirtAPIKinds...) {
 		if k.GroupVersionKind == gvk {
 			return k, nil
 		}

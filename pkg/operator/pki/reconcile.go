@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
@@ -287,8 +288,8 @@ func names(c *x509.Certificate, want Leaf) bool {
 // encryptionConfig is virt-api's encryption at rest: a random secretbox key, made once and
 // never replaced (what was written with a key cannot be read without it).
 func encryptionConfig(data map[string][]byte) (map[string][]byte, error) {
-	if len(data[KeyEncryption]) > 0 {
-		return map[string][]byte{KeyEncryption: data[KeyEncryption]}, nil
+	if existing := data[KeyEncryption]; len(existing) > 0 {
+		return map[string][]byte{KeyEncryption: withEncryptedGroups(existing)}, nil
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -301,6 +302,7 @@ kind: EncryptionConfiguration
 resources:
 - resources:
   - "*.kubevirt.io"
+  - "*.instancetype.kubevirt.io"
   providers:
   - secretbox:
       keys:
@@ -309,6 +311,28 @@ resources:
   - identity: {}
 `, base64.StdEncoding.EncodeToString(key))
 	return map[string][]byte{KeyEncryption: []byte(config)}, nil
+}
+
+// encryptedGroupLines are the resource lines of the configuration, each a group virt-api
+// stores; virt-api refuses to start when a group it stores is not named.
+var encryptedGroupLines = []string{`  - "*.kubevirt.io"`, `  - "*.instancetype.kubevirt.io"`}
+
+// withEncryptedGroups adds to a configuration made by an earlier version the groups virt-api
+// has stored since (instancetype.kubevirt.io), under the same key and providers: the
+// configuration is kept, only its list of resources grows. The configuration is the
+// operator's own (the format above), so the lines are found as written.
+func withEncryptedGroups(config []byte) []byte {
+	text := string(config)
+	first := encryptedGroupLines[0] + "\n"
+	if !strings.Contains(text, first) {
+		return config // not ours: left as it is, and virt-api says what it lacks
+	}
+	for _, line := range encryptedGroupLines[1:] {
+		if !strings.Contains(text, line+"\n") {
+			text = strings.Replace(text, first, first+line+"\n", 1)
+		}
+	}
+	return []byte(text)
 }
 
 // TrustHashes are the hashes of the CA bundles that components read only at start, by the

@@ -174,3 +174,38 @@ func TestReconcileShortenedLifetimes(t *testing.T) {
 	assert.False(t, cert.NotAfter.After(next.Add(testLifetimes.ServerDuration)), "a certificate of the short strategy")
 	require.NoError(t, verifies(t, issued, VirtAPITLS, x509.ExtKeyUsageServerAuth, next))
 }
+
+// TestEncryptionConfigGainsGroups: a configuration made before virt-api stored
+// instancetype.kubevirt.io gets the group, under the same key; one that has it is unchanged.
+func TestEncryptionConfigGainsGroups(t *testing.T) {
+	old := []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources:
+  - "*.kubevirt.io"
+  providers:
+  - secretbox:
+      keys:
+      - name: key1
+        secret: c2VjcmV0
+  - identity: {}
+`)
+	got, err := encryptionConfig(map[string][]byte{KeyEncryption: old})
+	require.NoError(t, err)
+	upgraded := string(got[KeyEncryption])
+	assert.Contains(t, upgraded, "  - \"*.kubevirt.io\"\n  - \"*.instancetype.kubevirt.io\"\n  providers:")
+	assert.Contains(t, upgraded, "secret: c2VjcmV0", "the key stays")
+
+	again, err := encryptionConfig(got)
+	require.NoError(t, err)
+	assert.Equal(t, upgraded, string(again[KeyEncryption]), "applied once")
+
+	fresh, err := encryptionConfig(nil)
+	require.NoError(t, err)
+	assert.Contains(t, string(fresh[KeyEncryption]), `"*.instancetype.kubevirt.io"`)
+
+	foreign := []byte("resources:\n- resources: ['*.*']\n")
+	kept, err := encryptionConfig(map[string][]byte{KeyEncryption: foreign})
+	require.NoError(t, err)
+	assert.Equal(t, foreign, kept[KeyEncryption], "a configuration not in the operator's format is left alone")
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -53,6 +54,8 @@ func Objects(s Settings) ([]Object, error) {
 		}
 		objs = append(objs, o)
 	}
+	objs = append(objs, Catalogue()...)
+	sort.SliceStable(objs, func(i, j int) bool { return objs[i].Phase < objs[j].Phase })
 	for _, o := range objs {
 		if err := customize(o.Object, s); err != nil {
 			return nil, err

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hangarvm/hangar/artifacts/components"
 	"github.com/hangarvm/hangar/artifacts/monitoring"
+	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 )
 
 // Namespace is where Hangar's components run; the install manifests create it.
@@ -88,7 +89,7 @@ type Object struct {
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme,
-		networkingv1.AddToScheme, admissionregistrationv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		networkingv1.AddToScheme, admissionregistrationv1.AddToScheme, apiregistrationv1.AddToScheme, instancetypev1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

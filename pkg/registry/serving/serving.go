@@ -7,6 +7,8 @@ package serving
 
 import (
 	"context"
+	"io"
+	"net/http"
 
 	"k8s.io/apiserver/pkg/registry/rest"
 
@@ -111,4 +113,16 @@ func Storage(resources ...Resource) map[string]rest.Storage {
 		}
 	}
 	return m
+}
+
+// NamespaceRoute is an endpoint of subresources.kubevirt.io on a namespace rather than on an
+// object: a PUT of a body to /namespaces/<namespace>/<Name> (KubeVirt's expand-vm-spec),
+// authorized as "update" of the resource <Name>.
+type NamespaceRoute struct {
+	// Doc documents it; Operation is its operation ID, KubeVirt's (v1ExpandSpec).
+	Name, Doc, Operation string
+	// Handler answers the request whose body is body, the namespace in ctx.
+	Handler func(ctx context.Context, body io.Reader) (http.Handler, error)
+	// Reads and Returns are the types of the body and of the answer, for the OpenAPI document.
+	Reads, Returns interface{}
 }

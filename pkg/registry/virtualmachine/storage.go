@@ -21,6 +21,10 @@ type Storage struct {
 	Status         *statusrest.REST
 	// Actions are start, stop, restart and migrate.
 	Actions *Actions
+	// ExpandSpec is the VM as its instance will be made; ExpandVMSpec the same for a VM sent
+	// in the body (the namespace's expand-vm-spec).
+	ExpandSpec   *ExpandSpecREST
+	ExpandVMSpec *ExpandVMSpec
 	// PortForward forwards a connection to a port of the VM's instance (the instances'
 	// stream on the VM's name); nil when not served.
 	PortForward rest.Connecter
@@ -46,6 +50,10 @@ type Dependencies struct {
 	ClaimExists ClaimExists
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
+	// Instancetypes reads the instance types and preferences VMs name.
+	Instancetypes *Instancetypes
+	// Decoder decodes a VM sent to expand-vm-spec to the internal version, defaulted.
+	Decoder runtime.Decoder
 }
 
 // REST serves virtualmachines.
@@ -72,7 +80,7 @@ func (*REST) Categories() []string { return []string{"all"} }
 // NewStorage returns the storage of virtualmachines and their subresources on the given
 // etcd-backed options.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, deps Dependencies) (*Storage, error) {
-	strategy := NewStrategy(scheme)
+	strategy := NewStrategy(scheme, deps.Instancetypes)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachine{} },
 		NewListFunc:               func() runtime.Object { return &kubevirt.VirtualMachineList{} },
@@ -98,6 +106,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		Status:         status,
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
 			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission},
+		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
+		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder},
 	}, nil
 }
 
@@ -109,6 +119,9 @@ func (s *Storage) Serving() serving.Resource {
 		serving.Action("stop", "v1Stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
 		serving.Action("restart", "v1Restart", s.Actions.Restart, v1.RestartOptions{}, "restart a VirtualMachine"),
 		serving.Action("migrate", "v1Migrate", s.Actions.Migrate, v1.MigrateOptions{}, "live migrate the VirtualMachine's instance to another node"),
+		{Name: "expand-spec", KubeVirt: s.ExpandSpec, Subresources: &serving.Route{
+			Doc:       "the VirtualMachine as its instance will be made: the template expanded with its instance type and preference",
+			Operation: "v1vm-ExpandSpec", Stream: s.ExpandSpec, Returns: v1.VirtualMachine{}}},
 		{Name: "portforward", Subresources: s.portForward()},
 	}}
 }

@@ -22,14 +22,17 @@ import (
 )
 
 // vmStrategy implements the behaviour of VirtualMachine writes through the main resource:
-// the spec is the user's, the status the controller's.
+// the spec is the user's, the status the controller's. A VM that names an instance type or
+// a preference is validated as its instance will be, with its template expanded.
 type vmStrategy struct {
 	namespaced.Strategy
+	expander *expander
 }
 
-// NewStrategy returns the strategy for VirtualMachine create, update and delete.
-func NewStrategy(typer runtime.ObjectTyper) vmStrategy {
-	return vmStrategy{namespaced.NewStrategy(typer)}
+// NewStrategy returns the strategy for VirtualMachine create, update and delete; instancetypes
+// is where the instance types and preferences VMs name are read (nil: VMs cannot name any).
+func NewStrategy(scheme *runtime.Scheme, instancetypes *Instancetypes) vmStrategy {
+	return vmStrategy{namespaced.NewStrategy(scheme), &expander{scheme: scheme, from: instancetypes}}
 }
 
 // GetResetFields keeps writes to the main resource from touching the status.
@@ -52,16 +55,18 @@ func (vmStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
-func (vmStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateVirtualMachine(obj.(*kubevirt.VirtualMachine))
+func (s vmStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return s.expander.validateExpanded(ctx, obj.(*kubevirt.VirtualMachine), validation.ValidateVirtualMachine)
 }
 
 func (vmStrategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
 	return runningWarnings(obj.(*kubevirt.VirtualMachine))
 }
 
-func (vmStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateVirtualMachineUpdate(obj.(*kubevirt.VirtualMachine), old.(*kubevirt.VirtualMachine))
+func (s vmStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.expander.validateExpanded(ctx, obj.(*kubevirt.VirtualMachine), func(vm *kubevirt.VirtualMachine) field.ErrorList {
+		return validation.ValidateVirtualMachineUpdate(vm, old.(*kubevirt.VirtualMachine))
+	})
 }
 
 func (vmStrategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {

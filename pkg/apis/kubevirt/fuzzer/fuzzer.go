@@ -18,7 +18,7 @@ var Funcs = func(runtimeserializer.CodecFactory) []interface{} {
 		func(s *kubevirt.VirtualMachineInstanceSpec, c randfill.Continue) {
 			c.FillNoCustom(s)
 			defaulted(s, v1.Convert_kubevirt_VirtualMachineInstanceSpec_To_v1_VirtualMachineInstanceSpec,
-				v1.SetDefaults_VirtualMachineInstanceSpec,
+				v1.DefaultVirtualMachineInstanceSpec,
 				v1.Convert_v1_VirtualMachineInstanceSpec_To_kubevirt_VirtualMachineInstanceSpec)
 		},
 		func(s *kubevirt.VirtualMachineSpec, c randfill.Continue) {

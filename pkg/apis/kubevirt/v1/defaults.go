@@ -22,23 +22,40 @@ const (
 
 // SetDefaults_VirtualMachine makes a VM that names no run strategy a stopped one. spec.running
 // is left as written: GitOps tools re-apply it, and status.runStrategy reports the effect.
+// The template is defaulted as an instance is, unless the VM names an instance type or a
+// preference: what they give must not be taken for the user's own (a defaulted topology
+// would conflict with the instance type, a defaulted bus hide the preferred one), so such a
+// template is kept as written and its instance is defaulted once expanded.
 func SetDefaults_VirtualMachine(obj *VirtualMachine) {
 	if obj.Spec.Running == nil && obj.Spec.RunStrategy == nil {
 		obj.Spec.RunStrategy = ptr.To(RunStrategyHalted)
 	}
+	if obj.Spec.Template != nil && obj.Spec.Instancetype == nil && obj.Spec.Preference == nil {
+		DefaultVirtualMachineInstanceSpec(&obj.Spec.Template.Spec)
+	}
+}
+
+// SetDefaults_VirtualMachineInstance defaults an instance's spec.
+func SetDefaults_VirtualMachineInstance(obj *VirtualMachineInstance) {
+	DefaultVirtualMachineInstanceSpec(&obj.Spec)
 }
 
 // SetDefaults_VirtualMachineInstanceReplicaSetSpec keeps one instance when no count is given,
-// as a ReplicaSet does.
+// as a ReplicaSet does, and defaults the template as an instance.
 func SetDefaults_VirtualMachineInstanceReplicaSetSpec(obj *VirtualMachineInstanceReplicaSetSpec) {
 	if obj.Replicas == nil {
 		obj.Replicas = ptr.To[int32](1)
 	}
+	if obj.Template != nil {
+		DefaultVirtualMachineInstanceSpec(&obj.Template.Spec)
+	}
 }
 
-// SetDefaults_VirtualMachineInstanceSpec fills in what a guest needs and the user may leave
-// out; it runs for instances and for the templates of VMs and replica sets alike.
-func SetDefaults_VirtualMachineInstanceSpec(obj *VirtualMachineInstanceSpec) {
+// DefaultVirtualMachineInstanceSpec fills in what a guest needs and the user may leave out;
+// it runs for instances and for the templates of replica sets and of VMs without an instance
+// type or preference. (Not a SetDefaults_ function: defaulter-gen would run it on every
+// embedded spec, VM templates with an instance type included.)
+func DefaultVirtualMachineInstanceSpec(obj *VirtualMachineInstanceSpec) {
 	if obj.TerminationGracePeriodSeconds == nil {
 		obj.TerminationGracePeriodSeconds = ptr.To(DefaultGracePeriodSeconds)
 	}

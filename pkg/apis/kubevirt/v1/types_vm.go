@@ -73,6 +73,96 @@ type VirtualMachineSpec struct {
 	// Template is the VirtualMachineInstance the VirtualMachine creates. Changes take effect
 	// at the next start.
 	Template *VirtualMachineInstanceTemplateSpec `json:"template" protobuf:"bytes,3,opt,name=template"`
+
+	// Instancetype names the instance type (instancetype.kubevirt.io) that gives the
+	// instance its vCPUs, memory and other resources; the template may not set what it sets.
+	// +optional
+	Instancetype *InstancetypeMatcher `json:"instancetype,omitempty" protobuf:"bytes,4,opt,name=instancetype"`
+
+	// Preference names the preference (instancetype.kubevirt.io) whose settings apply where
+	// the template leaves them unset.
+	// +optional
+	Preference *PreferenceMatcher `json:"preference,omitempty" protobuf:"bytes,5,opt,name=preference"`
+}
+
+// InferFromVolumeFailurePolicy says what happens when an instance type or preference cannot
+// be inferred from a volume.
+// +enum
+type InferFromVolumeFailurePolicy string
+
+const (
+	// RejectInferFromVolumeFailure refuses the VirtualMachine.
+	RejectInferFromVolumeFailure InferFromVolumeFailurePolicy = "Reject"
+	// IgnoreInferFromVolumeFailure goes on without an instance type or preference.
+	IgnoreInferFromVolumeFailure InferFromVolumeFailurePolicy = "Ignore"
+)
+
+// InstancetypeMatcher names an instance type.
+type InstancetypeMatcher struct {
+	// Name is the name of the VirtualMachineInstancetype or VirtualMachineClusterInstancetype.
+	// +optional
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
+	// Kind is VirtualMachineInstancetype (of the VM's namespace) or
+	// VirtualMachineClusterInstancetype, the default.
+	// +optional
+	Kind string `json:"kind,omitempty" protobuf:"bytes,2,opt,name=kind"`
+	// RevisionName is the ControllerRevision holding the version of the instance type the VM
+	// uses; set when the VM first uses it, or by the user to pin a version.
+	// +optional
+	RevisionName string `json:"revisionName,omitempty" protobuf:"bytes,3,opt,name=revisionName"`
+	// InferFromVolume names a volume whose source's labels name the instance type.
+	// +optional
+	InferFromVolume string `json:"inferFromVolume,omitempty" protobuf:"bytes,4,opt,name=inferFromVolume"`
+	// InferFromVolumeFailurePolicy is Reject (the default) or Ignore.
+	// +optional
+	InferFromVolumeFailurePolicy *InferFromVolumeFailurePolicy `json:"inferFromVolumeFailurePolicy,omitempty" protobuf:"bytes,5,opt,name=inferFromVolumeFailurePolicy,casttype=InferFromVolumeFailurePolicy"`
+}
+
+// PreferenceMatcher names a preference.
+type PreferenceMatcher struct {
+	// Name is the name of the VirtualMachinePreference or VirtualMachineClusterPreference.
+	// +optional
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
+	// Kind is VirtualMachinePreference (of the VM's namespace) or
+	// VirtualMachineClusterPreference, the default.
+	// +optional
+	Kind string `json:"kind,omitempty" protobuf:"bytes,2,opt,name=kind"`
+	// RevisionName is the ControllerRevision holding the version of the preference the VM
+	// uses; set when the VM first uses it, or by the user to pin a version.
+	// +optional
+	RevisionName string `json:"revisionName,omitempty" protobuf:"bytes,3,opt,name=revisionName"`
+	// InferFromVolume names a volume whose source's labels name the preference.
+	// +optional
+	InferFromVolume string `json:"inferFromVolume,omitempty" protobuf:"bytes,4,opt,name=inferFromVolume"`
+	// InferFromVolumeFailurePolicy is Reject (the default) or Ignore.
+	// +optional
+	InferFromVolumeFailurePolicy *InferFromVolumeFailurePolicy `json:"inferFromVolumeFailurePolicy,omitempty" protobuf:"bytes,5,opt,name=inferFromVolumeFailurePolicy,casttype=InferFromVolumeFailurePolicy"`
+}
+
+// InstancetypeStatusRef is the instance type or preference a VM uses, and its revision.
+type InstancetypeStatusRef struct {
+	// Name of the instance type or preference.
+	// +optional
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
+	// Kind of the instance type or preference.
+	// +optional
+	Kind string `json:"kind,omitempty" protobuf:"bytes,2,opt,name=kind"`
+	// ControllerRevisionRef is the revision of it the VM uses.
+	// +optional
+	ControllerRevisionRef *ControllerRevisionRef `json:"controllerRevisionRef,omitempty" protobuf:"bytes,3,opt,name=controllerRevisionRef"`
+	// InferFromVolume is the volume it was inferred from.
+	// +optional
+	InferFromVolume string `json:"inferFromVolume,omitempty" protobuf:"bytes,4,opt,name=inferFromVolume"`
+	// InferFromVolumeFailurePolicy is the policy it was inferred under.
+	// +optional
+	InferFromVolumeFailurePolicy *InferFromVolumeFailurePolicy `json:"inferFromVolumeFailurePolicy,omitempty" protobuf:"bytes,5,opt,name=inferFromVolumeFailurePolicy,casttype=InferFromVolumeFailurePolicy"`
+}
+
+// ControllerRevisionRef names a ControllerRevision.
+type ControllerRevisionRef struct {
+	// Name of the ControllerRevision.
+	// +optional
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 }
 
 // VirtualMachinePrintableStatus is a human-readable summary of a VirtualMachine's state,
@@ -141,6 +231,12 @@ type VirtualMachineStatus struct {
 	// RunStrategy is the run strategy in effect, derived from spec.runStrategy or spec.running.
 	// +optional
 	RunStrategy VirtualMachineRunStrategy `json:"runStrategy,omitempty" protobuf:"bytes,9,opt,name=runStrategy,casttype=VirtualMachineRunStrategy"`
+	// InstancetypeRef is the instance type the VM uses and its revision.
+	// +optional
+	InstancetypeRef *InstancetypeStatusRef `json:"instancetypeRef,omitempty" protobuf:"bytes,10,opt,name=instancetypeRef"`
+	// PreferenceRef is the preference the VM uses and its revision.
+	// +optional
+	PreferenceRef *InstancetypeStatusRef `json:"preferenceRef,omitempty" protobuf:"bytes,11,opt,name=preferenceRef"`
 }
 
 // VirtualMachineConditionType names a VirtualMachine condition.

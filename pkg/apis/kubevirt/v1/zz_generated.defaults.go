@@ -44,13 +44,10 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 
 func SetObjectDefaults_VirtualMachine(in *VirtualMachine) {
 	SetDefaults_VirtualMachine(in)
-	if in.Spec.Template != nil {
-		SetDefaults_VirtualMachineInstanceSpec(&in.Spec.Template.Spec)
-	}
 }
 
 func SetObjectDefaults_VirtualMachineInstance(in *VirtualMachineInstance) {
-	SetDefaults_VirtualMachineInstanceSpec(&in.Spec)
+	SetDefaults_VirtualMachineInstance(in)
 }
 
 func SetObjectDefaults_VirtualMachineInstanceList(in *VirtualMachineInstanceList) {
@@ -62,9 +59,6 @@ func SetObjectDefaults_VirtualMachineInstanceList(in *VirtualMachineInstanceList
 
 func SetObjectDefaults_VirtualMachineInstanceReplicaSet(in *VirtualMachineInstanceReplicaSet) {
 	SetDefaults_VirtualMachineInstanceReplicaSetSpec(&in.Spec)
-	if in.Spec.Template != nil {
-		SetDefaults_VirtualMachineInstanceSpec(&in.Spec.Template.Spec)
-	}
 }
 
 func SetObjectDefaults_VirtualMachineInstanceReplicaSetList(in *VirtualMachineInstanceReplicaSetList) {

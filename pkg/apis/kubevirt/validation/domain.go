@@ -90,17 +90,26 @@ func validateResourcesAndMemory(domain *kubevirt.DomainSpec, path *field.Path) f
 			"the guest needs memory: set domain.memory.guest or domain.resources.requests.memory"))
 	}
 	guest := *domain.Memory.Guest
-	switch {
-	case exceeds(guest, MaxGuestMemory):
-		return append(allErrs, field.Invalid(guestPath, guest.String(), fmt.Sprintf("must be at most %s", MaxGuestMemory.String())))
-	case !moderate(guest) || guest.Cmp(MinGuestMemory) < 0:
-		return append(allErrs, field.Invalid(guestPath, guest.String(), fmt.Sprintf("must be at least %s", MinGuestMemory.String())))
+	if errs := ValidateGuestMemory(guest, guestPath); len(errs) > 0 {
+		return append(allErrs, errs...)
 	}
 	if limit, ok := domain.Resources.Limits[corev1.ResourceMemory]; ok && moderate(limit) && guest.Cmp(limit) > 0 {
 		allErrs = append(allErrs, field.Invalid(guestPath, guest.String(),
 			fmt.Sprintf("must be less than or equal to the memory limit %s", limit.String())))
 	}
 	return allErrs
+}
+
+// ValidateGuestMemory checks an amount of guest memory against MinGuestMemory and
+// MaxGuestMemory, cheaply for quantities of any magnitude; instance types use it too.
+func ValidateGuestMemory(guest resource.Quantity, path *field.Path) field.ErrorList {
+	switch {
+	case exceeds(guest, MaxGuestMemory):
+		return field.ErrorList{field.Invalid(path, guest.String(), fmt.Sprintf("must be at most %s", MaxGuestMemory.String()))}
+	case !moderate(guest) || guest.Cmp(MinGuestMemory) < 0:
+		return field.ErrorList{field.Invalid(path, guest.String(), fmt.Sprintf("must be at least %s", MinGuestMemory.String()))}
+	}
+	return nil
 }
 
 // Quantities such as 1e999999999 parse, and exact arithmetic on them takes hours (the

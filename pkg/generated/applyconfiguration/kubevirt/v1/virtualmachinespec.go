@@ -25,9 +25,11 @@ import (
 // VirtualMachineSpecApplyConfiguration represents a declarative configuration of the VirtualMachineSpec type for use
 // with apply.
 type VirtualMachineSpecApplyConfiguration struct {
-	Running     *bool                                                 `json:"running,omitempty"`
-	RunStrategy *kubevirtv1.VirtualMachineRunStrategy                 `json:"runStrategy,omitempty"`
-	Template    *VirtualMachineInstanceTemplateSpecApplyConfiguration `json:"template,omitempty"`
+	Running      *bool                                                 `json:"running,omitempty"`
+	RunStrategy  *kubevirtv1.VirtualMachineRunStrategy                 `json:"runStrategy,omitempty"`
+	Template     *VirtualMachineInstanceTemplateSpecApplyConfiguration `json:"template,omitempty"`
+	Instancetype *InstancetypeMatcherApplyConfiguration                `json:"instancetype,omitempty"`
+	Preference   *PreferenceMatcherApplyConfiguration                  `json:"preference,omitempty"`
 }
 
 // VirtualMachineSpecApplyConfiguration constructs a declarative configuration of the VirtualMachineSpec type for use with
@@ -57,5 +59,21 @@ func (b *VirtualMachineSpecApplyConfiguration) WithRunStrategy(value kubevirtv1.
 // If called multiple times, the Template field is set to the value of the last call.
 func (b *VirtualMachineSpecApplyConfiguration) WithTemplate(value *VirtualMachineInstanceTemplateSpecApplyConfiguration) *VirtualMachineSpecApplyConfiguration {
 	b.Template = value
+	return b
+}
+
+// WithInstancetype sets the Instancetype field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Instancetype field is set to the value of the last call.
+func (b *VirtualMachineSpecApplyConfiguration) WithInstancetype(value *InstancetypeMatcherApplyConfiguration) *VirtualMachineSpecApplyConfiguration {
+	b.Instancetype = value
+	return b
+}
+
+// WithPreference sets the Preference field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Preference field is set to the value of the last call.
+func (b *VirtualMachineSpecApplyConfiguration) WithPreference(value *PreferenceMatcherApplyConfiguration) *VirtualMachineSpecApplyConfiguration {
+	b.Preference = value
 	return b
 }

@@ -34,6 +34,8 @@ type VirtualMachineStatusApplyConfiguration struct {
 	ObservedGeneration  *int64                                               `json:"observedGeneration,omitempty"`
 	DesiredGeneration   *int64                                               `json:"desiredGeneration,omitempty"`
 	RunStrategy         *kubevirtv1.VirtualMachineRunStrategy                `json:"runStrategy,omitempty"`
+	InstancetypeRef     *InstancetypeStatusRefApplyConfiguration             `json:"instancetypeRef,omitempty"`
+	PreferenceRef       *InstancetypeStatusRefApplyConfiguration             `json:"preferenceRef,omitempty"`
 }
 
 // VirtualMachineStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineStatus type for use with
@@ -121,5 +123,21 @@ func (b *VirtualMachineStatusApplyConfiguration) WithDesiredGeneration(value int
 // If called multiple times, the RunStrategy field is set to the value of the last call.
 func (b *VirtualMachineStatusApplyConfiguration) WithRunStrategy(value kubevirtv1.VirtualMachineRunStrategy) *VirtualMachineStatusApplyConfiguration {
 	b.RunStrategy = &value
+	return b
+}
+
+// WithInstancetypeRef sets the InstancetypeRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InstancetypeRef field is set to the value of the last call.
+func (b *VirtualMachineStatusApplyConfiguration) WithInstancetypeRef(value *InstancetypeStatusRefApplyConfiguration) *VirtualMachineStatusApplyConfiguration {
+	b.InstancetypeRef = value
+	return b
+}
+
+// WithPreferenceRef sets the PreferenceRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreferenceRef field is set to the value of the last call.
+func (b *VirtualMachineStatusApplyConfiguration) WithPreferenceRef(value *InstancetypeStatusRefApplyConfiguration) *VirtualMachineStatusApplyConfiguration {
+	b.PreferenceRef = value
 	return b
 }
