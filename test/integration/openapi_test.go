@@ -58,7 +58,6 @@ func instancetypeModels() map[string]bool {
 	return out
 }
 
-
 func getOpenAPI(t *testing.T, path string) []byte {
 	t.Helper()
 	raw, err := api.Client.Discovery().RESTClient().Get().AbsPath(path).DoRaw(context.Background())
