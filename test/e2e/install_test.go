@@ -400,7 +400,8 @@ func uninstall(t *testing.T, r release) {
 	t.Helper()
 	out, err := kubectl(t, "delete", "hangar", operatorv1alpha1.Name, "--timeout=10m")
 	require.NoError(t, err, out)
-	out, err = kubectl(t, "delete", "-f", filepath.Join(r.dir, "hangar.yaml"), "--timeout=5m")
+	// --ignore-not-found: the metrics reader's token Secret goes with its ServiceAccount.
+	out, err = kubectl(t, "delete", "-f", filepath.Join(r.dir, "hangar.yaml"), "--ignore-not-found", "--timeout=5m")
 	require.NoError(t, err, out)
 	requireRemoved(t, r)
 }
@@ -472,7 +473,7 @@ func TestInstallerRemoval(t *testing.T) {
 		_, err := installation.HangarvmV1alpha1().Hangars().Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	out, err = kubectl(t, "delete", "-f", filepath.Join(current.dir, "hangar.yaml"), "--timeout=5m")
+	out, err = kubectl(t, "delete", "-f", filepath.Join(current.dir, "hangar.yaml"), "--ignore-not-found", "--timeout=5m")
 	require.NoError(t, err, out)
 	requireRemoved(t, current)
 }
