@@ -71,17 +71,13 @@ func TestGuestImagesMountedOrCopied(t *testing.T) {
 }
 
 // setConfiguration changes the Hangar object's configuration while the test runs, waits until
-// hangar-operator has written it into the cluster configuration (hangar/hangar-config) and
-// gives the controllers' watch time to see it; it restores the configuration when the test ends.
+// hangar-operator has applied it (the cluster configuration hangar/hangar-config and what else
+// the settings bring) and gives the controllers' watch time to see it; it restores the configuration when the test ends.
 func setConfiguration(t *testing.T, change func(*operatorv1alpha1.HangarConfiguration)) {
 	t.Helper()
 	ctx := context.Background()
 	hangars := installation.HangarvmV1alpha1().Hangars()
 	set := func(c operatorv1alpha1.HangarConfiguration) error {
-		cm, err := kube.CoreV1().ConfigMaps("hangar").Get(ctx, "hangar-config", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
 		h, err := hangars.Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -90,15 +86,18 @@ func setConfiguration(t *testing.T, change func(*operatorv1alpha1.HangarConfigur
 			return nil
 		}
 		h.Spec.Configuration = c
-		if _, err := hangars.Update(ctx, h, metav1.UpdateOptions{}); err != nil {
+		updated, err := hangars.Update(ctx, h, metav1.UpdateOptions{})
+		if err != nil {
 			return err
 		}
-		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			now, err := kube.CoreV1().ConfigMaps("hangar").Get(ctx, "hangar-config", metav1.GetOptions{})
-			return err == nil && now.ResourceVersion != cm.ResourceVersion, nil
+		// The operator writes the status after it applied what the generation asks for
+		// (hangar-config, and the objects some settings bring, such as an admission policy).
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			now, err := hangars.Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
+			return err == nil && now.Status.ObservedGeneration >= updated.Generation, nil
 		})
 		if err != nil {
-			return fmt.Errorf("hangar-operator did not write the configuration: %w", err)
+			return fmt.Errorf("hangar-operator did not apply generation %d: %w", updated.Generation, err)
 		}
 		time.Sleep(2 * time.Second) // the controllers' configuration watch
 		return nil

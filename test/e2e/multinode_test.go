@@ -223,11 +223,12 @@ func TestHandlersServeTheirNodesOnly(t *testing.T) {
 	}
 }
 
-// clusterTool runs hangar-cluster, the local cluster's tool.
-func clusterTool(t *testing.T, args ...string) {
+// clusterTool runs hangar-cluster, the local cluster's tool, and returns what it printed.
+func clusterTool(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(framework.RepoRoot(), "_output", "bin", "hangar-cluster"), args...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(framework.RepoRoot(), "_output", "bin", "hangar-cluster"), args...).Output()
 	require.NoError(t, err, "hangar-cluster %s: %s", strings.Join(args, " "), out)
+	return string(out)
 }
 
 // TestNodeFailureRestartsVMElsewhere stops the kubelet of the node a VM runs on, as a crashed

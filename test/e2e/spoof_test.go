@@ -24,14 +24,25 @@ import (
 )
 
 // podGateway is the pod network's gateway on a node: the first address of its pod CIDR, where
-// the local cluster's bridge plugin puts it.
+// the local cluster's bridge plugin puts it. The node objects carry no pod CIDR (no
+// kube-controller-manager allocates them; each node's CNI configuration has its range), so
+// the local cluster's tool says it.
 func podGateway(t *testing.T, node string) string {
 	t.Helper()
-	n, err := kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
-	prefix, err := netip.ParsePrefix(n.Spec.PodCIDR)
-	require.NoError(t, err, "node %s has a pod CIDR", node)
-	return prefix.Masked().Addr().Next().String()
+	// The tool lists as many nodes as HANGAR_NODES says: as many as the cluster has.
+	t.Setenv("HANGAR_NODES", strconv.Itoa(len(nodes.Items)))
+	for _, line := range strings.Split(clusterTool(t, "nodes"), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == node {
+			prefix, err := netip.ParsePrefix(f[2])
+			require.NoError(t, err, "node %s's pod CIDR", node)
+			return prefix.Masked().Addr().Next().String()
+		}
+	}
+	t.Fatalf("hangar-cluster nodes does not list %s", node)
+	return ""
 }
 
 // launcherLink reads a link's MAC in the launcher pod's network namespace, and the index of
