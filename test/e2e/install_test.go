@@ -453,8 +453,13 @@ func TestInstallerRemoval(t *testing.T) {
 	ctx := context.Background()
 	waitInstalled(t, current.version, time.Minute)
 	ns := namespace(t, "e2e-removal")
-	_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, vm("kept"), metav1.CreateOptions{})
-	require.NoError(t, err)
+	// Right after another test rolled virt-api (a rotation), the aggregator may answer 503 for
+	// a moment, as a client retrying would see.
+	var err error
+	waitUntil(t, time.Minute, "a VM created", func() bool {
+		_, err = hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, vm("kept"), metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err)
+	})
 
 	require.NoError(t, installation.HangarvmV1alpha1().Hangars().Delete(ctx, operatorv1alpha1.Name, metav1.DeleteOptions{}))
 	waitUntil(t, time.Minute, "the removal waits for the VM", func() bool {
