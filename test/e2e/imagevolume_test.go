@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	operatorv1alpha1 "github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1"
@@ -78,15 +79,20 @@ func setConfiguration(t *testing.T, change func(*operatorv1alpha1.HangarConfigur
 	ctx := context.Background()
 	hangars := installation.HangarvmV1alpha1().Hangars()
 	set := func(c operatorv1alpha1.HangarConfiguration) error {
-		h, err := hangars.Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
-		if err != nil {
+		var updated *operatorv1alpha1.Hangar
+		// The operator writes the object's status meanwhile: a conflict is retried.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			h, err := hangars.Get(ctx, operatorv1alpha1.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if updated = h; equality.Semantic.DeepEqual(h.Spec.Configuration, c) {
+				return nil
+			}
+			h.Spec.Configuration = c
+			updated, err = hangars.Update(ctx, h, metav1.UpdateOptions{})
 			return err
-		}
-		if equality.Semantic.DeepEqual(h.Spec.Configuration, c) {
-			return nil
-		}
-		h.Spec.Configuration = c
-		updated, err := hangars.Update(ctx, h, metav1.UpdateOptions{})
+		})
 		if err != nil {
 			return err
 		}
