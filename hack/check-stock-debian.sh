@@ -70,6 +70,12 @@ log "debootstrap: $((SECONDS - t)) s"
 printf '#!/bin/sh\nexit 101\n' >"${CHROOT}/usr/sbin/policy-rc.d"
 chmod 755 "${CHROOT}/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "${CHROOT}/etc/resolv.conf"
+# The certificate authorities this machine's administrator added (a network's TLS proxy on the
+# way to the module proxy, for instance), as a new machine on the same network would have them.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "${CHROOT}/usr/local/share/ca-certificates/"
+  chroot "${CHROOT}" update-ca-certificates >/dev/null
+fi
 mkdir -p "${CHROOT}/usr/local"
 cp -a "$(go env GOROOT)" "${CHROOT}/usr/local/go"
 git clone -q --no-local "${ROOT}" "${CHROOT}/src/hangar"
