@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-stock-debian.sh: runs the build and test stages of the README's commands on a stock
 # Debian 12: a fresh debootstrap chroot of bookworm (minbase, from the mirror apt uses here,
-# hack/guest/apt-mirror.sh) with only what the README asks for (Go, copied from this machine;
+# hack/guest/apt-mirror.sh) with only what the README asks for (Go and kubectl, copied from this machine;
 # gcc; git and ca-certificates, which a clone and the module proxy need) and a fresh clone of
 # this checkout's HEAD. Inside it runs, as hack/test.sh does and timed:
 #   hack/install-node-deps.sh, hack/install-browser.sh, hack/install-prometheus.sh,
@@ -78,6 +78,8 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 fi
 mkdir -p "${CHROOT}/usr/local"
 cp -a "$(go env GOROOT)" "${CHROOT}/usr/local/go"
+# kubectl, the README's third prerequisite (the integration tests drive it), copied too.
+cp "$(command -v kubectl)" "${CHROOT}/usr/local/bin/kubectl"
 git clone -q --no-local "${ROOT}" "${CHROOT}/src/hangar"
 git -C "${CHROOT}/src/hangar" checkout -q "$(git -C "${ROOT}" rev-parse HEAD)"
 
