@@ -120,6 +120,11 @@ func eventually(t *testing.T, ns string, cond func() bool, timeout time.Duration
 			t.Logf("pod %s on %q: %s deleting=%t %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, states)
 		}
 	}
+	if rss, err := kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, rs := range rss.Items {
+			t.Logf("replicaset %s: %d/%d ready %v", rs.Name, rs.Status.ReadyReplicas, rs.Status.Replicas, rs.Status.Conditions)
+		}
+	}
 	if events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, e := range events.Items {
 			t.Logf("event %s %s/%s: %s %s (x%d)", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
