@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/klog/v2"
 )
 
 // DefaultVolumeSize is a volume's size when the CO asks for none.
@@ -101,10 +102,16 @@ func (c *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	}}, nil
 }
 
+// DeleteVolume: CSI wants OK for a volume that does not exist, and an ID that is not of this
+// driver's form names none; it is answered without touching the disk.
 func (c *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "no volume ID")
+	}
 	id, err := ParseID(VolumeKind, req.GetVolumeId())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		klog.InfoS("delete of a volume that cannot exist", "error", err)
+		return &csi.DeleteVolumeResponse{}, nil
 	}
 	if err := c.d.store.DeleteVolume(id); err != nil {
 		return nil, err
@@ -175,10 +182,15 @@ func (m snapshotMeta) csi() *csi.Snapshot {
 	}
 }
 
+// DeleteSnapshot, as DeleteVolume: an ID of no snapshot of ours is deleted already.
 func (c *controllerServer) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+	if req.GetSnapshotId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "no snapshot ID")
+	}
 	id, err := ParseID(SnapshotKind, req.GetSnapshotId())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		klog.InfoS("delete of a snapshot that cannot exist", "error", err)
+		return &csi.DeleteSnapshotResponse{}, nil
 	}
 	if err := c.d.store.DeleteSnapshot(id); err != nil {
 		return nil, err

@@ -523,15 +523,30 @@ func TestBadIDs(t *testing.T) {
 		"snap-" + strings.Repeat("0", 32) + "@hangar-node-1", // a snapshot where a volume is meant
 		vol.VolumeId + "/..",
 	}
-	calls := map[string]func(id string) error{
+	// Deleting what an ID cannot name is done already (CSI wants OK for what does not exist),
+	// and touches nothing; an empty ID is refused.
+	deletes := map[string]func(id string) error{
 		"DeleteVolume": func(id string) error {
 			_, err := f.controller.DeleteVolume(ctx(t), &csi.DeleteVolumeRequest{VolumeId: id})
 			return err
 		},
 		"DeleteSnapshot": func(id string) error {
-			_, err := f.controller.DeleteSnapshot(ctx(t), &csi.DeleteSnapshotRequest{SnapshotId: strings.Replace(id, "snap-", "vol-", 1)})
+			_, err := f.controller.DeleteSnapshot(ctx(t), &csi.DeleteSnapshotRequest{SnapshotId: strings.Replace(id, "vol-", "snap-", 1)})
 			return err
 		},
+	}
+	for call, do := range deletes {
+		for _, id := range bad {
+			t.Run(fmt.Sprintf("%s %q", call, id), func(t *testing.T) {
+				if id == "" {
+					requireCode(t, codes.InvalidArgument, do(id))
+					return
+				}
+				require.NoError(t, do(id))
+			})
+		}
+	}
+	calls := map[string]func(id string) error{
 		"ValidateVolumeCapabilities": func(id string) error {
 			_, err := f.controller.ValidateVolumeCapabilities(ctx(t), &csi.ValidateVolumeCapabilitiesRequest{VolumeId: id, VolumeCapabilities: []*csi.VolumeCapability{rwo}})
 			return err
