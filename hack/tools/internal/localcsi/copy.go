@@ -136,18 +136,47 @@ func copySparse(in, out int, size int64) error {
 		if err != nil {
 			return fmt.Errorf("seek hole: %w", err)
 		}
-		for src, dst := data, data; src < hole; {
-			n, err := unix.CopyFileRange(in, &src, out, &dst, int(min(hole-src, 1<<30)), 0)
-			if err != nil {
-				return fmt.Errorf("copy_file_range: %w", err)
-			}
-			if n == 0 {
-				break // the file shrank while we copy
-			}
+		if err := copyRange(in, out, data, hole); err != nil {
+			return err
 		}
 		off = hole
 	}
 	return unix.Ftruncate(out, size)
+}
+
+// copyRange copies bytes [from, to) of in to the same offsets of out: copy_file_range where
+// the file system has it, read and write where it does not.
+func copyRange(in, out int, from, to int64) error {
+	for src, dst := from, from; src < to; {
+		n, err := unix.CopyFileRange(in, &src, out, &dst, int(min(to-src, 1<<30)), 0)
+		switch {
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EXDEV), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
+			return copyRangeByBuffer(in, out, src, to)
+		case err != nil:
+			return fmt.Errorf("copy_file_range: %w", err)
+		case n == 0:
+			return nil // the file shrank while we copy
+		}
+	}
+	return nil
+}
+
+func copyRangeByBuffer(in, out int, from, to int64) error {
+	buf := make([]byte, 1<<20)
+	for off := from; off < to; {
+		n, err := unix.Pread(in, buf[:min(int64(len(buf)), to-off)], off)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if _, err := unix.Pwrite(out, buf[:n], off); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		off += int64(n)
+	}
+	return nil
 }
 
 func copyLinkAt(sfd, dfd int, name string, st *unix.Stat_t) error {
