@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/hangarvm/hangar/hack/tools/internal/localcsi"
 )
@@ -71,6 +73,22 @@ func TestSnapshotManifests(t *testing.T) {
 		"CSIDriver/" + CSIDriverName, "StorageClass/" + SnapshotClass, "VolumeSnapshotClass/" + SnapshotClass} {
 		require.Contains(t, byKind, want)
 	}
+	// Every built-in object decodes strictly (no unknown or misplaced field); the
+	// VolumeSnapshotClass has only the fields of its CRD.
+	strict := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	for _, o := range objs {
+		if o.GetKind() == "VolumeSnapshotClass" {
+			for field := range o.Object {
+				assert.Contains(t, []string{"apiVersion", "kind", "metadata", "driver", "deletionPolicy", "parameters"}, field)
+			}
+			continue
+		}
+		b, err := o.MarshalJSON()
+		require.NoError(t, err)
+		_, _, err = strict.Decode(b, nil, nil)
+		require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
+	}
+
 	// The names the manifests use are the driver's own.
 	assert.Equal(t, localcsi.DriverName, CSIDriverName)
 	assert.Equal(t, localcsi.DriverName, byKind["StorageClass/"+SnapshotClass].Object["provisioner"])
