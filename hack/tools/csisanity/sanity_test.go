@@ -55,16 +55,24 @@ func (ids) GenerateInvalidVolumeID() string   { return "not-a-volume-id" }
 func (ids) GenerateUniqueValidNodeID() string { return node }
 func (ids) GenerateInvalidNodeID() string     { return "not a node" }
 
+// accessTypeEnv selects the volumes the suite asks for: mount (the default) or block.
+const accessTypeEnv = "HANGAR_CSISANITY_ACCESS_TYPE"
+
 func TestSanity(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the suite publishes volumes: bind mounts need root (CAP_SYS_ADMIN)")
+		t.Skip("the suite publishes volumes: bind mounts (and loop devices) need root")
+	}
+	accessType := os.Getenv(accessTypeEnv)
+	if accessType == "" {
+		accessType = "mount"
 	}
 	dir := t.TempDir()
 	publishDir := filepath.Join(dir, "pods")
 	if err := os.Mkdir(publishDir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	d, err := localcsi.New(localcsi.Config{Node: node, DataDir: filepath.Join(dir, "data"), Capacity: 100 << 30, PublishDir: publishDir})
+	d, err := localcsi.New(localcsi.Config{Node: node, DataDir: filepath.Join(dir, "data"), Capacity: 100 << 30,
+		PublishDir: publishDir, BlockPublishDir: publishDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +90,23 @@ func TestSanity(t *testing.T) {
 	cfg.TargetPath = filepath.Join(publishDir, "target")
 	cfg.StagingPath = filepath.Join(publishDir, "staging")
 	cfg.TestVolumeSize = 64 << 20
+	cfg.TestVolumeAccessType = accessType
 	cfg.IDGen = ids{}
 	sanity.Test(t, cfg)
+}
+
+// TestSanityBlock runs the suite again on block volumes, in a process of its own (Ginkgo runs
+// one suite per process).
+func TestSanityBlock(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the suite publishes volumes: loop devices and bind mounts need root")
+	}
+	if os.Getenv(accessTypeEnv) != "" {
+		t.Skip("this process runs the suite once, on " + os.Getenv(accessTypeEnv) + " volumes")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSanity$", "-test.count=1")
+	cmd.Env = append(os.Environ(), accessTypeEnv+"=block")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the suite on block volumes: %v\n%s", err, out)
+	}
 }

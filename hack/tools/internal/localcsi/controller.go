@@ -2,6 +2,7 @@ package localcsi
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -58,7 +59,8 @@ func (c *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if err := validName(req.GetName()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %v", err)
 	}
-	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+	block, err := checkCapabilities(req.GetVolumeCapabilities())
+	if err != nil {
 		return nil, err
 	}
 	if len(req.GetParameters()) > 0 {
@@ -90,7 +92,7 @@ func (c *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	default:
 		return nil, status.Error(codes.InvalidArgument, "unsupported volume content source")
 	}
-	m, err := c.d.store.CreateVolume(req.GetName(), size, source)
+	m, err := c.d.store.CreateVolume(req.GetName(), size, block, source)
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +129,16 @@ func (c *controllerServer) ValidateVolumeCapabilities(_ context.Context, req *cs
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "no volume capabilities")
 	}
-	if _, err := c.d.store.Volume(id); err != nil {
+	vol, err := c.d.store.Volume(id)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+	block, err := checkCapabilities(req.GetVolumeCapabilities())
+	if err != nil {
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
+	}
+	if block != vol.Block {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: fmt.Sprintf("volume %s is a %s volume", id, volumeMode(vol.Block))}, nil
 	}
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
 		VolumeContext:      req.GetVolumeContext(),
@@ -144,7 +151,7 @@ func (c *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRe
 	if req.GetAccessibleTopology() != nil && !c.d.matches(req.GetAccessibleTopology()) {
 		return &csi.GetCapacityResponse{}, nil
 	}
-	if err := checkCapabilities(req.GetVolumeCapabilities()); req.GetVolumeCapabilities() != nil && err != nil {
+	if _, err := checkCapabilities(req.GetVolumeCapabilities()); req.GetVolumeCapabilities() != nil && err != nil {
 		return &csi.GetCapacityResponse{}, nil
 	}
 	free, err := c.d.store.Available()
@@ -240,31 +247,42 @@ func (c *controllerServer) ListSnapshots(_ context.Context, req *csi.ListSnapsho
 	return resp, nil
 }
 
-// checkCapabilities accepts what the driver can do: a file system (a directory, whatever
-// fs_type is asked for: "" or ext4, the usual defaults) without mount flags, on one node.
-func checkCapabilities(caps []*csi.VolumeCapability) error {
+// checkCapabilities accepts what the driver can do, on one node: a file system (a
+// directory, whatever fs_type is asked for: "" or ext4, the usual defaults) without mount
+// flags, or a block device (a loop device on a file). It says which of the two all the
+// capabilities ask for.
+func checkCapabilities(caps []*csi.VolumeCapability) (block bool, err error) {
 	if len(caps) == 0 {
-		return status.Error(codes.InvalidArgument, "no volume capabilities")
+		return false, status.Error(codes.InvalidArgument, "no volume capabilities")
 	}
-	for _, c := range caps {
-		mount := c.GetMount()
-		if mount == nil {
-			return status.Error(codes.InvalidArgument, "only file system volumes (access type mount): block volumes are served by the hangar-block class")
+	for i, c := range caps {
+		var isBlock bool
+		switch {
+		case c.GetBlock() != nil:
+			isBlock = true
+		case c.GetMount() != nil:
+			mount := c.GetMount()
+			if len(mount.GetMountFlags()) > 0 {
+				return false, status.Errorf(codes.InvalidArgument, "mount flags %q: this driver binds a directory and takes none", mount.GetMountFlags())
+			}
+			if t := mount.GetFsType(); t != "" && t != "ext4" {
+				return false, status.Errorf(codes.InvalidArgument, "fs_type %q: volumes are directories on the node's file system", t)
+			}
+		default:
+			return false, status.Error(codes.InvalidArgument, "access type: mount or block")
 		}
-		if len(mount.GetMountFlags()) > 0 {
-			return status.Errorf(codes.InvalidArgument, "mount flags %q: this driver binds a directory and takes none", mount.GetMountFlags())
+		if i > 0 && isBlock != block {
+			return false, status.Error(codes.InvalidArgument, "a volume is either a file system or a block device, not both")
 		}
-		if t := mount.GetFsType(); t != "" && t != "ext4" {
-			return status.Errorf(codes.InvalidArgument, "fs_type %q: volumes are directories on the node's file system", t)
-		}
+		block = isBlock
 		switch c.GetAccessMode().GetMode() {
 		case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
 			csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
 			csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
 			csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:
 		default:
-			return status.Errorf(codes.InvalidArgument, "access mode %s: volumes live on one node", c.GetAccessMode().GetMode())
+			return false, status.Errorf(codes.InvalidArgument, "access mode %s: volumes live on one node", c.GetAccessMode().GetMode())
 		}
 	}
-	return nil
+	return block, nil
 }

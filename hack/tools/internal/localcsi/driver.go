@@ -7,7 +7,9 @@
 // node's volumes only (CSI sidecars in node-deployment mode talk to it), and registers with
 // its kubelet through the kubelet's plugin registration socket.
 //
-// It is a test driver: capacity is bookkeeping, not a quota; there are no block volumes, no
+// Block volumes are sparse files offered through loop devices.
+//
+// It is a test driver: capacity is bookkeeping, not a quota (for file systems); there is no
 // expansion, no volume statistics, and nothing is replicated: a volume is lost with its node's
 // directory.
 package localcsi
@@ -48,30 +50,33 @@ type Config struct {
 	DataDir string
 	// Capacity is how many bytes the node's volumes may add up to.
 	Capacity int64
-	// PublishDir is the directory every NodePublish target must be below (the kubelet's pods
-	// directory).
-	PublishDir string
+	// PublishDir is the directory every NodePublish target of a file system must be below (the
+	// kubelet's pods directory), BlockPublishDir that of a block device (the kubelet's CSI
+	// volumeDevices directory).
+	PublishDir, BlockPublishDir string
 }
 
 // Driver serves CSI for one node.
 type Driver struct {
-	node       string
-	publishDir string
-	store      *Store
+	node                        string
+	publishDir, blockPublishDir string
+	store                       *Store
 	// mountMu serializes the node's mount changes.
 	mountMu sync.Mutex
 }
 
 // New opens the node's store.
 func New(cfg Config) (*Driver, error) {
-	if !filepath.IsAbs(cfg.PublishDir) || filepath.Clean(cfg.PublishDir) != cfg.PublishDir || cfg.PublishDir == "/" {
-		return nil, fmt.Errorf("publish directory %q: an absolute, clean path below /", cfg.PublishDir)
+	for _, dir := range []string{cfg.PublishDir, cfg.BlockPublishDir} {
+		if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
+			return nil, fmt.Errorf("publish directory %q: an absolute, clean path below /", dir)
+		}
 	}
 	store, err := NewStore(cfg.DataDir, cfg.Node, cfg.Capacity)
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{node: cfg.Node, publishDir: cfg.PublishDir, store: store}, nil
+	return &Driver{node: cfg.Node, publishDir: cfg.PublishDir, blockPublishDir: cfg.BlockPublishDir, store: store}, nil
 }
 
 func (d *Driver) topology() *csi.Topology {

@@ -54,19 +54,20 @@ const (
 // fixture is a driver of testNode on a temporary directory, served on a unix socket and
 // called through CSI's gRPC clients, as the sidecars and the kubelet call it.
 type fixture struct {
-	dataDir, publishDir string
-	driver              *Driver
-	identity            csi.IdentityClient
-	controller          csi.ControllerClient
-	node                csi.NodeClient
+	dataDir, publishDir, blockPublishDir string
+	driver                               *Driver
+	identity                             csi.IdentityClient
+	controller                           csi.ControllerClient
+	node                                 csi.NodeClient
 }
 
 func newFixture(t *testing.T, capacity int64) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{dataDir: filepath.Join(dir, "data"), publishDir: filepath.Join(dir, "pods")}
+	f := &fixture{dataDir: filepath.Join(dir, "data"), publishDir: filepath.Join(dir, "pods"), blockPublishDir: filepath.Join(dir, "devices")}
 	require.NoError(t, os.Mkdir(f.publishDir, 0o750))
-	d, err := New(Config{Node: testNode, DataDir: f.dataDir, Capacity: capacity, PublishDir: f.publishDir})
+	require.NoError(t, os.Mkdir(f.blockPublishDir, 0o750))
+	d, err := New(Config{Node: testNode, DataDir: f.dataDir, Capacity: capacity, PublishDir: f.publishDir, BlockPublishDir: f.blockPublishDir})
 	require.NoError(t, err)
 	f.driver = d
 	socket := filepath.Join(dir, "csi.sock")
@@ -95,7 +96,13 @@ func mountCap(mode csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
 	}
 }
 
-var rwo = mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)
+var (
+	rwo      = mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)
+	blockCap = &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+)
 
 func volumeRequest(name string, bytes int64) *csi.CreateVolumeRequest {
 	return &csi.CreateVolumeRequest{
@@ -180,8 +187,8 @@ func TestCreateVolume(t *testing.T) {
 		{name: "more than the node holds", req: volumeRequest("pvc-7", 11*gib), code: codes.OutOfRange},
 		{name: "more than is left", req: volumeRequest("pvc-8", 9*gib), code: codes.ResourceExhausted},
 		{name: "no capabilities", req: other(volumeRequest("pvc-9", gib), func(r *csi.CreateVolumeRequest) { r.VolumeCapabilities = nil }), code: codes.InvalidArgument},
-		{name: "block", req: other(volumeRequest("pvc-10", gib), func(r *csi.CreateVolumeRequest) {
-			r.VolumeCapabilities = []*csi.VolumeCapability{{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}, AccessMode: rwo.AccessMode}}
+		{name: "block and file system at once", req: other(volumeRequest("pvc-10", gib), func(r *csi.CreateVolumeRequest) {
+			r.VolumeCapabilities = []*csi.VolumeCapability{rwo, blockCap}
 		}), code: codes.InvalidArgument},
 		{name: "many nodes", req: other(volumeRequest("pvc-11", gib), func(r *csi.CreateVolumeRequest) {
 			r.VolumeCapabilities = []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)}

@@ -25,23 +25,35 @@ func (n *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi
 	return &csi.NodeGetInfoResponse{NodeId: n.d.node, AccessibleTopology: n.d.topology()}, nil
 }
 
-// NodeGetCapabilities: none. There is nothing to stage (a volume is a directory, bound
-// straight to each pod's target path).
+// NodeGetCapabilities: none. There is nothing to stage (a volume is a directory or a loop
+// device, bound straight to each pod's target path).
 func (n *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
 	return &csi.NodeGetCapabilitiesResponse{}, nil
 }
 
 // targetPath checks a path the CO wants a volume at: absolute, clean, and below the
-// directory the kubelet publishes into (PublishDir), so no request binds a volume over an
-// arbitrary path of the node.
-func (n *nodeServer) targetPath(p string) (string, error) {
+// directory the kubelet publishes file systems into (PublishDir), or block devices
+// (BlockPublishDir), so no request binds a volume over an arbitrary path of the node.
+func (n *nodeServer) targetPath(p string, block bool) (string, error) {
 	if p == "" {
 		return "", status.Error(codes.InvalidArgument, "no target path")
 	}
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p || !strings.HasPrefix(p, n.d.publishDir+"/") {
-		return "", status.Errorf(codes.InvalidArgument, "target path %q: not a clean path below %s", p, n.d.publishDir)
+	dir := n.d.publishDir
+	if block {
+		dir = n.d.blockPublishDir
+	}
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || !strings.HasPrefix(p, dir+"/") {
+		return "", status.Errorf(codes.InvalidArgument, "target path %q: not a clean path below %s", p, dir)
 	}
 	return p, nil
+}
+
+// anyTargetPath: a target of either kind (unpublish does not say which).
+func (n *nodeServer) anyTargetPath(p string) (string, error) {
+	if t, err := n.targetPath(p, false); err == nil {
+		return t, nil
+	}
+	return n.targetPath(p, true)
 }
 
 func (n *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
@@ -49,30 +61,40 @@ func (n *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	target, err := n.targetPath(req.GetTargetPath())
-	if err != nil {
-		return nil, err
-	}
 	if req.GetVolumeCapability() == nil {
 		return nil, status.Error(codes.InvalidArgument, "no volume capability")
 	}
-	if err := checkCapabilities([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
+	block, err := checkCapabilities([]*csi.VolumeCapability{req.GetVolumeCapability()})
+	if err != nil {
 		return nil, err
 	}
-	if req.GetStagingTargetPath() != "" {
-		return nil, status.Error(codes.InvalidArgument, "this driver does not stage volumes")
+	target, err := n.targetPath(req.GetTargetPath(), block)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := n.d.store.Volume(id); err != nil {
+	// A staging path is ignored: nothing is staged. (The kubelet passes one for every block
+	// volume, staged or not.)
+	vol, err := n.d.store.Volume(id)
+	if err != nil {
 		if status.Code(err) == codes.ResourceExhausted {
 			return nil, status.Errorf(codes.NotFound, "volume %s lives on node %s, this is node %s", id, id.Node, n.d.node)
 		}
 		return nil, err
 	}
-	source := n.d.store.DataDir(id)
+	if vol.Block != block {
+		return nil, status.Errorf(codes.InvalidArgument, "volume %s is a %s volume", id, volumeMode(vol.Block))
+	}
 	readOnly := req.GetReadonly() ||
 		req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
 	n.d.mountMu.Lock()
 	defer n.d.mountMu.Unlock()
+	// What is bound onto the target: the volume's directory, or its loop device.
+	source := n.d.store.DataDir(id)
+	if block {
+		if source, err = attachLoop(filepath.Join(source, blockFile), readOnly); err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s: %v", id, err)
+		}
+	}
 	mounted, err := isMountPoint(target)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "target %s: %v", target, err)
@@ -87,7 +109,14 @@ func (n *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 		}
 		return &csi.NodePublishVolumeResponse{}, nil
 	}
-	if err := os.MkdirAll(target, 0o750); err != nil {
+	if block {
+		// A device is bound onto a file; the kubelet makes its directory.
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o600)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "make target %s: %v", target, err)
+		}
+		f.Close()
+	} else if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "make target %s: %v", target, err)
 	}
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
@@ -107,7 +136,7 @@ func (n *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	if _, err := ParseID(VolumeKind, req.GetVolumeId()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	target, err := n.targetPath(req.GetTargetPath())
+	target, err := n.anyTargetPath(req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +229,8 @@ func isReadOnly(path string) (bool, error) {
 	return false, nil
 }
 
-// sameFile: a and b are the same directory (a bind mount shows its source's inode).
+// sameFile: a and b are the same directory or device node (a bind mount shows its source's
+// inode).
 func sameFile(a, b string) (bool, error) {
 	var sa, sb unix.Stat_t
 	if err := unix.Stat(a, &sa); err != nil {

@@ -14,10 +14,10 @@ import (
 
 // Options are hangar-local-csi's command line.
 type Options struct {
-	Node, DataDir, Capacity   string
-	Endpoint, RegistrationDir string
-	PublishDir                string
-	capacityBytes             int64
+	Node, DataDir, Capacity     string
+	Endpoint, RegistrationDir   string
+	PublishDir, BlockPublishDir string
+	capacityBytes               int64
 }
 
 // NewOptions has the defaults of a node of the local cluster.
@@ -27,6 +27,7 @@ func NewOptions() *Options {
 		Endpoint:        "/var/lib/kubelet/plugins/" + DriverName + "/csi.sock",
 		RegistrationDir: "/var/lib/kubelet/plugins_registry",
 		PublishDir:      "/var/lib/kubelet/pods",
+		BlockPublishDir: "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices",
 	}
 }
 
@@ -36,7 +37,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Capacity, "capacity", o.Capacity, "how much the node's volumes may add up to (a Kubernetes quantity)")
 	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "the CSI unix socket")
 	fs.StringVar(&o.RegistrationDir, "registration-dir", o.RegistrationDir, "the kubelet's plugin registration directory; empty: do not register")
-	fs.StringVar(&o.PublishDir, "publish-dir", o.PublishDir, "NodePublishVolume targets must be below this directory")
+	fs.StringVar(&o.PublishDir, "publish-dir", o.PublishDir, "NodePublishVolume targets of file systems must be below this directory")
+	fs.StringVar(&o.BlockPublishDir, "block-publish-dir", o.BlockPublishDir, "NodePublishVolume targets of block devices must be below this directory")
 }
 
 // Complete parses the capacity.
@@ -54,7 +56,7 @@ func (o *Options) Validate() error {
 	if err := ValidNode(o.Node); err != nil {
 		errs = append(errs, fmt.Errorf("-node: %w", err))
 	}
-	for flag, p := range map[string]string{"-data-dir": o.DataDir, "-endpoint": o.Endpoint, "-publish-dir": o.PublishDir} {
+	for flag, p := range map[string]string{"-data-dir": o.DataDir, "-endpoint": o.Endpoint, "-publish-dir": o.PublishDir, "-block-publish-dir": o.BlockPublishDir} {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("%s %q: an absolute path is required", flag, p))
 		}
@@ -68,7 +70,7 @@ func (o *Options) Validate() error {
 // Run serves CSI on the endpoint and, unless turned off, the kubelet's plugin registration,
 // until ctx ends.
 func (o *Options) Run(ctx context.Context) error {
-	d, err := New(Config{Node: o.Node, DataDir: o.DataDir, Capacity: o.capacityBytes, PublishDir: o.PublishDir})
+	d, err := New(Config{Node: o.Node, DataDir: o.DataDir, Capacity: o.capacityBytes, PublishDir: o.PublishDir, BlockPublishDir: o.BlockPublishDir})
 	if err != nil {
 		return err
 	}

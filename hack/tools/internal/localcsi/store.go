@@ -40,6 +40,8 @@ type volumeMeta struct {
 	Name     string `json:"name"`
 	ID       string `json:"id"`
 	Capacity int64  `json:"capacity"`
+	// Block: the volume is a sparse file, data/disk.img, published as a block device.
+	Block bool `json:"block,omitempty"`
 	// Source is the snapshot or volume ID the volume was made from, if any.
 	Source string `json:"source,omitempty"`
 }
@@ -50,6 +52,8 @@ type snapshotMeta struct {
 	SourceVolume string `json:"sourceVolume"`
 	// Size is the source volume's capacity: a restore needs at least that much.
 	Size int64 `json:"size"`
+	// Block: a copy of a Block volume, restored as one.
+	Block bool `json:"block,omitempty"`
 	// CreatedNanos is when the copy was made (Unix nanoseconds).
 	CreatedNanos int64 `json:"createdNanos"`
 }
@@ -165,14 +169,14 @@ func (s *Store) Available() (int64, error) {
 	return max(s.capacity-used, 0), err
 }
 
-// CreateVolume makes the volume called name of capacity bytes, empty or from source (a
-// snapshot or volume ID, already parsed). Asked again with the same name and arguments it
-// returns the volume it made; with others, AlreadyExists.
-func (s *Store) CreateVolume(name string, capacity int64, source *ID) (volumeMeta, error) {
+// CreateVolume makes the volume called name of capacity bytes, a directory or (block) a file,
+// empty or from source (a snapshot or volume ID, already parsed). Asked again with the same
+// name and arguments it returns the volume it made; with others, AlreadyExists.
+func (s *Store) CreateVolume(name string, capacity int64, block bool, source *ID) (volumeMeta, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := newID(VolumeKind, name, s.node)
-	want := volumeMeta{Name: name, ID: id.String(), Capacity: capacity}
+	want := volumeMeta{Name: name, ID: id.String(), Capacity: capacity, Block: block}
 	if source != nil {
 		want.Source = source.String()
 	}
@@ -180,7 +184,7 @@ func (s *Store) CreateVolume(name string, capacity int64, source *ID) (volumeMet
 		return m, status.Errorf(codes.Internal, "volume %s: %v", id, err)
 	} else if ok {
 		if m != want {
-			return m, status.Errorf(codes.AlreadyExists, "volume %q exists with capacity %d and source %q", name, m.Capacity, m.Source)
+			return m, status.Errorf(codes.AlreadyExists, "volume %q exists with capacity %d, block %t and source %q", name, m.Capacity, m.Block, m.Source)
 		}
 		return m, nil
 	}
@@ -202,6 +206,7 @@ func (s *Store) CreateVolume(name string, capacity int64, source *ID) (volumeMet
 			return want, err
 		}
 		var size int64
+		var sourceBlock bool
 		switch source.Kind {
 		case SnapshotKind:
 			m, ok, err := s.snapshot(*source)
@@ -211,7 +216,7 @@ func (s *Store) CreateVolume(name string, capacity int64, source *ID) (volumeMet
 			if !ok {
 				return want, status.Errorf(codes.NotFound, "snapshot %s does not exist", source)
 			}
-			size = m.Size
+			size, sourceBlock = m.Size, m.Block
 		case VolumeKind:
 			m, ok, err := s.volume(*source)
 			if err != nil {
@@ -220,7 +225,10 @@ func (s *Store) CreateVolume(name string, capacity int64, source *ID) (volumeMet
 			if !ok {
 				return want, status.Errorf(codes.NotFound, "volume %s does not exist", source)
 			}
-			size = m.Capacity
+			size, sourceBlock = m.Capacity, m.Block
+		}
+		if sourceBlock != block {
+			return want, status.Errorf(codes.InvalidArgument, "source %s is a %s volume, this one would be a %s volume", source, volumeMode(sourceBlock), volumeMode(block))
 		}
 		if capacity < size {
 			return want, status.Errorf(codes.OutOfRange, "%d bytes: smaller than the source %s (%d bytes)", capacity, source, size)
@@ -228,8 +236,20 @@ func (s *Store) CreateVolume(name string, capacity int64, source *ID) (volumeMet
 		from = s.DataDir(*source)
 	}
 	if err := s.commit(id, want, func(data string) error {
-		if from != "" {
+		switch {
+		case from != "" && block:
+			// A larger volume than its source: the disk grows, as a bigger block device would.
+			if err := copyTree(from, data); err != nil {
+				return err
+			}
+			return growFile(filepath.Join(data, blockFile), capacity)
+		case from != "":
 			return copyTree(from, data)
+		case block:
+			if err := os.Mkdir(data, 0o700); err != nil {
+				return err
+			}
+			return growFile(filepath.Join(data, blockFile), capacity)
 		}
 		if err := os.Mkdir(data, 0o777); err != nil {
 			return err
@@ -280,13 +300,19 @@ func (s *Store) remove(id ID) error {
 	return os.RemoveAll(tmp) // unlinkat, never following a link
 }
 
-// DeleteVolume deletes a volume of this node; its snapshots stay (they are copies).
+// DeleteVolume deletes a volume of this node (a Block volume's loop device first); its
+// snapshots stay (they are copies).
 func (s *Store) DeleteVolume(id ID) error {
 	if id.Node != s.node {
 		return status.Errorf(codes.FailedPrecondition, "volume %s lives on node %s, this is node %s", id, id.Node, s.node)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if m, ok, err := s.volume(id); err == nil && ok && m.Block {
+		if err := detachLoop(filepath.Join(s.DataDir(id), blockFile)); err != nil {
+			return status.Errorf(codes.Internal, "delete volume %s: %v", id, err)
+		}
+	}
 	if err := s.remove(id); err != nil {
 		return status.Errorf(codes.Internal, "delete volume %s: %v", id, err)
 	}
@@ -317,7 +343,7 @@ func (s *Store) CreateSnapshot(name string, source ID) (snapshotMeta, error) {
 	if !ok {
 		return snapshotMeta{}, status.Errorf(codes.NotFound, "volume %s does not exist", source)
 	}
-	m := snapshotMeta{Name: name, ID: id.String(), SourceVolume: source.String(), Size: vol.Capacity, CreatedNanos: s.now().UnixNano()}
+	m := snapshotMeta{Name: name, ID: id.String(), SourceVolume: source.String(), Size: vol.Capacity, Block: vol.Block, CreatedNanos: s.now().UnixNano()}
 	if err := s.commit(id, m, func(data string) error { return copyTree(s.DataDir(source), data) }); err != nil {
 		return m, status.Errorf(codes.Internal, "snapshot %s of %s: %v", id, source, err)
 	}
@@ -356,4 +382,24 @@ func (s *Store) Snapshots() ([]snapshotMeta, error) {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
 	return all, nil
+}
+
+// growFile makes file (creating it, sparse) at least size bytes long.
+func growFile(file string, size int64) error {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() < size {
+		err = f.Truncate(size)
+	}
+	return errors.Join(err, f.Close())
+}
+
+func volumeMode(block bool) string {
+	if block {
+		return "Block"
+	}
+	return "Filesystem"
 }
