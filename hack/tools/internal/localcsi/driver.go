@@ -108,6 +108,17 @@ func (d *Driver) Register(s *grpc.Server) {
 	csi.RegisterIdentityServer(s, &identityServer{})
 	csi.RegisterControllerServer(s, &controllerServer{d: d})
 	csi.RegisterNodeServer(s, &nodeServer{d: d})
+	csi.RegisterGroupControllerServer(s, &groupControllerServer{})
+}
+
+// groupControllerServer says the driver takes no group snapshots: csi-snapshotter asks, and
+// logs an error when the service is missing altogether.
+type groupControllerServer struct {
+	csi.UnimplementedGroupControllerServer
+}
+
+func (groupControllerServer) GroupControllerGetCapabilities(context.Context, *csi.GroupControllerGetCapabilitiesRequest) (*csi.GroupControllerGetCapabilitiesResponse, error) {
+	return &csi.GroupControllerGetCapabilitiesResponse{}, nil
 }
 
 type identityServer struct {

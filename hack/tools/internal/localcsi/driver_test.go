@@ -57,6 +57,7 @@ type fixture struct {
 	identity                             csi.IdentityClient
 	controller                           csi.ControllerClient
 	node                                 csi.NodeClient
+	group                                csi.GroupControllerClient
 }
 
 func newFixture(t *testing.T, capacity int64) *fixture {
@@ -78,6 +79,7 @@ func newFixture(t *testing.T, capacity int64) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	f.identity, f.controller, f.node = csi.NewIdentityClient(conn), csi.NewControllerClient(conn), csi.NewNodeClient(conn)
+	f.group = csi.NewGroupControllerClient(conn)
 	return f
 }
 
@@ -150,6 +152,10 @@ func TestIdentity(t *testing.T) {
 
 	_, err = f.identity.Probe(ctx(t), &csi.ProbeRequest{})
 	require.NoError(t, err)
+
+	groups, err := f.group.GroupControllerGetCapabilities(ctx(t), &csi.GroupControllerGetCapabilitiesRequest{})
+	require.NoError(t, err)
+	assert.Empty(t, groups.Capabilities, "no group snapshots")
 
 	node, err := f.node.NodeGetInfo(ctx(t), &csi.NodeGetInfoRequest{})
 	require.NoError(t, err)
