@@ -8,7 +8,7 @@ go 1.26
 require (
 	github.com/google/go-containerregistry v0.20.3
 	go.etcd.io/etcd/server/v3 v3.6.4
-	k8s.io/kubernetes v1.34.4 // indirect
+	k8s.io/kubernetes v1.34.4
 )
 
 require (

@@ -18,6 +18,8 @@ type Options struct {
 	Endpoint, RegistrationDir   string
 	PublishDir, BlockPublishDir string
 	capacityBytes               int64
+	// registered, when set, hears the kubelet's verdict on the registration.
+	registered func(ok bool, err string)
 }
 
 // NewOptions has the defaults of a node of the local cluster.
@@ -90,7 +92,7 @@ func (o *Options) Run(ctx context.Context) error {
 			csiServer.Stop()
 			return fmt.Errorf("listen %s: %w", socket, err)
 		}
-		regServer := NewRegistrationServer(o.Endpoint, nil)
+		regServer := NewRegistrationServer(o.Endpoint, o.registered)
 		g.Go(func() error { return regServer.Serve(regListener) })
 		g.Go(func() error { <-ctx.Done(); regServer.Stop(); return nil })
 	}
