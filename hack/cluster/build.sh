@@ -6,6 +6,11 @@
 # the OCI registry (distribution's) that runs on the host, and Helm, which installs Hangar's
 # chart in the installer tests.
 #
+# With HANGAR_CLUSTER_SNAPSHOTS=1 it builds the snapshot add-on too: hangar-local-csi (the
+# cluster's CSI driver, hack/tools/cmd/hangar-local-csi), and, pinned from the module proxy,
+# external-snapshotter's snapshot-controller and csi-snapshotter and external-provisioner's
+# csi-provisioner. Without it nothing of that is built.
+#
 # A binary is rebuilt only when it is missing or when the tools module (its
 # go.mod, go.sum or sources) or the Go version changed since it was built. A
 # cold build takes ~15-20 min on 2 cores; a relink from a warm Go build cache
@@ -31,6 +36,12 @@ ADDONS=(github.com/coredns/coredns@v1.14.6 github.com/rancher/local-path-provisi
 CONTAINERD_VERSION=v2.2.9
 CONTAINERD_COMMANDS=(containerd containerd-shim-runc-v2 ctr)
 CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs"
+
+# The snapshot add-on (HANGAR_CLUSTER_SNAPSHOTS=1): the versions hangar-cluster deploys.
+SNAPSHOTTER_SPEC=github.com/kubernetes-csi/external-snapshotter/v8@v8.7.0
+SNAPSHOTTER_COMMANDS=(snapshot-controller csi-snapshotter)
+PROVISIONER_SPEC=github.com/kubernetes-csi/external-provisioner/v5@v5.3.0
+PROVISIONER_COMMANDS=(csi-provisioner)
 
 STAMP_DIR="${BIN_DIR}/.stamps"
 
@@ -112,6 +123,42 @@ build_addon() {
 	echo "${stamp}" >"${STAMP_DIR}/${name}"
 }
 
+# build_replaced MODULE@VERSION COMMAND...: static binaries of MODULE/cmd/COMMAND for modules
+# that `go install` refuses because their go.mod has replace directives (the CSI sidecars
+# pin Kubernetes' staging modules that way). They are built in a throwaway module whose go.mod
+# is a copy of theirs, so the build list is exactly their release's, plus a requirement on
+# the module itself; a replacement by a local directory (external-snapshotter's ./client, a
+# module of the same repository that the module's zip leaves out) becomes that module at the
+# same version from the proxy. Rebuilt only when the version or Go changes.
+build_replaced() {
+	local spec="$1" module="${1%@*}" version="${1#*@}" stamp name need=false
+	shift
+	stamp="$(go version) ${spec}"
+	for name in "$@"; do
+		if [[ ${FORCE} == true || ! -x ${BIN_DIR}/${name} || ! -f ${STAMP_DIR}/${name} || "$(<"${STAMP_DIR}/${name}")" != "${stamp}" ]]; then
+			need=true
+		fi
+	done
+	[[ ${need} == true ]] || return 0
+	local dir work local_module
+	dir="$(env -C / GOFLAGS= go mod download -json "${spec}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[[ -f ${dir}/go.mod ]] || die "go mod download ${spec}: no module directory"
+	work="$(mktemp -d)"
+	cp "${dir}/go.mod" "${dir}/go.sum" "${work}/"
+	chmod u+w "${work}/go.mod" "${work}/go.sum"
+	for local_module in $(sed -nE 's#^(replace)?[[:space:]]*([^[:space:]]+)([[:space:]]+v[^[:space:]]+)?[[:space:]]+=>[[:space:]]+\.\.?/.*#\2#p' "${work}/go.mod"); do
+		go -C "${work}" mod edit -dropreplace "${local_module}" -require "${local_module}@${version}"
+	done
+	go -C "${work}" mod edit -module hangar.local/build/sidecars -require "${spec}"
+	for name in "$@"; do
+		run_step build "${name} ${version}" env -C "${work}" GOFLAGS=-mod=mod CGO_ENABLED=0 \
+			go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "${BIN_DIR}/.${name}.tmp" "${module}/cmd/${name}"
+		mv -f "${BIN_DIR}/.${name}.tmp" "${BIN_DIR}/${name}"
+		echo "${stamp}" >"${STAMP_DIR}/${name}"
+	done
+	rm -rf "${work}"
+}
+
 main() {
 	FORCE=false
 	if [[ ${1:-} == --force ]]; then
@@ -151,6 +198,12 @@ main() {
 	for name in "${CONTAINERD_COMMANDS[@]}"; do
 		build_addon "github.com/containerd/containerd/v2/cmd/${name}@${CONTAINERD_VERSION}" "${CONTAINERD_TAGS}"
 	done
+	if [[ ${HANGAR_CLUSTER_SNAPSHOTS:-} == 1 ]]; then
+		# Static: it runs on the host in a node's namespaces, and may run in an image later.
+		build_one hangar-local-csi ./cmd/hangar-local-csi "${fingerprint}" CGO_ENABLED=0
+		build_replaced "${SNAPSHOTTER_SPEC}" "${SNAPSHOTTER_COMMANDS[@]}"
+		build_replaced "${PROVISIONER_SPEC}" "${PROVISIONER_COMMANDS[@]}"
+	fi
 	log "[build] binaries up to date in ${BIN_DIR} ($((SECONDS - start))s)"
 }
 

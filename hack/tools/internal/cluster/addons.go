@@ -25,7 +25,8 @@ const (
 )
 
 // Addons starts the cluster's add-ons: CoreDNS, the local-path provisioner and the loop
-// block provisioner, and waits until they serve.
+// block provisioner, and waits until they serve; with HANGAR_CLUSTER_SNAPSHOTS=1 the snapshot
+// add-on too.
 func (s *Settings) Addons() error {
 	if err := Step("up", "images coredns, local-path-provisioner", func() error {
 		for _, img := range []struct{ ref, bin string }{
@@ -53,7 +54,7 @@ func (s *Settings) Addons() error {
 	if err := Step("up", d.Name, func() error { return s.Start(d) }); err != nil {
 		return err
 	}
-	return Step("up", "cluster DNS and local-path ready", func() error {
+	if err := Step("up", "cluster DNS and local-path ready", func() error {
 		return WaitFor(120*time.Second, "add-ons", func() error {
 			for _, dep := range []string{"kube-system/coredns", "local-path-storage/local-path-provisioner"} {
 				ns, name, _ := strings.Cut(dep, "/")
@@ -67,7 +68,13 @@ func (s *Settings) Addons() error {
 			}
 			return nil
 		})
-	})
+	}); err != nil {
+		return err
+	}
+	if s.Snapshots {
+		return s.SnapshotAddon()
+	}
+	return nil
 }
 
 func (s *Settings) loopProvisioner() Daemon {

@@ -60,6 +60,10 @@ func (s *Settings) Down(purge bool) error {
 				did = append(did, fmt.Sprintf("removed %d pods of %s", c, n.Name))
 			}
 		}
+		// The snapshot add-on's driver, if it ran: it holds the node's mount namespace.
+		if ran, _ := s.stopCSIDriver(n); ran {
+			did = append(did, "stopped hangar-local-csi@"+n.Name)
+		}
 		stopped("kube-proxy@"+n.Name, s.Bin("kube-proxy"), 5*time.Second)
 		stopped("containerd@"+n.Name, containerd, 10*time.Second)
 		note(s.killShims(n))

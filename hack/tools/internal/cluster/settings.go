@@ -53,6 +53,9 @@ type Settings struct {
 	PauseImage, BusyboxImage, CoreDNSImage, LocalPathImage string
 	// EtcdFsync turns etcd's fsync on (off by default: the data is disposable).
 	EtcdFsync bool
+	// Snapshots turns the snapshot add-on on (HANGAR_CLUSTER_SNAPSHOTS=1): the VolumeSnapshot
+	// CRDs, the snapshot controller and hangar-local-csi with its sidecars (snapshots.go).
+	Snapshots bool
 }
 
 // FromEnv reads the settings; root is the repository.
@@ -122,6 +125,12 @@ func FromEnv(root string) (*Settings, error) {
 	s.CoreDNSImage = str("HANGAR_COREDNS_IMAGE", "hangar.local/coredns:"+CoreDNSVersion)
 	s.LocalPathImage = str("HANGAR_LOCAL_PATH_IMAGE", "hangar.local/local-path-provisioner:"+LocalPathVersion)
 	s.EtcdFsync = str("HANGAR_ETCD_FSYNC", "false") == "true"
+	switch v := str("HANGAR_CLUSTER_SNAPSHOTS", "0"); v {
+	case "0", "1":
+		s.Snapshots = v == "1"
+	default:
+		errs = append(errs, fmt.Errorf("HANGAR_CLUSTER_SNAPSHOTS=%q: 0 or 1", v))
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("settings: %v", errs)
 	}

@@ -189,6 +189,10 @@ func (s *Settings) allRunning() bool {
 	daemons := append(s.ControlPlane(), s.registryDaemon())
 	for _, n := range s.AllNodes() {
 		daemons = append(daemons, s.NodeDaemons(n)...)
+		if s.Snapshots {
+			// A running cluster gets the snapshot add-on from an up that asks for it.
+			daemons = append(daemons, s.csiDriverDaemon(n))
+		}
 	}
 	for _, d := range daemons {
 		if s.Pid(d.Name, d.Binary) == 0 {
