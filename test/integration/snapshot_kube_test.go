@@ -198,7 +198,7 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 	t.Run("bad input is a 422 with field paths", func(t *testing.T) {
 		_, err := admin.SnapshotV1beta1().VirtualMachineSnapshots(ns).Create(ctx, &snapshotv1beta1.VirtualMachineSnapshot{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad"},
-			Spec: snapshotv1beta1.VirtualMachineSnapshotSpec{Source: corev1.TypedLocalObjectReference{APIGroup: ptr.To("apps"), Kind: "Deployment", Name: "db"}}}, metav1.CreateOptions{})
+			Spec:       snapshotv1beta1.VirtualMachineSnapshotSpec{Source: corev1.TypedLocalObjectReference{APIGroup: ptr.To("apps"), Kind: "Deployment", Name: "db"}}}, metav1.CreateOptions{})
 		require.True(t, apierrors.IsInvalid(err), "got %v", err)
 		assert.Contains(t, err.Error(), "spec.source.apiGroup")
 		assert.Contains(t, err.Error(), "spec.source.kind")
