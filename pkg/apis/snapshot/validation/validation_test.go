@@ -16,7 +16,6 @@ func vmRef(group *string, kind, name string) corev1.TypedLocalObjectReference {
 	return corev1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: name}
 }
 
-
 func TestValidateVirtualMachineSnapshot(t *testing.T) {
 	kubevirt := ptr.To("kubevirt.io")
 	tests := []struct {
