@@ -339,3 +339,21 @@ func TestSnapshotReady(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotOutlivesItsVM: once the content exists, a deleted VM does not stop the
+// snapshot: it completes from the content and its VolumeSnapshots.
+func TestSnapshotOutlivesItsVM(t *testing.T) {
+	s := vmSnapshot("before-delete", now.Time)
+	s.Status = &snapshotv1beta1.VirtualMachineSnapshotStatus{Phase: snapshotv1beta1.InProgress}
+	content := &snapshotv1beta1.VirtualMachineSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: ContentName(s), Namespace: ns},
+		Spec: snapshotv1beta1.VirtualMachineSnapshotContentSpec{VirtualMachineSnapshotName: ptr.To(s.Name),
+			Source: snapshotv1beta1.SourceSpec{VirtualMachine: &snapshotv1beta1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "db"}}},
+			VolumeBackups: []snapshotv1beta1.VolumeBackup{{VolumeName: "root", VolumeSnapshotName: ptr.To("vs-root"),
+				PersistentVolumeClaim: snapshotv1beta1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "root-disk"}}}}},
+	}
+	vs := &vsv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "vs-root", Namespace: ns}, Status: &vsv1.VolumeSnapshotStatus{ReadyToUse: ptr.To(true)}}
+	f := newFixture(t, s, content, vs)
+	require.NoError(t, f.c.syncSnapshot(context.Background(), ns+"/before-delete"))
+	assert.Equal(t, snapshotv1beta1.Succeeded, getSnapshot(t, f, "before-delete").Status.Phase)
+}

@@ -89,16 +89,18 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 		st.Phase = snapshotv1beta1.InProgress
 	}
 
+	// Once the content exists, the snapshot no longer needs the VM: a VM deleted meanwhile
+	// loses nothing the snapshot took.
+	if content, err := c.contents.VirtualMachineSnapshotContents(ns).Get(ContentName(s)); err == nil {
+		return c.progress(ctx, cached, s, content)
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
 	vm, err := c.vms.VirtualMachines(ns).Get(s.Spec.Source.Name)
 	if apierrors.IsNotFound(err) {
 		return c.waitOrFail(ctx, cached, s, "SourceMissing", fmt.Sprintf("VirtualMachine %s does not exist", s.Spec.Source.Name))
 	}
 	if err != nil {
-		return err
-	}
-	if content, err := c.contents.VirtualMachineSnapshotContents(ns).Get(ContentName(s)); err == nil {
-		return c.progress(ctx, cached, s, vm, content)
-	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
 
@@ -262,7 +264,7 @@ func (c *Controller) createVolumeSnapshots(ctx context.Context, s *snapshotv1bet
 
 // progress reads the VolumeSnapshots of an existing content and reports them.
 func (c *Controller) progress(ctx context.Context, cached, s *snapshotv1beta1.VirtualMachineSnapshot,
-	vm *v1.VirtualMachine, content *snapshotv1beta1.VirtualMachineSnapshotContent) error {
+	content *snapshotv1beta1.VirtualMachineSnapshotContent) error {
 	st := s.Status
 	contentStatus := &snapshotv1beta1.VirtualMachineSnapshotContentStatus{}
 	ready := true
@@ -356,7 +358,7 @@ func (c *Controller) progress(ctx context.Context, cached, s *snapshotv1beta1.Vi
 		return err
 	}
 	c.recorder.Eventf(s, corev1.EventTypeNormal, "SnapshotReady", "Snapshot of VirtualMachine %s is ready", s.Spec.Source.Name)
-	return c.unlockVM(ctx, s.Namespace, vm.Name, s.Name)
+	return c.unlockVM(ctx, s.Namespace, s.Spec.Source.Name, s.Name)
 }
 
 // indications say how the snapshot is taken. Hangar does not freeze file systems through the
