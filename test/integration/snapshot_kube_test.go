@@ -195,6 +195,20 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 		require.NoError(t, err)
 	}
 
+	t.Run("discovery and OpenAPI", func(t *testing.T) {
+		out, err := c.Kubectl("api-resources", "--api-group=snapshot.kubevirt.io", "-o", "wide")
+		require.NoError(t, err, out)
+		for _, want := range []string{"virtualmachinesnapshots", "vmsnapshot", "VirtualMachineSnapshot",
+			"virtualmachinesnapshotcontents", "vmsnapshotcontent", "virtualmachinerestores", "vmrestore"} {
+			assert.Contains(t, out, want)
+		}
+		out, err = c.Kubectl("explain", "virtualmachinesnapshotcontent.spec.source.virtualMachine.spec.template")
+		require.NoError(t, err, out)
+		out, err = c.Kubectl("explain", "virtualmachinerestore.spec.patches")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "JSON patch")
+	})
+
 	t.Run("bad input is a 422 with field paths", func(t *testing.T) {
 		_, err := admin.SnapshotV1beta1().VirtualMachineSnapshots(ns).Create(ctx, &snapshotv1beta1.VirtualMachineSnapshot{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad"},
