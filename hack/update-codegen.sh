@@ -22,8 +22,8 @@ fi
 # shellcheck source=/dev/null
 source "${CODEGEN_DIR}/kube_codegen.sh"
 
-# Protobuf for kubevirt.io/v1 and instancetype.kubevirt.io/v1beta1 (whose types embed v1's, so
-# it comes second), first: go-to-protobuf records each field's number in the Go
+# Protobuf for kubevirt.io/v1, instancetype.kubevirt.io/v1beta1 and snapshot.kubevirt.io/v1beta1
+# (whose types embed v1's, so they come after it), first: go-to-protobuf records each field's number in the Go
 # struct's protobuf tag, and later runs keep the numbers it finds there (a new field gets the
 # next free one), so the wire format stays stable as the types grow. It writes
 # generated.proto and runs protoc with the gogo plugin into generated.pb.go. Both expect a
@@ -47,14 +47,15 @@ GOBIN="${protobuf_tree}/bin" go install golang.org/x/tools/cmd/goimports \
 # apimachinery's defaults is not needed.
 PATH="${protobuf_tree}/bin:${PATH}" go-to-protobuf \
   --go-header-file "${ROOT}/hack/boilerplate.go.txt" \
-  --packages "${MODULE}/pkg/apis/kubevirt/v1,${MODULE}/pkg/apis/instancetype/v1beta1" \
+  --packages "${MODULE}/pkg/apis/kubevirt/v1,${MODULE}/pkg/apis/instancetype/v1beta1,${MODULE}/pkg/apis/snapshot/v1beta1" \
   --apimachinery-packages "-k8s.io/apimachinery/pkg/util/intstr,-k8s.io/apimachinery/pkg/api/resource,-k8s.io/apimachinery/pkg/runtime/schema,-k8s.io/apimachinery/pkg/runtime,-k8s.io/apimachinery/pkg/apis/meta/v1,-k8s.io/api/core/v1,-k8s.io/api/autoscaling/v1" \
   --proto-import "${protobuf_tree}/src" \
   --proto-import "${protobuf_tree}/src/github.com/gogo/protobuf/protobuf" \
   --output-dir "${protobuf_tree}/src"
 
 # instancetype.kubevirt.io's types embed kubevirt.io's (CPU features, firmware, clock, ...):
-# their conversions are kubevirt.io/v1's.
+# their conversions are kubevirt.io/v1's. (A snapshot's content keeps a VirtualMachine, whose
+# conversion snapshot/v1beta1/conversion.go hands to kubevirt.io/v1's.)
 kube::codegen::gen_helpers \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   --extra-peer-dir "${MODULE}/pkg/apis/kubevirt" \
@@ -107,6 +108,26 @@ kube::codegen::gen_client \
   --applyconfig-externals "${instancetype_externals}" \
   --output-dir "${ROOT}/pkg/generated/instancetype" \
   --output-pkg "${MODULE}/pkg/generated/instancetype" \
+  --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+  "${ROOT}/pkg/apis"
+
+# snapshot.kubevirt.io has a clientset of its own too, in protobuf; the VirtualMachine a
+# snapshot's content keeps uses kubevirt.io's apply configurations, the claims client-go's.
+snapshot_externals=""
+for t in VirtualMachineSpec VirtualMachineStatus; do
+  snapshot_externals+="${snapshot_externals:+,}${MODULE}/pkg/apis/kubevirt/v1.${t}:${MODULE}/pkg/generated/applyconfiguration/kubevirt/v1"
+done
+for t in TypedLocalObjectReference PersistentVolumeClaimSpec; do
+  snapshot_externals+=",k8s.io/api/core/v1.${t}:k8s.io/client-go/applyconfigurations/core/v1"
+done
+kube::codegen::gen_client \
+  --one-input-api snapshot \
+  --with-watch \
+  --with-applyconfig \
+  --prefers-protobuf \
+  --applyconfig-externals "${snapshot_externals}" \
+  --output-dir "${ROOT}/pkg/generated/snapshot" \
+  --output-pkg "${MODULE}/pkg/generated/snapshot" \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   "${ROOT}/pkg/apis"
 

@@ -22,6 +22,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1alpha3"
+	"github.com/hangarvm/hangar/pkg/apis/snapshot"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apiserver/openapi"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
@@ -31,6 +33,9 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancetype"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachinepreference"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinerestore"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinesnapshot"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinesnapshotcontent"
 )
 
 // ExtraConfig holds virt-api's own configuration, beyond the generic server's.
@@ -77,7 +82,8 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds virt-api and installs the kubevirt.io group, v1 preferred and v1alpha3 as a
-// deprecated alias, both backed by the same storage, and instancetype.kubevirt.io/v1beta1.
+// deprecated alias, both backed by the same storage, instancetype.kubevirt.io/v1beta1 and
+// snapshot.kubevirt.io/v1beta1.
 func (c CompletedConfig) New() (*Server, error) {
 	genericServer, err := c.GenericConfig.New("hangar-virt-api", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -177,6 +183,27 @@ func (c CompletedConfig) New() (*Server, error) {
 	instancetypeGroup.VersionedResourcesStorageMap[instancetypev1beta1.SchemeGroupVersion.Version] =
 		serving.Storage(append(instancetypes.Serving(), preferences.Serving()...)...)
 	if err := genericServer.InstallAPIGroup(&instancetypeGroup); err != nil {
+		return nil, err
+	}
+
+	// snapshot.kubevirt.io/v1beta1: snapshots, their contents and restores.
+	snapshots, err := virtualmachinesnapshot.NewStorage(Scheme, optsGetter, authz)
+	if err != nil {
+		return nil, err
+	}
+	contents, err := virtualmachinesnapshotcontent.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	restores, err := virtualmachinerestore.NewStorage(Scheme, optsGetter, virtualmachinerestore.Dependencies{
+		Authorizer: authz, Snapshots: snapshots.VirtualMachineSnapshot, VMs: vms.VirtualMachine})
+	if err != nil {
+		return nil, err
+	}
+	snapshotGroup := genericapiserver.NewDefaultAPIGroupInfo(snapshot.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	snapshotGroup.VersionedResourcesStorageMap[snapshotv1beta1.SchemeGroupVersion.Version] =
+		serving.Storage(snapshots.Serving(), contents.Serving(), restores.Serving())
+	if err := genericServer.InstallAPIGroup(&snapshotGroup); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: genericServer}, nil

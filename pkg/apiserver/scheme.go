@@ -11,6 +11,7 @@ import (
 
 	instancetypeinstall "github.com/hangarvm/hangar/pkg/apis/instancetype/install"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/install"
+	snapshotinstall "github.com/hangarvm/hangar/pkg/apis/snapshot/install"
 )
 
 var (
@@ -24,6 +25,7 @@ var (
 func init() {
 	install.Install(Scheme)
 	instancetypeinstall.Install(Scheme)
+	snapshotinstall.Install(Scheme)
 	// The scale subresource speaks autoscaling/v1 Scale, through its internal form.
 	utilruntime.Must(scalescheme.AddToScheme(Scheme))
 	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))

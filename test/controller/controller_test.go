@@ -577,7 +577,12 @@ func TestController(t *testing.T) {
 			{[]string{"update", "leases.coordination.k8s.io", "-n", "any"}, "no"},
 			{[]string{"create", "virtualmachineinstances.kubevirt.io", "-n", "any"}, "yes"},
 			{[]string{"update", "virtualmachineinstances.kubevirt.io/status", "-n", "any"}, "yes"},
-			{[]string{"create", "virtualmachines.kubevirt.io", "-n", "any"}, "no"},
+			// A restore to a new name creates the VM; virt-api stores such a restore only when its
+			// user may create virtualmachines in the namespace.
+			{[]string{"create", "virtualmachines.kubevirt.io", "-n", "any"}, "yes"},
+			{[]string{"create", "virtualmachinesnapshots.snapshot.kubevirt.io", "-n", "any"}, "no"},
+			{[]string{"update", "virtualmachinesnapshots.snapshot.kubevirt.io", "--subresource=status", "-n", "any"}, "yes"},
+			{[]string{"delete", "virtualmachinesnapshotcontents.snapshot.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"delete", "virtualmachines.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"update", "virtualmachineinstancereplicasets.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"update", "virtualmachines.kubevirt.io", "--subresource=start", "-n", "any"}, "no"},

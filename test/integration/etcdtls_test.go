@@ -46,6 +46,7 @@ resources:
   - virtualmachineinstancereplicasets.kubevirt.io
   - virtualmachineinstancemigrations.kubevirt.io
   - "*.instancetype.kubevirt.io"
+  - "*.snapshot.kubevirt.io"
   providers:
   - secretbox:
       keys:

@@ -12,6 +12,8 @@ import (
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/snapshot"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apiserver"
 )
 
@@ -24,8 +26,8 @@ const defaultStorageMediaType = runtime.ContentTypeProtobuf
 // Each group is stored in one version whatever version a client used, and held in memory in
 // its internal version.
 var (
-	storageVersions = schema.GroupVersions{v1.SchemeGroupVersion, instancetypev1beta1.SchemeGroupVersion}
-	memoryVersions  = schema.GroupVersions{kubevirt.SchemeGroupVersion, instancetype.SchemeGroupVersion}
+	storageVersions = schema.GroupVersions{v1.SchemeGroupVersion, instancetypev1beta1.SchemeGroupVersion, snapshotv1beta1.SchemeGroupVersion}
+	memoryVersions  = schema.GroupVersions{kubevirt.SchemeGroupVersion, instancetype.SchemeGroupVersion, snapshot.SchemeGroupVersion}
 )
 
 // applyStorageCodec makes the etcd codec write --storage-media-type, each group in its storage

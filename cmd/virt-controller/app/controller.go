@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,6 +23,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
+	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/kubeclient"
 	"github.com/hangarvm/hangar/pkg/leaderelect"
 	"github.com/hangarvm/hangar/pkg/metricsserver"
@@ -48,6 +51,15 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Controllers.Instancetypes, err = instancetypeclient.NewForConfig(kvCfg); err != nil {
+		return err
+	}
+	if o.Controllers.Snapshots, err = vmsnapshotclient.NewForConfig(kvCfg); err != nil {
+		return err
+	}
+	// VolumeSnapshots are custom resources of kube-apiserver, served in JSON only.
+	jsonCfg := rest.CopyConfig(kubeCfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	if o.Controllers.VolumeSnapshots, err = snapshotclient.NewForConfig(jsonCfg); err != nil {
 		return err
 	}
 

@@ -188,6 +188,10 @@ type VirtualMachineStatus struct {
 	InstancetypeRef *InstancetypeStatusRef
 	// PreferenceRef is the preference the VM uses and its revision.
 	PreferenceRef *InstancetypeStatusRef
+	// SnapshotInProgress names the VirtualMachineSnapshot being taken of the VM.
+	SnapshotInProgress *string
+	// RestoreInProgress names the VirtualMachineRestore being restored to the VM.
+	RestoreInProgress *string
 }
 
 // VirtualMachineConditionType names a VirtualMachine condition.

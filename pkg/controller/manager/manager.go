@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	vsinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +32,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/migration"
 	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
 	"github.com/hangarvm/hangar/pkg/controller/replicaset"
+	"github.com/hangarvm/hangar/pkg/controller/snapshot"
 	"github.com/hangarvm/hangar/pkg/controller/vm"
 	"github.com/hangarvm/hangar/pkg/controller/vmi"
 	"github.com/hangarvm/hangar/pkg/controller/workloadupdate"
@@ -37,6 +40,8 @@ import (
 	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
+	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
+	vmsnapshotinformers "github.com/hangarvm/hangar/pkg/generated/snapshot/informers/externalversions"
 )
 
 func init() {
@@ -66,6 +71,11 @@ type Options struct {
 	// types and preferences VMs name; nil: no revisions are kept and VMs' instances are
 	// made from their templates as written.
 	Instancetypes instancetypeclient.Interface
+	// Snapshots reaches snapshot.kubevirt.io and VolumeSnapshots snapshot.storage.k8s.io, for
+	// the snapshot and restore controllers; they run when both are set and the cluster serves
+	// snapshot.storage.k8s.io/v1 (its CRDs installed).
+	Snapshots       vmsnapshotclient.Interface
+	VolumeSnapshots snapshotclient.Interface
 }
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
@@ -165,6 +175,31 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		func() error { return evacuationController.Run(ctx) },
 		func() error { return updater.Run(ctx) },
 	}
+	var snapshotFactories []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}
+	if o.Snapshots != nil && o.VolumeSnapshots != nil {
+		if _, err := kube.Discovery().ServerResourcesForGroupVersion("snapshot.storage.k8s.io/v1"); err != nil {
+			klog.InfoS("snapshot.storage.k8s.io/v1 is not served (no VolumeSnapshot CRDs): VirtualMachineSnapshots and restores wait", "err", err)
+		} else {
+			vmsFactory := vmsnapshotinformers.NewSharedInformerFactoryWithOptions(o.Snapshots, o.Resync, vmsnapshotinformers.WithTransform(stripManagedFields))
+			vsFactory := vsinformers.NewSharedInformerFactoryWithOptions(o.VolumeSnapshots, o.Resync, vsinformers.WithTransform(stripManagedFields))
+			storageFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync, informers.WithTransform(stripManagedFields))
+			snapController, err := snapshot.New(snapshot.Clients{KubeVirt: kubevirt, Snapshots: o.Snapshots, VolumeSnapshots: o.VolumeSnapshots, Kube: kube},
+				snapshot.Informers{
+					Snapshots: vmsFactory.Snapshot().V1beta1().VirtualMachineSnapshots(), Contents: vmsFactory.Snapshot().V1beta1().VirtualMachineSnapshotContents(),
+					Restores: vmsFactory.Snapshot().V1beta1().VirtualMachineRestores(), VMs: vmInformer, VMIs: vmiInformer,
+					VolumeSnapshots: vsFactory.Snapshot().V1().VolumeSnapshots(), VolumeSnapshotClasses: vsFactory.Snapshot().V1().VolumeSnapshotClasses(),
+					Claims: pvcInformer, StorageClasses: storageFactory.Storage().V1().StorageClasses(),
+				}, recorder)
+			if err != nil {
+				return err
+			}
+			runners = append(runners, func() error { return snapController.Run(ctx, 2) })
+			snapshotFactories = append(snapshotFactories, vmsFactory, vsFactory, storageFactory)
+		}
+	}
 	var csrFactory informers.SharedInformerFactory
 	if o.MigrationCA != nil {
 		csrFactory = informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
@@ -178,6 +213,10 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		klog.InfoS("no migration CA: nodes get no migration identity, and no instance can migrate")
 	}
 
+	for _, f := range snapshotFactories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())

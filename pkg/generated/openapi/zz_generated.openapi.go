@@ -183,6 +183,28 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.NodePlacement":                                     schema_pkg_apis_operator_v1alpha1_NodePlacement(ref),
 		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.SelfSignConfiguration":                             schema_pkg_apis_operator_v1alpha1_SelfSignConfiguration(ref),
 		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.WorkloadUpdateStrategy":                            schema_pkg_apis_operator_v1alpha1_WorkloadUpdateStrategy(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition":                                          schema_pkg_apis_snapshot_v1beta1_Condition(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error":                                              schema_pkg_apis_snapshot_v1beta1_Error(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.PersistentVolumeClaim":                              schema_pkg_apis_snapshot_v1beta1_PersistentVolumeClaim(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.SnapshotVolumesLists":                               schema_pkg_apis_snapshot_v1beta1_SnapshotVolumesLists(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.SourceSpec":                                         schema_pkg_apis_snapshot_v1beta1_SourceSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachine":                                     schema_pkg_apis_snapshot_v1beta1_VirtualMachine(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestore":                              schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestore(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreList":                          schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestoreList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreSpec":                          schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestoreSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreStatus":                        schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestoreStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshot":                             schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshot(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContent":                      schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContent(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentList":                  schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContentList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentSpec":                  schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContentSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentStatus":                schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContentStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotList":                         schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotSpec":                         schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotStatus":                       schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeBackup":                                       schema_pkg_apis_snapshot_v1beta1_VolumeBackup(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeRestore":                                      schema_pkg_apis_snapshot_v1beta1_VolumeRestore(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeRestoreOverride":                              schema_pkg_apis_snapshot_v1beta1_VolumeRestoreOverride(ref),
+		"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeSnapshotStatus":                               schema_pkg_apis_snapshot_v1beta1_VolumeSnapshotStatus(ref),
 		"k8s.io/api/autoscaling/v1.ContainerResourceMetricSource":                                                 schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		"k8s.io/api/autoscaling/v1.ContainerResourceMetricStatus":                                                 schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
 		"k8s.io/api/autoscaling/v1.CrossVersionObjectReference":                                                   schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
@@ -6699,6 +6721,20 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef"),
 						},
 					},
+					"snapshotInProgress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SnapshotInProgress names the VirtualMachineSnapshot being taken of the VM.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restoreInProgress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreInProgress names the VirtualMachineRestore being restored to the VM.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -7383,6 +7419,1127 @@ func schema_pkg_apis_operator_v1alpha1_WorkloadUpdateStrategy(ref common.Referen
 		},
 		Dependencies: []string{
 			"k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_Condition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Condition is one observation of a snapshot or restore.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Ready, Progressing or Failure.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is True, False or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastProbeTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastProbeTime is when the condition was last checked.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"lastTransitionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTransitionTime is when the status last changed.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is a one-word reason for the status.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says more about the status.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "status"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_Error(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Error is the last error of a snapshot, its content or one of its VolumeSnapshots.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the error was seen.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what went wrong.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_PersistentVolumeClaim(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PersistentVolumeClaim is a claim as a snapshot keeps it, so a restore can make one like it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Metadata of the claim: name, namespace, labels and annotations.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the claim's spec.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/api/core/v1.PersistentVolumeClaimSpec"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/api/core/v1.PersistentVolumeClaimSpec", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_SnapshotVolumesLists(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SnapshotVolumesLists names the volumes a snapshot includes and those it leaves out.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"includedVolumes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "IncludedVolumes are the volumes snapshotted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"excludedVolumes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ExcludedVolumes are the volumes that cannot be snapshotted (not backed by a claim).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_SourceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceSpec is what was snapshotted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"virtualMachine": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VirtualMachine is the VirtualMachine snapshotted.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachine"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachine"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachine(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachine is a VirtualMachine as a snapshot keeps it: its name, labels, annotations, spec and status.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Metadata of the VirtualMachine: name, namespace, labels and annotations.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the VirtualMachine's spec as it was snapshotted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the VirtualMachine's status as it was snapshotted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineSpec", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineRestore asks for a snapshot to be restored to a VirtualMachine: the one it was taken of, stopped, or a new one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec names the snapshot and the target VirtualMachine.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the restore controller observed.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreSpec", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestoreStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineRestoreList is a list of VirtualMachineRestores.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineRestores.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestore"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineRestore", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineRestoreSpec names the snapshot and the VirtualMachine it is restored to.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the VirtualMachine to restore to (apiGroup kubevirt.io, kind VirtualMachine): the one snapshotted, or a new name for a new VM.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/api/core/v1.TypedLocalObjectReference"),
+						},
+					},
+					"virtualMachineSnapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VirtualMachineSnapshotName names the snapshot to restore, in the same namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetReadinessPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetReadinessPolicy says what to do while the target runs. Hangar waits for it to stop whatever the policy (WaitEventually).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"volumeRestorePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeRestorePolicy says how restored claims are named. Hangar names them restore-<restore UID>-<volume> (RandomizeNames); InPlace is not supported.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"volumeRestoreOverrides": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeRestoreOverrides change the name, labels or annotations of restored claims.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeRestoreOverride"),
+									},
+								},
+							},
+						},
+					},
+					"patches": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Patches are JSON patches applied to a new target VirtualMachine before it is created: each a JSON object such as {\"op\": \"replace\", \"path\": \"/metadata/labels/app\", \"value\": \"b\"}.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"target", "virtualMachineSnapshotName"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeRestoreOverride", "k8s.io/api/core/v1.TypedLocalObjectReference"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineRestoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineRestoreStatus is what the restore controller observed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"restores": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Restores are the claims restored, one per volume.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeRestore"),
+									},
+								},
+							},
+						},
+					},
+					"restoreTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreTime is when the restore completed.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"deletedDataVolumes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DeletedDataVolumes are DataVolumes the restore deleted (Hangar deletes none).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"complete": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Complete is true once the target VM has the snapshot's spec and claims.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Progressing and Ready.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeRestore", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshot(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshot asks for a snapshot of a VirtualMachine: its spec, kept in a VirtualMachineSnapshotContent, and a VolumeSnapshot of each of its claims.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec names the VirtualMachine to snapshot.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the snapshot controller observed.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotSpec", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContent(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotContent keeps what a snapshot took: the VirtualMachine as it was and the VolumeSnapshot of each of its claims. The snapshot controller makes it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the VirtualMachine and its volumes' backups.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the snapshot controller observed of the VolumeSnapshots.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentSpec", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContentStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContentList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotContentList is a list of VirtualMachineSnapshotContents.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineSnapshotContents.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContent"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshotContent", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContentSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotContentSpec is what a snapshot keeps.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"virtualMachineSnapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VirtualMachineSnapshotName names the snapshot the content belongs to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is the VirtualMachine as it was snapshotted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.SourceSpec"),
+						},
+					},
+					"volumeBackups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeBackups are the snapshots of the VM's claims.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeBackup"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"source"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.SourceSpec", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeBackup"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotContentStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotContentStatus is what the snapshot controller observed of the content.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"creationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreationTime is when the last VolumeSnapshot was taken.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"readyToUse": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyToUse is true once every VolumeSnapshot is ready.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Error is the last error met.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error"),
+						},
+					},
+					"volumeSnapshotStatus": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeSnapshotStatus is the state of each VolumeSnapshot.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeSnapshotStatus"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VolumeSnapshotStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotList is a list of VirtualMachineSnapshots.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineSnapshots.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshot"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.VirtualMachineSnapshot", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotSpec names what to snapshot and how long it may take.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is the VirtualMachine to snapshot (apiGroup kubevirt.io, kind VirtualMachine).",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/api/core/v1.TypedLocalObjectReference"),
+						},
+					},
+					"deletionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeletionPolicy is what becomes of the content when the snapshot is deleted: Delete (the default) or Retain.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"failureDeadline": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailureDeadline is how long the snapshot may take before it fails; 0 waits forever. Five minutes when unset.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+				},
+				Required: []string{"source"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/api/core/v1.TypedLocalObjectReference", "k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VirtualMachineSnapshotStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineSnapshotStatus is what the snapshot controller observed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"sourceUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceUID is the UID of the VirtualMachine snapshotted.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"virtualMachineSnapshotContentName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VirtualMachineSnapshotContentName names the content that keeps the snapshot.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"creationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreationTime is when the snapshot was taken.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is InProgress, Succeeded, Failed, Deleting or Unknown.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"readyToUse": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyToUse is true once every VolumeSnapshot is ready: the snapshot can be restored.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Error is the last error met.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error"),
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Progressing, Ready and Failure.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition"),
+									},
+								},
+							},
+						},
+					},
+					"indications": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Indications tell how the snapshot was taken: Online, GuestAgent, NoGuestAgent.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"snapshotVolumes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SnapshotVolumes lists the VM's volumes included in the snapshot and those left out.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.SnapshotVolumesLists"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.SnapshotVolumesLists", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VolumeBackup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VolumeBackup is the snapshot of one of the VM's volumes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"volumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeName is the volume's name in the VM's spec.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"persistentVolumeClaim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PersistentVolumeClaim is the claim behind the volume.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.PersistentVolumeClaim"),
+						},
+					},
+					"volumeSnapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeSnapshotName names the VolumeSnapshot of the claim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"volumeName", "persistentVolumeClaim"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.PersistentVolumeClaim"},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VolumeRestore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VolumeRestore is one volume restored from its VolumeSnapshot into a new claim.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"volumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeName is the volume's name in the VM's spec.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"persistentVolumeClaim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PersistentVolumeClaimName names the restored claim.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"volumeSnapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeSnapshotName names the VolumeSnapshot the claim is restored from.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dataVolumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataVolumeName names a DataVolume made for the claim (Hangar makes none).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"volumeName", "persistentVolumeClaim", "volumeSnapshotName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VolumeRestoreOverride(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VolumeRestoreOverride changes the name, labels or annotations of one restored claim.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"volumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeName is the volume's name in the VM's spec.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restoreName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreName is the name of the restored claim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Labels added to the restored claim.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations added to the restored claim.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_snapshot_v1beta1_VolumeSnapshotStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VolumeSnapshotStatus is the state of one VolumeSnapshot of a content.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"volumeSnapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeSnapshotName names the VolumeSnapshot.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"creationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreationTime is when the storage took the snapshot.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"readyToUse": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyToUse is the VolumeSnapshot's readyToUse.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Error is the VolumeSnapshot's error.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error"),
+						},
+					},
+				},
+				Required: []string{"volumeSnapshotName"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Error", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

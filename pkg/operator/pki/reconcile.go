@@ -303,6 +303,7 @@ resources:
 - resources:
   - "*.kubevirt.io"
   - "*.instancetype.kubevirt.io"
+  - "*.snapshot.kubevirt.io"
   providers:
   - secretbox:
       keys:
@@ -315,10 +316,10 @@ resources:
 
 // encryptedGroupLines are the resource lines of the configuration, each a group virt-api
 // stores; virt-api refuses to start when a group it stores is not named.
-var encryptedGroupLines = []string{`  - "*.kubevirt.io"`, `  - "*.instancetype.kubevirt.io"`}
+var encryptedGroupLines = []string{`  - "*.kubevirt.io"`, `  - "*.instancetype.kubevirt.io"`, `  - "*.snapshot.kubevirt.io"`}
 
 // withEncryptedGroups adds to a configuration made by an earlier version the groups virt-api
-// has stored since (instancetype.kubevirt.io), under the same key and providers: the
+// has stored since (instancetype.kubevirt.io, snapshot.kubevirt.io), under the same key and providers: the
 // configuration is kept, only its list of resources grows. The configuration is the
 // operator's own (the format above), so the lines are found as written.
 func withEncryptedGroups(config []byte) []byte {
@@ -327,10 +328,13 @@ func withEncryptedGroups(config []byte) []byte {
 	if !strings.Contains(text, first) {
 		return config // not ours: left as it is, and virt-api says what it lacks
 	}
+	// Each missing line goes after the one before it, so the lines keep their order.
+	after := first
 	for _, line := range encryptedGroupLines[1:] {
 		if !strings.Contains(text, line+"\n") {
-			text = strings.Replace(text, first, first+line+"\n", 1)
+			text = strings.Replace(text, after, after+line+"\n", 1)
 		}
+		after = line + "\n"
 	}
 	return []byte(text)
 }

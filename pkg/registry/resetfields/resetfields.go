@@ -16,3 +16,13 @@ func For(paths ...fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
 		fieldpath.APIVersion(v1alpha3.SchemeGroupVersion.String()): fieldpath.NewSet(paths...),
 	}
 }
+
+// ForGroupVersions returns the reset fields for the given served versions of another group
+// (snapshot.kubevirt.io/v1beta1).
+func ForGroupVersions(versions []string, paths ...fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
+	m := map[fieldpath.APIVersion]*fieldpath.Set{}
+	for _, v := range versions {
+		m[fieldpath.APIVersion(v)] = fieldpath.NewSet(paths...)
+	}
+	return m
+}

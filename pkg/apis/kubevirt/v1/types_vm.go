@@ -237,6 +237,12 @@ type VirtualMachineStatus struct {
 	// PreferenceRef is the preference the VM uses and its revision.
 	// +optional
 	PreferenceRef *InstancetypeStatusRef `json:"preferenceRef,omitempty" protobuf:"bytes,11,opt,name=preferenceRef"`
+	// SnapshotInProgress names the VirtualMachineSnapshot being taken of the VM.
+	// +optional
+	SnapshotInProgress *string `json:"snapshotInProgress,omitempty" protobuf:"bytes,12,opt,name=snapshotInProgress"`
+	// RestoreInProgress names the VirtualMachineRestore being restored to the VM.
+	// +optional
+	RestoreInProgress *string `json:"restoreInProgress,omitempty" protobuf:"bytes,13,opt,name=restoreInProgress"`
 }
 
 // VirtualMachineConditionType names a VirtualMachine condition.

@@ -3093,6 +3093,8 @@ func autoConvert_v1_VirtualMachineStatus_To_kubevirt_VirtualMachineStatus(in *Vi
 	out.RunStrategy = kubevirt.VirtualMachineRunStrategy(in.RunStrategy)
 	out.InstancetypeRef = (*kubevirt.InstancetypeStatusRef)(unsafe.Pointer(in.InstancetypeRef))
 	out.PreferenceRef = (*kubevirt.InstancetypeStatusRef)(unsafe.Pointer(in.PreferenceRef))
+	out.SnapshotInProgress = (*string)(unsafe.Pointer(in.SnapshotInProgress))
+	out.RestoreInProgress = (*string)(unsafe.Pointer(in.RestoreInProgress))
 	return nil
 }
 
@@ -3113,6 +3115,8 @@ func autoConvert_kubevirt_VirtualMachineStatus_To_v1_VirtualMachineStatus(in *ku
 	out.RunStrategy = VirtualMachineRunStrategy(in.RunStrategy)
 	out.InstancetypeRef = (*InstancetypeStatusRef)(unsafe.Pointer(in.InstancetypeRef))
 	out.PreferenceRef = (*InstancetypeStatusRef)(unsafe.Pointer(in.PreferenceRef))
+	out.SnapshotInProgress = (*string)(unsafe.Pointer(in.SnapshotInProgress))
+	out.RestoreInProgress = (*string)(unsafe.Pointer(in.RestoreInProgress))
 	return nil
 }
 

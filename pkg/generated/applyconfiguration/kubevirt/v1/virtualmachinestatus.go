@@ -36,6 +36,8 @@ type VirtualMachineStatusApplyConfiguration struct {
 	RunStrategy         *kubevirtv1.VirtualMachineRunStrategy                `json:"runStrategy,omitempty"`
 	InstancetypeRef     *InstancetypeStatusRefApplyConfiguration             `json:"instancetypeRef,omitempty"`
 	PreferenceRef       *InstancetypeStatusRefApplyConfiguration             `json:"preferenceRef,omitempty"`
+	SnapshotInProgress  *string                                              `json:"snapshotInProgress,omitempty"`
+	RestoreInProgress   *string                                              `json:"restoreInProgress,omitempty"`
 }
 
 // VirtualMachineStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineStatus type for use with
@@ -139,5 +141,21 @@ func (b *VirtualMachineStatusApplyConfiguration) WithInstancetypeRef(value *Inst
 // If called multiple times, the PreferenceRef field is set to the value of the last call.
 func (b *VirtualMachineStatusApplyConfiguration) WithPreferenceRef(value *InstancetypeStatusRefApplyConfiguration) *VirtualMachineStatusApplyConfiguration {
 	b.PreferenceRef = value
+	return b
+}
+
+// WithSnapshotInProgress sets the SnapshotInProgress field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SnapshotInProgress field is set to the value of the last call.
+func (b *VirtualMachineStatusApplyConfiguration) WithSnapshotInProgress(value string) *VirtualMachineStatusApplyConfiguration {
+	b.SnapshotInProgress = &value
+	return b
+}
+
+// WithRestoreInProgress sets the RestoreInProgress field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestoreInProgress field is set to the value of the last call.
+func (b *VirtualMachineStatusApplyConfiguration) WithRestoreInProgress(value string) *VirtualMachineStatusApplyConfiguration {
+	b.RestoreInProgress = &value
 	return b
 }

@@ -1,0 +1,139 @@
+package snapshot
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
+)
+
+// readySnapshot is a Succeeded snapshot of vm("db") and its content.
+func readySnapshot() (*snapshotv1beta1.VirtualMachineSnapshot, *snapshotv1beta1.VirtualMachineSnapshotContent) {
+	s := vmSnapshot("before-upgrade", now.Time)
+	s.Status = &snapshotv1beta1.VirtualMachineSnapshotStatus{Phase: snapshotv1beta1.Succeeded, ReadyToUse: ptr.To(true),
+		VirtualMachineSnapshotContentName: ptr.To(ContentName(s))}
+	source := vm("db", v1.RunStrategyAlways)
+	c := claim("root-disk", "fast")
+	content := &snapshotv1beta1.VirtualMachineSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: ContentName(s), Namespace: ns},
+		Spec: snapshotv1beta1.VirtualMachineSnapshotContentSpec{VirtualMachineSnapshotName: ptr.To(s.Name),
+			Source: snapshotv1beta1.SourceSpec{VirtualMachine: &snapshotv1beta1.VirtualMachine{
+				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, Labels: source.Labels}, Spec: source.Spec}},
+			VolumeBackups: []snapshotv1beta1.VolumeBackup{{VolumeName: "root", VolumeSnapshotName: ptr.To("vmsnapshot-snap-uid-volume-root"),
+				PersistentVolumeClaim: snapshotv1beta1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name}, Spec: c.Spec}}}},
+	}
+	return s, content
+}
+
+func vmRestore(name, target string) *snapshotv1beta1.VirtualMachineRestore {
+	return &snapshotv1beta1.VirtualMachineRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: "restore-uid"},
+		Spec: snapshotv1beta1.VirtualMachineRestoreSpec{VirtualMachineSnapshotName: "before-upgrade",
+			Target: corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: target}},
+	}
+}
+
+func TestRestore(t *testing.T) {
+	tests := []struct {
+		name string
+		// target is the VM of the restore's target name, if any; vmi its instance.
+		target     *v1.VirtualMachine
+		vmi        bool
+		targetName string
+		wantWait   string // the reason the restore waits; "" when it completes
+	}{
+		{name: "same VM, running: waits and says why", target: vm("db", v1.RunStrategyAlways), targetName: "db",
+			wantWait: "waiting for VirtualMachine db to stop: its runStrategy is Always; stop it (virtctl stop db) and the restore goes on"},
+		{name: "same VM, halted but its instance still there", target: vm("db", v1.RunStrategyHalted), vmi: true, targetName: "db",
+			wantWait: "waiting for VirtualMachine db to stop: its instance still exists; stop it (virtctl stop db) and the restore goes on"},
+		{name: "same VM, stopped", target: vm("db", v1.RunStrategyHalted), targetName: "db"},
+		{name: "a new VM", target: vm("db", v1.RunStrategyAlways), targetName: "db-copy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, content := readySnapshot()
+			objs := []runtime.Object{s, content, vmRestore("rollback", tt.targetName), tt.target}
+			if tt.vmi {
+				objs = append(objs, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}})
+			}
+			f := newFixture(t, objs...)
+			require.NoError(t, f.c.syncRestore(context.Background(), ns+"/rollback"))
+			ctx := context.Background()
+			r, err := f.vms.SnapshotV1beta1().VirtualMachineRestores(ns).Get(ctx, "rollback", metav1.GetOptions{})
+			require.NoError(t, err)
+			require.NotNil(t, r.Status)
+			claims, err := f.kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			original, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(ctx, "db", metav1.GetOptions{})
+			require.NoError(t, err)
+			if tt.wantWait != "" {
+				assert.False(t, *r.Status.Complete)
+				progressing := condition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing)
+				require.NotNil(t, progressing)
+				assert.Equal(t, tt.wantWait, progressing.Message)
+				assert.Empty(t, claims.Items, "no claim before the VM stops")
+				assert.Equal(t, tt.target.Spec, original.Spec, "the VM untouched")
+				return
+			}
+			assert.True(t, *r.Status.Complete)
+			assert.Equal(t, []snapshotv1beta1.VolumeRestore{{VolumeName: "root", PersistentVolumeClaimName: "restore-restore-uid-root",
+				VolumeSnapshotName: "vmsnapshot-snap-uid-volume-root"}}, r.Status.Restores)
+			require.Len(t, claims.Items, 1)
+			restored := claims.Items[0]
+			assert.Equal(t, "restore-restore-uid-root", restored.Name)
+			assert.Equal(t, &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot",
+				Name: "vmsnapshot-snap-uid-volume-root"}, restored.Spec.DataSource)
+			old := claim("root-disk", "fast")
+			assert.Equal(t, old.Spec.Resources, restored.Spec.Resources)
+			assert.Equal(t, old.Spec.StorageClassName, restored.Spec.StorageClassName)
+			assert.Equal(t, old.Spec.AccessModes, restored.Spec.AccessModes)
+			assert.Empty(t, restored.Spec.VolumeName, "not bound to the old volume")
+
+			target, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(ctx, tt.targetName, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "restore-restore-uid-root", target.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+			assert.Equal(t, "cloudinit", target.Spec.Template.Spec.Volumes[1].Name)
+			assert.Nil(t, target.Status.RestoreInProgress)
+			if tt.targetName == "db" {
+				assert.Equal(t, v1.RunStrategyHalted, *target.Spec.RunStrategy, "the restored VM stays stopped")
+				assert.Equal(t, "02:00:00:00:00:01", target.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress)
+				return
+			}
+			assert.Equal(t, map[string]string{"app": "db"}, target.Labels)
+			assert.Empty(t, target.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress, "a new VM gets a new MAC")
+			assert.NotEqual(t, vm("db", "").Spec.Template.Spec.Domain.Firmware.UUID, target.Spec.Template.Spec.Domain.Firmware.UUID, "and a new firmware UUID")
+			assert.Equal(t, tt.target.Spec, original.Spec, "the original VM untouched")
+		})
+	}
+}
+
+// TestRestorePatches: a new VM takes the restore's JSON patches.
+func TestRestorePatches(t *testing.T) {
+	s, content := readySnapshot()
+	r := vmRestore("copy", "db-copy")
+	r.Spec.Patches = []string{`{"op": "replace", "path": "/metadata/labels/app", "value": "db-copy"}`}
+	f := newFixture(t, s, content, r)
+	require.NoError(t, f.c.syncRestore(context.Background(), ns+"/copy"))
+	target, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(context.Background(), "db-copy", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "db-copy", target.Labels["app"])
+}
+
+// TestRestoreWaitsForSnapshot: a restore of a snapshot not ready yet waits and says so.
+func TestRestoreWaitsForSnapshot(t *testing.T) {
+	s, content := readySnapshot()
+	s.Status.ReadyToUse = ptr.To(false)
+	f := newFixture(t, s, content, vmRestore("rollback", "db"), vm("db", v1.RunStrategyHalted))
+	require.NoError(t, f.c.syncRestore(context.Background(), ns+"/rollback"))
+	r, err := f.vms.SnapshotV1beta1().VirtualMachineRestores(ns).Get(context.Background(), "rollback", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "VirtualMachineSnapshot before-upgrade is not ready to use", condition(r.Status.Conditions, snapshotv1beta1.ConditionReady).Message)
+}
