@@ -66,9 +66,14 @@ build_previous() {
 	# The node root file system's debootstrap is cached per package list: share it.
 	mkdir -p "${src}/_output" "${REPO_ROOT}/_output/launcher-image"
 	ln -sfn "${REPO_ROOT}/_output/launcher-image" "${src}/_output/launcher-image"
+	# Releases before Node.js left the build ran npm from their package script (the browser
+	# tests' packages, which no release holds): the old commit gets this checkout's script,
+	# which installs the same Debian packages the release's cgo build needs and calls no Node.js.
+	cp -f "${REPO_ROOT}/hack/install-node-deps.sh" "${src}/hack/install-node-deps.sh"
 	rm -rf "${out}"
 	(cd "${src}" && HANGAR_RELEASE_VERSION=${name} hack/release.sh --registry "${HANGAR_REGISTRY}/hangar" \
-		--ca "${HANGAR_REGISTRY_CA}" --out "${out}") >&2
+		--ca "${HANGAR_REGISTRY_CA}" --out "${out}") >&2 || die "release ${name} (${commit}) failed to build"
+	[[ -f ${out}/hangar.yaml && -f ${out}/images.env ]] || die "release ${name}: no hangar.yaml or images.env in ${out}"
 	# A release's version, as its images' tags say (a release.sh before the version file's).
 	if [[ ! -f ${out}/version ]]; then
 		line=$(grep '^virt-api=' "${out}/images.env")
@@ -82,8 +87,12 @@ releases() {
 	eval "$("${CLUSTER_TOOL}" registry)"
 	local current previous
 	read -r name commit < <(previous_release)
-	previous=$(build_previous "${name}" "${commit}" | tail -n1)
-	current=$(hack/release.sh --registry "${HANGAR_REGISTRY}/hangar" --ca "${HANGAR_REGISTRY_CA}" | tail -n1)
+	# Checked by hand: errexit does not reach into a command substitution.
+	previous=$(build_previous "${name}" "${commit}" | tail -n1) || die "the previous release ${name} did not build"
+	current=$(hack/release.sh --registry "${HANGAR_REGISTRY}/hangar" --ca "${HANGAR_REGISTRY_CA}" | tail -n1) ||
+		die "this checkout's release did not build"
+	[[ -f ${previous}/hangar.yaml ]] || die "the previous release ${name}: no ${previous}/hangar.yaml"
+	[[ -f ${current}/hangar.yaml ]] || die "this checkout's release: no ${current}/hangar.yaml"
 	cp -f "${current}/bin/virtctl" "${BIN_DIR}/virtctl"
 	printf 'HANGAR_RELEASE_DIR=%s\nHANGAR_PREVIOUS_RELEASE_DIR=%s\n' "${current}" "${previous}" | tee "${STATE}/releases.env"
 }
