@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -301,6 +302,18 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 		s, err := admin.SnapshotV1beta1().VirtualMachineSnapshots(ns).Get(ctx, "before-upgrade", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.NotEqual(t, snapshotv1beta1.Succeeded, s.Status.Phase, "not before the storage says the snapshot is ready")
+		// Meanwhile the VM neither starts (virtctl start or an edit) nor changes its volumes.
+		var code int
+		result := c.Hangar.Discovery().RESTClient().Put().AbsPath(
+			"/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachines/db/start").Do(ctx).StatusCode(&code)
+		assert.Equal(t, http.StatusUnprocessableEntity, code)
+		assert.ErrorContains(t, result.Error(), `Cannot update vm running state until snapshot "before-upgrade" completes`)
+		locked, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "db", metav1.GetOptions{})
+		require.NoError(t, err)
+		locked.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "scratch-root"
+		_, err = c.Hangar.KubevirtV1().VirtualMachines(ns).Update(ctx, locked, metav1.UpdateOptions{})
+		require.True(t, apierrors.IsInvalid(err), "got %v", err)
+		assert.ErrorContains(t, err, `spec.template.spec.volumes: Forbidden: Cannot update vm disks or volumes until snapshot "before-upgrade" completes`)
 		require.Equal(t, 1, markVolumeSnapshotsReady(t, vs, ns))
 		eventually(t, "the snapshot succeeds", func() (bool, string) {
 			s, err := admin.SnapshotV1beta1().VirtualMachineSnapshots(ns).Get(ctx, "before-upgrade", metav1.GetOptions{})

@@ -470,3 +470,22 @@ func TestPausedStart(t *testing.T) {
 	require.NoError(t, plain.sync())
 	assert.Nil(t, plain.vmi().Spec.StartStrategy)
 }
+
+// TestNoStartDuringRestore: a VM whose restore is rewriting its spec and disks gets no
+// instance, whatever asks for one, until the restore lets go of it.
+func TestNoStartDuringRestore(t *testing.T) {
+	vm := newVM(v1.RunStrategyAlways)
+	vm.Status.RestoreInProgress = ptr.To("r1")
+	f := newFixture(t, vm, nil)
+	require.NoError(t, f.sync())
+	assert.Nil(t, f.vmi())
+
+	restored := f.vm()
+	restored.Status.RestoreInProgress = nil
+	_, err := f.kv.KubevirtV1().VirtualMachines("ns").UpdateStatus(context.Background(), restored, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh()
+	f.c.staleVersions.Forget("ns/vm1")
+	require.NoError(t, f.sync())
+	assert.NotNil(t, f.vmi(), "started once the restore is done")
+}

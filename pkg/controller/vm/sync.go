@@ -92,6 +92,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			break // the status write below brings the VM back, with its revisions stored
 		}
 		act := decide(vm, vmi, c.clock.Now())
+		if act.create && vm.Status.RestoreInProgress != nil {
+			// The restore is rewriting the spec and the disks: the instance starts after it.
+			act.create = false
+		}
 		switch {
 		case act.create:
 			var created *v1.VirtualMachineInstance

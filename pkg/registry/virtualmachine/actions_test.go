@@ -172,3 +172,15 @@ func TestPendingRequests(t *testing.T) {
 	_, err = decideStop(vm, vmiIn(kubevirt.Scheduling), v1.StopOptions{})
 	assert.True(t, apierrors.IsConflict(err), "a second stop conflicts")
 }
+
+func TestStartWaitsForRestore(t *testing.T) {
+	for _, strategy := range []kubevirt.VirtualMachineRunStrategy{kubevirt.RunStrategyHalted, kubevirt.RunStrategyManual} {
+		t.Run(string(strategy), func(t *testing.T) {
+			vm := vmWith(strategy)
+			vm.Status.RestoreInProgress = ptr.To("r1")
+			_, err := decideStart(vm, nil, v1.StartOptions{Paused: true})
+			require.True(t, apierrors.IsConflict(err), "got %v", err)
+			assert.Contains(t, err.Error(), `Cannot start VM until restore "r1" completes`)
+		})
+	}
+}

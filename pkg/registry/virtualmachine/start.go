@@ -35,6 +35,10 @@ func decideStart(vm *kubevirt.VirtualMachine, vmi *kubevirt.VirtualMachineInstan
 	if isRunning(vmi) {
 		return 0, conflict(vm.Name, "VM is already running")
 	}
+	if restore := vm.Status.RestoreInProgress; restore != nil {
+		// The restore rewrites the spec and the disks the instance would start with.
+		return 0, conflict(vm.Name, "Cannot start VM until restore %q completes", *restore)
+	}
 	start := kubevirt.VirtualMachineStateChangeRequest{Action: kubevirt.StartRequest}
 	if opts.Paused {
 		start.Data = map[string]string{v1.StartRequestDataPausedKey: v1.StartRequestDataPausedTrue}

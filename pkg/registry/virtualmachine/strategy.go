@@ -64,9 +64,10 @@ func (vmStrategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []stri
 }
 
 func (s vmStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.expander.validateExpanded(ctx, obj.(*kubevirt.VirtualMachine), func(vm *kubevirt.VirtualMachine) field.ErrorList {
+	allErrs := validation.ValidateVirtualMachineLocks(obj.(*kubevirt.VirtualMachine), old.(*kubevirt.VirtualMachine))
+	return append(allErrs, s.expander.validateExpanded(ctx, obj.(*kubevirt.VirtualMachine), func(vm *kubevirt.VirtualMachine) field.ErrorList {
 		return validation.ValidateVirtualMachineUpdate(vm, old.(*kubevirt.VirtualMachine))
-	})
+	})...)
 }
 
 func (vmStrategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
