@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -62,7 +63,45 @@ func migrate(t *testing.T, ns, vmiName string) *v1.VirtualMachineInstanceMigrati
 		mig, err = migs.Get(ctx, mig.Name, metav1.GetOptions{})
 		return err == nil && (mig.Status.Phase == v1.MigrationSucceeded || mig.Status.Phase == v1.MigrationFailed)
 	}, 4*time.Minute, time.Second, "migration %s: %+v", mig.Name, mig.Status)
+	if mig.Status.Phase == v1.MigrationFailed {
+		logMigrationPods(t, ns, mig)
+	}
 	return mig
+}
+
+// logMigrationPods logs, for a failed migration, its pods' container states and logs' ends:
+// the test's namespace, and with it the pods, is gone by the time CI keeps the cluster's state.
+func logMigrationPods(t *testing.T, ns string, mig *v1.VirtualMachineInstanceMigration) {
+	t.Helper()
+	ctx := context.Background()
+	ms := mig.Status.MigrationState
+	if ms == nil {
+		return
+	}
+	for _, name := range []string{ms.SourcePod, ms.TargetPod} {
+		if name == "" {
+			continue
+		}
+		pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Logf("pod %s: %v", name, err)
+			continue
+		}
+		t.Logf("pod %s on %s: phase %s, deleted %v, reason %q %s", name, pod.Spec.NodeName, pod.Status.Phase,
+			pod.DeletionTimestamp, pod.Status.Reason, pod.Status.Message)
+		for _, c := range pod.Status.ContainerStatuses {
+			if term := c.State.Terminated; term != nil {
+				t.Logf("  container %s: exit %d (%s) %s", c.Name, term.ExitCode, term.Reason, term.Message)
+			}
+			tail := int64(40)
+			raw, err := kube.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+			if err != nil {
+				t.Logf("  container %s: logs: %v", c.Name, err)
+				continue
+			}
+			t.Logf("  container %s, last lines:\n%s", c.Name, raw)
+		}
+	}
 }
 
 // TestLiveMigrationKeepsTheGuestRunning: a guest counting on its serial console moves to the
