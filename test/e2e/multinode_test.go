@@ -238,14 +238,22 @@ func TestNodeFailureRestartsVMElsewhere(t *testing.T) {
 	ctx := context.Background()
 	nodeNames(t)
 	ns := namespace(t, "e2e-failover")
-	_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{
+	survivor, failed := controlPlaneSurvives(t)
+
+	// The VM starts on the node that fails: the survivor is cordoned meanwhile.
+	_, err := kubectl(t, "cordon", survivor)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = kubectl(t, "uncordon", survivor) })
+	_, err = hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: "phoenix"},
 		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways),
 			Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: guestSpec()}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	first := waitVMI(t, ns, "phoenix", 120*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
-	failed := first.Status.NodeName
+	require.Equal(t, failed, first.Status.NodeName)
+	_, err = kubectl(t, "uncordon", survivor)
+	require.NoError(t, err)
 
 	start := time.Now()
 	clusterTool(t, "stop-kubelet", failed)
@@ -293,4 +301,66 @@ func TestNodeFailureRestartsVMElsewhere(t *testing.T) {
 	assert.NotEqual(t, failed, again.Status.NodeName, "the VM runs again on another node")
 	attach(t, ns, "phoenix", "console").typeUntil(t, "echo back-$((3*3))", "back-9")
 	t.Logf("kubelet of %s stopped -> VM running on %s: %s", failed, again.Status.NodeName, time.Since(start).Round(time.Second))
+}
+
+// controlPlaneSurvives picks the node to lose (failed) and the one that stays (survivor) so that
+// Hangar's control plane keeps serving: the survivor holds etcd (one member by default, and a
+// StatefulSet's pod on a lost node is never replaced, so Hangar's API would be gone with it)
+// and a ready replica of virt-api and of virt-controller. Their anti-affinity is only
+// preferred: a rolling update can leave both replicas on one node, so a replica on the node
+// to lose is moved while that node is cordoned.
+func controlPlaneSurvives(t *testing.T) (survivor, failed string) {
+	t.Helper()
+	ctx := context.Background()
+	pods := func(selector string) []corev1.Pod {
+		list, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		require.NoError(t, err)
+		return list.Items
+	}
+	etcd := pods("app.kubernetes.io/name=hangar-etcd")
+	require.Len(t, etcd, 1, "the test places a one-member etcd")
+	survivor = etcd[0].Spec.NodeName
+	for _, n := range nodeNames(t) {
+		if n != survivor {
+			failed = n
+		}
+	}
+	require.NotEmpty(t, failed)
+	for _, name := range []string{"virt-api", "virt-controller"} {
+		selector := "app.kubernetes.io/name=" + name
+		onSurvivor := func() bool {
+			for _, p := range pods(selector) {
+				if p.Spec.NodeName == survivor && p.DeletionTimestamp == nil && podReady(&p) {
+					return true
+				}
+			}
+			return false
+		}
+		if onSurvivor() {
+			continue
+		}
+		_, err := kubectl(t, "cordon", failed)
+		require.NoError(t, err)
+		for _, p := range pods(selector) {
+			if p.Spec.NodeName == failed {
+				require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, p.Name, metav1.DeleteOptions{}))
+				break
+			}
+		}
+		require.Eventually(t, onSurvivor, 180*time.Second, time.Second, "a ready %s on %s", name, survivor)
+		_, err = kubectl(t, "uncordon", failed)
+		require.NoError(t, err)
+		t.Logf("moved a %s replica to %s", name, survivor)
+	}
+	t.Logf("%s keeps etcd, virt-api and virt-controller; %s fails", survivor, failed)
+	return survivor, failed
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
