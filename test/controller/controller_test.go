@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -589,6 +590,24 @@ func TestController(t *testing.T) {
 		} {
 			out, _ := c.Kubectl(append(append([]string{"auth", "can-i"}, tc.args...), "--as", sa)...)
 			assert.Equal(t, tc.want, strings.TrimSpace(out), "can-i %v", tc.args)
+		}
+		// A running guest is frozen for its snapshot and thawed after; nothing else of its.
+		// subresources.kubevirt.io is virt-api's, not served here, so kubectl cannot name it:
+		// asked as virt-api asks.
+		for _, tc := range []struct {
+			verb, subresource string
+			want              bool
+		}{
+			{"update", "freeze", true}, {"update", "unfreeze", true}, {"get", "console", false},
+			{"update", "pause", false}, {"update", "softreboot", false},
+		} {
+			review, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + controllerNamespace},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "any", Verb: tc.verb,
+						Group: "subresources.kubevirt.io", Resource: "virtualmachineinstances", Subresource: tc.subresource}},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, review.Status.Allowed, "%s virtualmachineinstances/%s", tc.verb, tc.subresource)
 		}
 	})
 }

@@ -186,7 +186,8 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 			vmsFactory := vmsnapshotinformers.NewSharedInformerFactoryWithOptions(o.Snapshots, o.Resync, vmsnapshotinformers.WithTransform(stripManagedFields))
 			vsFactory := vsinformers.NewSharedInformerFactoryWithOptions(o.VolumeSnapshots, o.Resync, vsinformers.WithTransform(stripManagedFields))
 			storageFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync, informers.WithTransform(stripManagedFields))
-			snapController, err := snapshot.New(snapshot.Clients{KubeVirt: kubevirt, Snapshots: o.Snapshots, VolumeSnapshots: o.VolumeSnapshots, Kube: kube},
+			snapController, err := snapshot.New(snapshot.Clients{KubeVirt: kubevirt, Snapshots: o.Snapshots, VolumeSnapshots: o.VolumeSnapshots, Kube: kube,
+				Freezer: snapshot.APIFreezer{Client: kube.Discovery().RESTClient()}},
 				snapshot.Informers{
 					Snapshots: vmsFactory.Snapshot().V1beta1().VirtualMachineSnapshots(), Contents: vmsFactory.Snapshot().V1beta1().VirtualMachineSnapshotContents(),
 					Restores: vmsFactory.Snapshot().V1beta1().VirtualMachineRestores(), VMs: vmInformer, VMIs: vmiInformer,

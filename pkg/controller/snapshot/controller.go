@@ -40,6 +40,9 @@ type Clients struct {
 	Snapshots       vmsnapshotclient.Interface
 	VolumeSnapshots snapshotclient.Interface
 	Kube            kubernetes.Interface
+	// Freezer freezes a running guest's file systems for its snapshot (nil: never; the
+	// snapshots of running VMs are then crash-consistent, indication NoGuestAgent).
+	Freezer Freezer
 }
 
 // Informers are the caches the controllers read.
@@ -58,6 +61,7 @@ type Informers struct {
 // Controller runs the snapshot and the restore loops.
 type Controller struct {
 	clients  Clients
+	freezer  Freezer
 	recorder record.EventRecorder
 
 	snapshots       vmsnapshotlisters.VirtualMachineSnapshotLister
@@ -80,7 +84,7 @@ type Controller struct {
 // New returns the controllers, with event handlers registered on the informers.
 func New(clients Clients, inf Informers, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		clients: clients, recorder: recorder,
+		clients: clients, freezer: clients.Freezer, recorder: recorder,
 		snapshots: inf.Snapshots.Lister(), contents: inf.Contents.Lister(), restores: inf.Restores.Lister(),
 		vms: inf.VMs.Lister(), vmis: inf.VMIs.Lister(),
 		volumeSnapshots: inf.VolumeSnapshots.Lister(), classes: inf.VolumeSnapshotClasses.Lister(),

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,7 +37,8 @@ var now = metav1.NewTime(time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC))
 
 // fixture is a controller over fake clientsets whose informers are seeded with the objects.
 type fixture struct {
-	c    *Controller
+	c       *Controller
+	freezer *fakeFreezer
 	kv   *kvfake.Clientset
 	vms  *vmsfake.Clientset
 	vs   *vsfake.Clientset
@@ -70,7 +73,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		VolumeSnapshotClasses: vsf.Snapshot().V1().VolumeSnapshotClasses(), Claims: kf.Core().V1().PersistentVolumeClaims(),
 		StorageClasses: kf.Storage().V1().StorageClasses(),
 	}
-	c, err := New(Clients{KubeVirt: f.kv, Snapshots: f.vms, VolumeSnapshots: f.vs, Kube: f.kube}, inf, record.NewFakeRecorder(100))
+	f.freezer = &fakeFreezer{}
+	c, err := New(Clients{KubeVirt: f.kv, Snapshots: f.vms, VolumeSnapshots: f.vs, Kube: f.kube, Freezer: f.freezer}, inf, record.NewFakeRecorder(100))
 	require.NoError(t, err)
 	c.now = func() metav1.Time { return now }
 	for _, o := range objs {
@@ -261,16 +265,40 @@ func TestSnapshotRetainPolicy(t *testing.T) {
 	assert.Empty(t, content.OwnerReferences)
 }
 
-// TestSnapshotIndications: a running VM's snapshot is Online, and NoGuestAgent unless the
-// agent is connected (Hangar does not freeze through the agent, so never GuestAgent).
+// fakeFreezer records the freezes and thaws the controller asks virt-api for.
+type fakeFreezer struct {
+	calls     []string
+	freezeErr error
+}
+
+func (f *fakeFreezer) Freeze(_ context.Context, namespace, name string, timeout time.Duration) error {
+	f.calls = append(f.calls, fmt.Sprintf("freeze %s/%s %s", namespace, name, timeout))
+	return f.freezeErr
+}
+
+func (f *fakeFreezer) Unfreeze(_ context.Context, namespace, name string) error {
+	f.calls = append(f.calls, fmt.Sprintf("unfreeze %s/%s", namespace, name))
+	return nil
+}
+
+// TestSnapshotIndications: a running VM's guest is frozen through its agent before the
+// volumes are cut (GuestAgent); without an agent the snapshot is NoGuestAgent, and a freeze
+// that fails leaves it QuiesceFailed, taken all the same.
 func TestSnapshotIndications(t *testing.T) {
+	online := snapshotv1beta1.VMSnapshotOnlineSnapshotIndication
 	tests := []struct {
-		name  string
-		agent corev1.ConditionStatus
-		want  []snapshotv1beta1.Indication
+		name      string
+		agent     corev1.ConditionStatus
+		freezeErr error
+		want      []snapshotv1beta1.Indication
+		calls     []string
 	}{
-		{"no agent", "", []snapshotv1beta1.Indication{snapshotv1beta1.VMSnapshotOnlineSnapshotIndication, snapshotv1beta1.VMSnapshotNoGuestAgentIndication}},
-		{"agent connected", corev1.ConditionTrue, []snapshotv1beta1.Indication{snapshotv1beta1.VMSnapshotOnlineSnapshotIndication}},
+		{"no agent", "", nil, []snapshotv1beta1.Indication{online, snapshotv1beta1.VMSnapshotNoGuestAgentIndication}, nil},
+		{"agent disconnected", corev1.ConditionFalse, nil, []snapshotv1beta1.Indication{online, snapshotv1beta1.VMSnapshotNoGuestAgentIndication}, nil},
+		{"agent connected", corev1.ConditionTrue, nil, []snapshotv1beta1.Indication{online, snapshotv1beta1.VMSnapshotGuestAgentIndication},
+			[]string{"freeze default/db 5m0s"}},
+		{"freeze fails", corev1.ConditionTrue, errors.New("the agent timed out"), []snapshotv1beta1.Indication{online, snapshotv1beta1.VMSnapshotQuiesceFailedIndication},
+			[]string{"freeze default/db 5m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,8 +308,50 @@ func TestSnapshotIndications(t *testing.T) {
 			}
 			f := newFixture(t, vm("db", v1.RunStrategyAlways), vmi, claim("root-disk", "fast"), vmSnapshot("online", now.Time),
 				storageClass("fast", "csi.example.org"), snapshotClass("snap", "csi.example.org", false))
+			f.freezer.freezeErr = tt.freezeErr
 			require.NoError(t, f.c.syncSnapshot(context.Background(), ns+"/online"))
-			assert.Equal(t, tt.want, getSnapshot(t, f, "online").Status.Indications)
+			got := getSnapshot(t, f, "online")
+			assert.Equal(t, tt.want, got.Status.Indications)
+			assert.Equal(t, tt.calls, f.freezer.calls)
+			_, err := f.vs.SnapshotV1().VolumeSnapshots(ns).Get(context.Background(), VolumeSnapshotName(got, "root"), metav1.GetOptions{})
+			assert.NoError(t, err, "the volumes are cut whatever the freeze did")
+		})
+	}
+}
+
+// TestSnapshotThaw: a guest frozen for its snapshot is thawed once the storage has cut every
+// volume (creationTime), before they are ready to use, and again when the snapshot ends.
+func TestSnapshotThaw(t *testing.T) {
+	taken := metav1.NewTime(now.Add(-time.Second))
+	tests := []struct {
+		name        string
+		indications []snapshotv1beta1.Indication
+		created     *metav1.Time
+		ready       bool
+		calls       []string
+	}{
+		{"not cut yet: stays frozen", []snapshotv1beta1.Indication{"Online", "GuestAgent"}, nil, false, nil},
+		{"cut, not ready: thawed", []snapshotv1beta1.Indication{"Online", "GuestAgent"}, &taken, false, []string{"unfreeze default/db"}},
+		{"ready: thawed as the VM is released", []snapshotv1beta1.Indication{"Online", "GuestAgent"}, &taken, true, []string{"unfreeze default/db"}},
+		{"never frozen: nothing to thaw", []snapshotv1beta1.Indication{"Online", "NoGuestAgent"}, &taken, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := vmSnapshot("before-upgrade", now.Time)
+			s.Status = &snapshotv1beta1.VirtualMachineSnapshotStatus{Phase: snapshotv1beta1.InProgress, Indications: tt.indications}
+			locked := vm("db", v1.RunStrategyAlways)
+			locked.Status.SnapshotInProgress = ptr.To("before-upgrade")
+			content := &snapshotv1beta1.VirtualMachineSnapshotContent{
+				ObjectMeta: metav1.ObjectMeta{Name: ContentName(s), Namespace: ns, UID: "content-uid"},
+				Spec: snapshotv1beta1.VirtualMachineSnapshotContentSpec{VirtualMachineSnapshotName: ptr.To("before-upgrade"),
+					VolumeBackups: []snapshotv1beta1.VolumeBackup{{VolumeName: "root", VolumeSnapshotName: ptr.To("vs-root"),
+						PersistentVolumeClaim: snapshotv1beta1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "root-disk"}}}}},
+			}
+			vs := &vsv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "vs-root", Namespace: ns},
+				Status: &vsv1.VolumeSnapshotStatus{ReadyToUse: ptr.To(tt.ready), CreationTime: tt.created}}
+			f := newFixture(t, locked, s, content, vs)
+			_ = f.c.syncSnapshot(context.Background(), ns+"/before-upgrade") // requeued while not ready
+			assert.Equal(t, tt.calls, f.freezer.calls)
 		})
 	}
 }

@@ -75,11 +75,8 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 		return err
 	}
 	s := cached.DeepCopy()
-	if s.DeletionTimestamp != nil {
-		return c.unlockVM(ctx, ns, s.Spec.Source.Name, s.Name)
-	}
-	if snapshotDone(s) {
-		return c.unlockVM(ctx, ns, s.Spec.Source.Name, s.Name)
+	if s.DeletionTimestamp != nil || snapshotDone(s) {
+		return c.release(ctx, s)
 	}
 	if s.Status == nil {
 		s.Status = &snapshotv1beta1.VirtualMachineSnapshotStatus{}
@@ -140,6 +137,20 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 	if err := c.lockVM(ctx, vm, s.Name); err != nil {
 		return err
 	}
+	// A running guest is frozen just before its volumes are cut, and thawed once they are.
+	st.Indications = c.quiesce(ctx, s, vm)
+	if err := c.cut(ctx, s, vm, volumes, excluded, backups, classes); err != nil {
+		c.thaw(ctx, s)
+		return err
+	}
+	return c.writeStatus(ctx, cached, s)
+}
+
+// cut writes the snapshot's content (the VM's spec and its claims') and a VolumeSnapshot of
+// each claim, and records them in the snapshot's status.
+func (c *Controller) cut(ctx context.Context, s *snapshotv1beta1.VirtualMachineSnapshot, vm *v1.VirtualMachine,
+	volumes []claimVolume, excluded []string, backups []snapshotv1beta1.VolumeBackup, classes map[string]string) error {
+	ns, st := s.Namespace, s.Status
 
 	content := &snapshotv1beta1.VirtualMachineSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{Name: ContentName(s), Namespace: ns},
@@ -171,8 +182,7 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 	st.SourceUID = ptr.To(vm.UID)
 	st.VirtualMachineSnapshotContentName = ptr.To(content.Name)
 	st.SnapshotVolumes = &snapshotv1beta1.SnapshotVolumesLists{IncludedVolumes: volumeNames(volumes), ExcludedVolumes: excluded}
-	st.Indications = c.indications(vm)
-	return c.writeStatus(ctx, cached, s)
+	return nil
 }
 
 // keptClaimAnnotations drops the annotations kube-controller-manager and provisioners put on
@@ -313,6 +323,11 @@ func (c *Controller) progress(ctx context.Context, cached, s *snapshotv1beta1.Vi
 			return err
 		}
 	}
+	if !missing && !ready && failure == "" && allCut(contentStatus.VolumeSnapshotStatus) {
+		// Every volume is cut (the storage may take long to make the snapshots ready to
+		// use): the guest need not stay frozen. The snapshot's end thaws it in any case.
+		c.thaw(ctx, s)
+	}
 	contentStatus.ReadyToUse = ptr.To(ready)
 	if ready {
 		contentStatus.CreationTime = latest
@@ -358,28 +373,7 @@ func (c *Controller) progress(ctx context.Context, cached, s *snapshotv1beta1.Vi
 		return err
 	}
 	c.recorder.Eventf(s, corev1.EventTypeNormal, "SnapshotReady", "Snapshot of VirtualMachine %s is ready", s.Spec.Source.Name)
-	return c.unlockVM(ctx, s.Namespace, s.Spec.Source.Name, s.Name)
-}
-
-// indications say how the snapshot is taken. Hangar does not freeze file systems through the
-// guest agent yet, so a running VM's snapshot is Online and never GuestAgent; NoGuestAgent
-// when no agent is connected.
-func (c *Controller) indications(vm *v1.VirtualMachine) []snapshotv1beta1.Indication {
-	vmi, err := c.vmis.VirtualMachineInstances(vm.Namespace).Get(vm.Name)
-	if err != nil || vmi.Status.Phase != v1.Running {
-		return nil
-	}
-	out := []snapshotv1beta1.Indication{snapshotv1beta1.VMSnapshotOnlineSnapshotIndication}
-	connected := false
-	for _, cond := range vmi.Status.Conditions {
-		if cond.Type == v1.VirtualMachineInstanceAgentConnected && cond.Status == corev1.ConditionTrue {
-			connected = true
-		}
-	}
-	if !connected {
-		out = append(out, snapshotv1beta1.VMSnapshotNoGuestAgentIndication)
-	}
-	return out
+	return c.release(ctx, s)
 }
 
 // failureDeadline is the snapshot's deadline; 0 means none.
@@ -387,8 +381,22 @@ func failureDeadline(s *snapshotv1beta1.VirtualMachineSnapshot) time.Duration {
 	if s.Spec.FailureDeadline != nil {
 		return s.Spec.FailureDeadline.Duration
 	}
-	return 5 * time.Minute
+	return defaultFailureDeadline
 }
+
+// allCut says whether the storage has cut every volume: each VolumeSnapshot has its
+// creationTime, the point in time it holds.
+func allCut(statuses []snapshotv1beta1.VolumeSnapshotStatus) bool {
+	for _, st := range statuses {
+		if st.CreationTime == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// defaultFailureDeadline is KubeVirt's.
+const defaultFailureDeadline = 5 * time.Minute
 
 // waitOrFail reports why the snapshot cannot go on: a Failure condition and error naming the
 // cause, phase Failed once the failure deadline has passed (InProgress until then, as
@@ -416,7 +424,7 @@ func (c *Controller) waitOrFail(ctx context.Context, cached, s *snapshotv1beta1.
 	}
 	if failed {
 		c.recorder.Eventf(s, corev1.EventTypeWarning, "SnapshotFailed", "%s", message)
-		return c.unlockVM(ctx, s.Namespace, s.Spec.Source.Name, s.Name)
+		return c.release(ctx, s)
 	}
 	return c.requeueForDeadline(s)
 }
@@ -458,22 +466,24 @@ func (c *Controller) lockVM(ctx context.Context, vm *v1.VirtualMachine, snapshot
 	return nil
 }
 
-// unlockVM clears the VM's status.snapshotInProgress when it names the snapshot.
-func (c *Controller) unlockVM(ctx context.Context, ns, name, snapshot string) error {
-	vm, err := c.vms.VirtualMachines(ns).Get(name)
+// release ends the snapshot's hold on its VM: the guest thawed if the snapshot froze it, and
+// the VM's status.snapshotInProgress cleared when it names the snapshot.
+func (c *Controller) release(ctx context.Context, s *snapshotv1beta1.VirtualMachineSnapshot) error {
+	vm, err := c.vms.VirtualMachines(s.Namespace).Get(s.Spec.Source.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if ptr.Deref(vm.Status.SnapshotInProgress, "") != snapshot {
+	if ptr.Deref(vm.Status.SnapshotInProgress, "") != s.Name {
 		return nil
 	}
+	c.thaw(ctx, s)
 	updated := vm.DeepCopy()
 	updated.Status.SnapshotInProgress = nil
-	if _, err := c.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("clear snapshotInProgress of VirtualMachine %s/%s: %w", ns, name, err)
+	if _, err := c.clients.KubeVirt.KubevirtV1().VirtualMachines(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("clear snapshotInProgress of VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	return nil
 }
