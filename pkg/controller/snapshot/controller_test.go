@@ -39,10 +39,10 @@ var now = metav1.NewTime(time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC))
 type fixture struct {
 	c       *Controller
 	freezer *fakeFreezer
-	kv   *kvfake.Clientset
-	vms  *vmsfake.Clientset
-	vs   *vsfake.Clientset
-	kube *kubefake.Clientset
+	kv      *kvfake.Clientset
+	vms     *vmsfake.Clientset
+	vs      *vsfake.Clientset
+	kube    *kubefake.Clientset
 }
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
