@@ -1,6 +1,7 @@
 // virtctl controls Hangar's (and KubeVirt's) virtual machines: start, stop, restart, pause,
-// unpause, soft-reboot, console, vnc, expose, version. Installed as kubectl-virt, it is a
-// kubectl plugin: kubectl virt console my-vm.
+// unpause, soft-reboot, console, vnc, expose, version, and prints manifests (create vm,
+// instancetype, preference). Installed as kubectl-virt, it is a kubectl plugin: kubectl virt
+// console my-vm.
 package main
 
 import (

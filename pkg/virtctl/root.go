@@ -1,7 +1,8 @@
 // Package virtctl is the command line for the imperative side of Hangar (and KubeVirt):
 // start, stop, restart, pause, unpause, soft-reboot, reset, migrate, migrate-cancel, console,
-// vnc, port-forward, ssh, scp, expose, version, and the guest agent's guestosinfo, userlist and fslist. It speaks
-// subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
+// vnc, port-forward, ssh, scp, expose, version, the guest agent's guestosinfo, userlist and
+// fslist, and create vm|instancetype|preference, which print manifests without touching the
+// cluster. It speaks subresources.kubevirt.io/v1, so it works against KubeVirt clusters too.
 package virtctl
 
 import (
@@ -122,6 +123,7 @@ func newCommand(c *cliContext) *cobra.Command {
 		newGuestAgentCommand(c, "guestosinfo", "guestosinfo", "Show what the guest agent reports of a running instance's guest"),
 		newGuestAgentCommand(c, "userlist", "userlist", "List the users logged in to a running instance's guest"),
 		newGuestAgentCommand(c, "fslist", "filesystemlist", "List the file systems of a running instance's guest"),
+		newCreateCommand(c),
 	)
 	return root
 }

@@ -1,0 +1,338 @@
+package virtctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+)
+
+// runCreate runs `virtctl create ARGS...` with nothing but its command line: the kubeconfig
+// does not exist and there are no clients, so a command that reached for the cluster fails.
+func runCreate(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := &cliContext{flags: genericclioptions.NewConfigFlags(true), streams: Streams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}}
+	cmd := newCommand(c)
+	cmd.SetArgs(append([]string{"--kubeconfig", filepath.Join(t.TempDir(), "missing"), "create"}, args...))
+	cmd.SetOut(&errOut) // cobra's own output (help, usage) is not the manifest
+	cmd.SetErr(&errOut)
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// decodeStrict decodes a manifest as kubectl would send it, refusing fields the type lacks.
+func decodeStrict[T any](t *testing.T, manifest string) *T {
+	t.Helper()
+	obj := new(T)
+	require.NoError(t, yaml.UnmarshalStrict([]byte(manifest), obj), manifest)
+	return obj
+}
+
+// normalized is obj after the round trip through YAML its manifest makes, so that quantities
+// compare equal whatever their cached string form.
+func normalized[T any](t *testing.T, obj *T) *T {
+	t.Helper()
+	out, err := yaml.Marshal(obj)
+	require.NoError(t, err)
+	return decodeStrict[T](t, string(out))
+}
+
+// createdVM is the VM `create vm --name NAME` makes with no other flag; edit changes it.
+func createdVM(name string, edit func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec)) *v1.VirtualMachine {
+	vm := &v1.VirtualMachine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.VirtualMachineSpec{
+			RunStrategy: ptr.To(v1.RunStrategyAlways),
+			Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: v1.VirtualMachineInstanceSpec{
+				TerminationGracePeriodSeconds: ptr.To(int64(180)),
+				Domain:                        v1.DomainSpec{Memory: &v1.Memory{Guest: ptr.To(apiresource.MustParse("512Mi"))}},
+			}},
+		},
+	}
+	if edit != nil {
+		edit(vm, &vm.Spec.Template.Spec)
+	}
+	return vm
+}
+
+func containerDisk(name, image string) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: image}}}
+}
+
+func pvc(name, claim string) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+}
+
+func noCloud(src v1.CloudInitNoCloudSource) v1.Volume {
+	return v1.Volume{Name: "cloudinitdisk", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &src}}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestCreateVM runs the `virtctl create vm` command lines of KubeVirt's docs, examples and
+// tests and checks the whole VirtualMachine each prints.
+func TestCreateVM(t *testing.T) {
+	dir := t.TempDir()
+	passwordFile := filepath.Join(dir, "password")
+	require.NoError(t, os.WriteFile(passwordFile, []byte("password\n"), 0o600))
+	trickyPasswordFile := filepath.Join(dir, "tricky")
+	require.NoError(t, os.WriteFile(trickyPasswordFile, []byte("#not: a comment\n"), 0o600))
+	emptyFile := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(emptyFile, nil, 0o600))
+	userData := "#cloud-config\nuser: user\npassword: password\nchpasswd: { expire: False }"
+	networkData := "network:\n  version: 1\n  config:\n  - type: physical\n    name: eth0\n    subnets:\n      - type: dhcp"
+	rsaKey := "ssh-rsa " + strings.Repeat("A", 540) + " me@laptop" // longer than a YAML line
+
+	tests := []struct {
+		name       string
+		args       []string
+		want       *v1.VirtualMachine
+		wantStderr string
+	}{
+		{name: "the instance types guide: instance type, preference, container disk",
+			args: []string{"vm", "--name", "my-vm", "--instancetype", "u1.medium", "--preference", "fedora",
+				"--volume-containerdisk=src:quay.io/containerdisks/fedora:latest"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				vm.Spec.Instancetype = &v1.InstancetypeMatcher{Name: "u1.medium"}
+				vm.Spec.Preference = &v1.PreferenceMatcher{Name: "fedora"}
+				spec.Domain.Memory = nil // the instance type's
+				spec.Volumes = []v1.Volume{containerDisk("my-vm-containerdisk-0", "quay.io/containerdisks/fedora:latest")}
+			})},
+		{name: "a name and a run strategy", args: []string{"vm", "--name=my-vm", "--run-strategy=Always"},
+			want: createdVM("my-vm", nil)},
+		{name: "run strategies in any case", args: []string{"vm", "--name=my-vm", "--run-strategy=rerunonfailure"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, _ *v1.VirtualMachineInstanceSpec) {
+				vm.Spec.RunStrategy = ptr.To(v1.RunStrategyRerunOnFailure)
+			})},
+		{name: "a grace period", args: []string{"vm", "--name=my-vm", "--termination-grace-period", "0"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+			})},
+		{name: "memory and an ephemeral container disk",
+			args: []string{"vm", "--name=my-vm", "--memory=1Gi", "--volume-containerdisk=src:my.registry/my-image:my-tag"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Domain.Memory.Guest = ptr.To(apiresource.MustParse("1Gi"))
+				spec.Volumes = []v1.Volume{containerDisk("my-vm-containerdisk-0", "my.registry/my-image:my-tag")}
+			})},
+		{name: "a namespaced instance type and preference, kinds in any case",
+			args: []string{"vm", "--name=my-vm", "--instancetype=virtualmachineinstancetype/my-instancetype",
+				"--preference=VirtualMachinePreference/my-preference"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				vm.Spec.Instancetype = &v1.InstancetypeMatcher{Kind: "virtualmachineinstancetype", Name: "my-instancetype"}
+				vm.Spec.Preference = &v1.PreferenceMatcher{Kind: "virtualmachinepreference", Name: "my-preference"}
+				spec.Domain.Memory = nil
+			})},
+		{name: "the cluster-wide kinds named",
+			args: []string{"vm", "--name=my-vm", "--instancetype=virtualmachineclusterinstancetype/my-clusterinstancetype",
+				"--preference=virtualmachineclusterpreference/my-clusterpreference"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				vm.Spec.Instancetype = &v1.InstancetypeMatcher{Kind: "virtualmachineclusterinstancetype", Name: "my-clusterinstancetype"}
+				vm.Spec.Preference = &v1.PreferenceMatcher{Kind: "virtualmachineclusterpreference", Name: "my-clusterpreference"}
+				spec.Domain.Memory = nil
+			})},
+		{name: "a preference keeps the default memory", args: []string{"vm", "--name=my-vm", "--preference=my-preference"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, _ *v1.VirtualMachineInstanceSpec) {
+				vm.Spec.Preference = &v1.PreferenceMatcher{Name: "my-preference"}
+			})},
+		{name: "a PVC used directly", args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")} // no inferFromVolume: virt-api refuses it
+			})},
+		{name: "a PVC volume of another name", args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc,name:rootdisk"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("rootdisk", "my-pvc")}
+			})},
+		{name: "multiple volumes and a boot order",
+			args: []string{"vm", "--name=my-vm", "--volume-containerdisk=src:my.registry/my-image:my-tag", "--volume-pvc=src:my-pvc,bootorder:1"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{containerDisk("my-vm-containerdisk-0", "my.registry/my-image:my-tag"), pvc("my-pvc", "my-pvc")}
+				spec.Domain.Devices.Disks = []v1.Disk{{Name: "my-pvc", BootOrder: ptr.To(uint(1))}}
+			})},
+		{name: "volumes by kind then command line; disks in the flags' order",
+			args: []string{"vm", "--name=my-vm", "--volume-pvc=src:data,name:datadisk,bootorder:2",
+				"--volume-containerdisk=src:img1,name:rootdisk,bootorder:1", "--volume-containerdisk=src:registry:5000/img2:v1"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{containerDisk("rootdisk", "img1"), containerDisk("my-vm-containerdisk-1", "registry:5000/img2:v1"),
+					pvc("datadisk", "data")}
+				spec.Domain.Devices.Disks = []v1.Disk{{Name: "rootdisk", BootOrder: ptr.To(uint(1))}, {Name: "datadisk", BootOrder: ptr.To(uint(2))}}
+			})},
+		{name: "the namespace of -n", args: []string{"-n", "my-namespace", "vm", "--name=my-vm"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, _ *v1.VirtualMachineInstanceSpec) {
+				vm.Namespace = "my-namespace"
+			})},
+		{name: "cloud-init user and network data",
+			args: []string{"vm", "--name=my-vm", "--cloud-init-user-data", b64(userData), "--cloud-init-network-data", b64(networkData)},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{noCloud(v1.CloudInitNoCloudSource{UserDataBase64: b64(userData), NetworkDataBase64: b64(networkData)})}
+			})},
+		{name: "network data alone, with an empty cloud-config",
+			args: []string{"vm", "--name=my-vm", "--cloud-init-network-data=" + b64(networkData)},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{noCloud(v1.CloudInitNoCloudSource{UserData: "#cloud-config", NetworkDataBase64: b64(networkData)})}
+			})},
+		{name: "a user and an SSH key, after the container disk",
+			args: []string{"vm", "--name=my-vm", "--user", "cloud-user", "--ssh-key=ssh-ed25519 AAAA....", "--volume-containerdisk=src:img"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{containerDisk("my-vm-containerdisk-0", "img"),
+					noCloud(v1.CloudInitNoCloudSource{UserData: "#cloud-config\nuser: cloud-user\nssh_authorized_keys:\n  - ssh-ed25519 AAAA...."})}
+			})},
+		{name: "SSH keys repeated and comma-separated; a long key stays on its line",
+			args: []string{"vm", "--name=my-vm", "--ssh-key=ssh-ed25519 AAAA1,ssh-ed25519 AAAA2", "--ssh-key", rsaKey},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{noCloud(v1.CloudInitNoCloudSource{
+					UserData: "#cloud-config\nssh_authorized_keys:\n  - ssh-ed25519 AAAA1\n  - ssh-ed25519 AAAA2\n  - " + rsaKey})}
+			})},
+		{name: "a password from a file, and the guest agent managing SSH",
+			args: []string{"vm", "--name=my-vm", "--user=cloud-user", "--password-file=" + passwordFile, "--ga-manage-ssh"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{noCloud(v1.CloudInitNoCloudSource{UserData: "#cloud-config\nuser: cloud-user\n" +
+					"password: password\nchpasswd: { expire: False }\nruncmd:\n  - [ setsebool, -P, 'virt_qemu_ga_manage_ssh', 'on' ]"})}
+			}),
+			wantStderr: "Warning: --password-file: the password is stored in clear text"},
+		{name: "values YAML would misread are quoted",
+			args: []string{"vm", "--name=my-vm", "--user=123", "--password-file=" + trickyPasswordFile},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{noCloud(v1.CloudInitNoCloudSource{
+					UserData: "#cloud-config\nuser: \"123\"\npassword: \"#not: a comment\"\nchpasswd: { expire: False }"})}
+			}),
+			wantStderr: "clear text"},
+		{name: "--cloud-init=nocloud alone asks for the volume", args: []string{"vm", "--name=my-vm", "--cloud-init=NoCloud"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{noCloud(v1.CloudInitNoCloudSource{UserData: "#cloud-config"})}
+			})},
+		{name: "--cloud-init=none makes none", args: []string{"vm", "--name=my-vm", "--cloud-init=none", "--user=cloud-user"},
+			want:       createdVM("my-vm", nil),
+			wantStderr: "Warning: --cloud-init=none: no cloud-init volume; ignoring --user"},
+		{name: "an empty password file adds nothing", args: []string{"vm", "--name=my-vm", "--password-file=" + emptyFile},
+			want: createdVM("my-vm", nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, err := runCreate(t, tt.args...)
+			require.NoError(t, err, stderr)
+			assert.Equal(t, normalized(t, tt.want), decodeStrict[v1.VirtualMachine](t, out), out)
+			if tt.wantStderr != "" {
+				assert.Contains(t, stderr, tt.wantStderr)
+			} else {
+				assert.Empty(t, stderr)
+			}
+		})
+	}
+}
+
+// TestCreateVMRefusals: a bad value fails the command with an error naming its flag, and
+// prints no manifest. So do KubeVirt's flags Hangar's API cannot express yet.
+func TestCreateVMRefusals(t *testing.T) {
+	long := strings.Repeat("a", 40)
+	twoLines := filepath.Join(t.TempDir(), "password")
+	require.NoError(t, os.WriteFile(twoLines, []byte("one\ntwo\n"), 0o600))
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"an unknown run strategy", []string{"--run-strategy=Sometimes"}, `invalid --run-strategy "Sometimes": want one of Always, Manual, Halted, Once, RerunOnFailure`},
+		{"a name that is no DNS label", []string{"--name=My_VM"}, `invalid --name "My_VM": a lowercase RFC 1123 label`},
+		{"a negative grace period", []string{"--termination-grace-period=-1"}, `invalid --termination-grace-period "-1": must not be negative`},
+		{"memory that is no quantity", []string{"--memory=lots"}, `invalid --memory "lots"`},
+		{"no memory", []string{"--memory=0"}, `invalid --memory "0"`},
+		{"memory with an instance type", []string{"--memory=1Gi", "--instancetype=u1.small"}, "[instancetype memory] were all set"},
+		{"an instance type's unknown kind", []string{"--instancetype=pod/x"}, `invalid --instancetype "pod/x": unknown kind "pod", want virtualmachineinstancetype or virtualmachineclusterinstancetype`},
+		{"a preference's unknown kind", []string{"--preference=virtualmachineinstancetype/x"}, `invalid --preference "virtualmachineinstancetype/x": unknown kind`},
+		{"too many slashes", []string{"--instancetype=a/b/c"}, `invalid --instancetype "a/b/c": 2 slashes`},
+		{"no preference name", []string{"--preference=virtualmachinepreference/"}, `invalid --preference "virtualmachinepreference/": the name is empty`},
+		{"an empty instance type", []string{"--instancetype="}, `invalid --instancetype "": the name is empty`},
+		{"a container disk without src", []string{"--volume-containerdisk=name:disk1"}, `invalid --volume-containerdisk "name:disk1": src must be given`},
+		{"no params", []string{"--volume-containerdisk="}, `invalid --volume-containerdisk "": no params: want src:...,name:...,bootorder:...`},
+		{"a param without a colon", []string{"--volume-containerdisk=my.registry/img"}, `"my.registry/img" is not key:value`},
+		{"an unknown param", []string{"--volume-containerdisk=src:img,size:1Gi"}, `unknown param "size", supported: src, name, bootorder`},
+		{"a param twice", []string{"--volume-pvc=src:a,src:b"}, `param "src" given twice`},
+		{"boot order 0", []string{"--volume-containerdisk=src:img,bootorder:0"}, "bootorder must be greater than 0"},
+		{"a boot order QEMU cannot take", []string{"--volume-containerdisk=src:img,bootorder:2147483648"}, "bootorder must be at most 2147483647"},
+		{"a boot order that is no number", []string{"--volume-pvc=src:a,bootorder:first"}, `bootorder "first" is not a number`},
+		{"a boot order twice", []string{"--volume-containerdisk=src:img,name:root,bootorder:1", "--volume-pvc=src:data,bootorder:1"},
+			`invalid --volume-pvc "src:data,bootorder:1": bootorder 1 is volume root's already`},
+		{"a volume name twice", []string{"--volume-containerdisk=src:img,name:disk", "--volume-pvc=src:disk"},
+			`invalid --volume-pvc "src:disk": there is a volume named disk already`},
+		{"a volume name that is no DNS label", []string{"--volume-containerdisk=src:img,name:Root_Disk"}, `the volume name Root_Disk: a lowercase RFC 1123 label`},
+		{"a claim's name that is no volume name", []string{"--volume-pvc=src:my.pvc"}, `the volume name my.pvc: must not contain dots`},
+		{"a claim of another namespace", []string{"--volume-pvc=src:other/my-pvc"}, `invalid --volume-pvc "src:other/my-pvc": src: a VM's claims are in its own namespace`},
+		{"a container disk name too long for its init container", []string{"--name=" + long, "--volume-containerdisk=src:img"},
+			"the volume name " + long + "-containerdisk-0 is longer than 48 characters"},
+		{"a launcher pod volume's name", []string{"--volume-pvc=src:hangar-sockets"}, "is one of the launcher pod's own volumes"},
+		{"a launcher device's name", []string{"--volume-pvc=src:kvm"}, "is a device the launcher container needs"},
+		{"the cloud-init volume's name taken", []string{"--volume-pvc=src:cloudinitdisk", "--user=me"}, "the cloud-init volume is named cloudinitdisk, and so is a --volume-containerdisk or --volume-pvc volume"},
+		{"user data that is no base64", []string{"--cloud-init-user-data=#cloud-config"}, `invalid --cloud-init-user-data "#cloud-config": not base64`},
+		{"network data that is no base64", []string{"--cloud-init-network-data=a b"}, `invalid --cloud-init-network-data "a b": not base64`},
+		{"user data and a generated cloud-config", []string{"--cloud-init-user-data=" + b64("#cloud-config"), "--user=me"}, "[cloud-init-user-data user] were all set"},
+		{"a config drive", []string{"--cloud-init=configdrive"}, `invalid --cloud-init "configdrive": Hangar has no configDrive volumes; use nocloud`},
+		{"an unknown data source", []string{"--cloud-init=ec2"}, `invalid --cloud-init "ec2": want nocloud or none`},
+		{"a missing password file", []string{"--password-file=/nonexistent/password"}, `invalid --password-file "/nonexistent/password"`},
+		{"a user of two lines", []string{"--user=me\nroot"}, `invalid --user "me\nroot": must be one line`},
+		{"a password of two lines", []string{"--password-file=" + twoLines}, `invalid --password-file "` + twoLines + `": the password must be one line`},
+		{"an argument", []string{"my-vm"}, `unknown command "my-vm" for "virtctl create vm"`},
+		// Not in Hangar's API yet: DataVolumes, sysprep, access credentials, inference.
+		{"--volume-import", []string{"--volume-import=type:blank,size:1Gi"}, "unknown flag: --volume-import"},
+		{"--volume-datasource", []string{"--volume-datasource=src:my-ds"}, "unknown flag: --volume-datasource"},
+		{"--volume-clone-pvc", []string{"--volume-clone-pvc=src:my-ns/my-pvc"}, "unknown flag: --volume-clone-pvc"},
+		{"--volume-blank", []string{"--volume-blank=size:1Gi"}, "unknown flag: --volume-blank"},
+		{"--volume-sysprep", []string{"--volume-sysprep=src:my-cm"}, "unknown flag: --volume-sysprep"},
+		{"--access-cred", []string{"--access-cred=type:ssh,src:my-keys,user:me"}, "unknown flag: --access-cred"},
+		{"--infer-instancetype", []string{"--infer-instancetype"}, "unknown flag: --infer-instancetype"},
+		{"--infer-preference-from", []string{"--infer-preference-from=disk"}, "unknown flag: --infer-preference-from"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runCreate(t, append([]string{"vm"}, tt.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.Empty(t, out, "no manifest")
+		})
+	}
+}
+
+// TestCreateGeneratedNames: without --name, KubeVirt's prefixes and five random characters.
+func TestCreateGeneratedNames(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"vm"}, `^vm-[a-z0-9]{5}$`},
+		{[]string{"instancetype", "--cpu=1", "--memory=1Gi"}, `^clusterinstancetype-[a-z0-9]{5}$`},
+		{[]string{"instancetype", "--cpu=1", "--memory=1Gi", "--namespaced"}, `^instancetype-[a-z0-9]{5}$`},
+		{[]string{"preference"}, `^clusterpreference-[a-z0-9]{5}$`},
+		{[]string{"-n", "team-a", "preference"}, `^preference-[a-z0-9]{5}$`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, _, err := runCreate(t, tt.args...)
+			require.NoError(t, err)
+			var obj struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(out), &obj))
+			assert.Regexp(t, regexp.MustCompile(tt.want), obj.Metadata.Name)
+			other, _, err := runCreate(t, tt.args...)
+			require.NoError(t, err)
+			assert.NotEqual(t, out, other, "another name each time")
+		})
+	}
+}
