@@ -312,12 +312,7 @@ func TestNodeFailureRestartsVMElsewhere(t *testing.T) {
 func controlPlaneSurvives(t *testing.T) (survivor, failed string) {
 	t.Helper()
 	ctx := context.Background()
-	pods := func(selector string) []corev1.Pod {
-		list, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: selector})
-		require.NoError(t, err)
-		return list.Items
-	}
-	etcd := pods("app.kubernetes.io/name=hangar-etcd")
+	etcd := hangarPods(t, "app.kubernetes.io/name=hangar-etcd")
 	require.Len(t, etcd, 1, "the test places a one-member etcd")
 	survivor = etcd[0].Spec.NodeName
 	for _, n := range nodeNames(t) {
@@ -329,7 +324,7 @@ func controlPlaneSurvives(t *testing.T) (survivor, failed string) {
 	for _, name := range []string{"virt-api", "virt-controller"} {
 		selector := "app.kubernetes.io/name=" + name
 		onSurvivor := func() bool {
-			for _, p := range pods(selector) {
+			for _, p := range hangarPods(t, selector) {
 				if p.Spec.NodeName == survivor && p.DeletionTimestamp == nil && podReady(&p) {
 					return true
 				}
@@ -341,7 +336,7 @@ func controlPlaneSurvives(t *testing.T) (survivor, failed string) {
 		}
 		_, err := kubectl(t, "cordon", failed)
 		require.NoError(t, err)
-		for _, p := range pods(selector) {
+		for _, p := range hangarPods(t, selector) {
 			if p.Spec.NodeName == failed {
 				require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, p.Name, metav1.DeleteOptions{}))
 				break
@@ -354,13 +349,4 @@ func controlPlaneSurvives(t *testing.T) (survivor, failed string) {
 	}
 	t.Logf("%s keeps etcd, virt-api and virt-controller; %s fails", survivor, failed)
 	return survivor, failed
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -29,16 +29,11 @@ func TestComponentRestarts(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	pods := func(selector string) []corev1.Pod {
-		list, err := kube.CoreV1().Pods("hangar").List(ctx, metav1.ListOptions{LabelSelector: selector})
-		require.NoError(t, err)
-		return list.Items
-	}
 	virtAPI := "app.kubernetes.io/name=virt-api"
 	etcd := "app.kubernetes.io/name=hangar-etcd"
 
 	t.Run("one virt-api pod", func(t *testing.T) {
-		victim := pods(virtAPI)[0].Name
+		victim := hangarPods(t, virtAPI)[0].Name
 		require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, victim, metav1.DeleteOptions{}))
 		// The other replica serves throughout.
 		for i := 0; i < 20; i++ {
@@ -73,7 +68,7 @@ func TestComponentRestarts(t *testing.T) {
 	t.Run("etcd away", func(t *testing.T) {
 		restarts := func() map[string]int32 {
 			counts := map[string]int32{}
-			for _, p := range pods(virtAPI) {
+			for _, p := range hangarPods(t, virtAPI) {
 				for _, c := range p.Status.ContainerStatuses {
 					counts[p.Name] += c.RestartCount
 				}
@@ -84,7 +79,7 @@ func TestComponentRestarts(t *testing.T) {
 		scaleEtcd(t, 0)
 		t.Cleanup(func() { scaleEtcd(t, 1) })
 		waitReady(t, etcd, 0)
-		require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, pods(virtAPI)[0].Name, metav1.DeleteOptions{}))
+		require.NoError(t, kube.CoreV1().Pods("hangar").Delete(ctx, hangarPods(t, virtAPI)[0].Name, metav1.DeleteOptions{}))
 		// Liveness fails after three probes 10 s apart; k8s.io/apiserver gives up dialling
 		// after 20 s.
 		time.Sleep(45 * time.Second)
@@ -153,13 +148,28 @@ func waitReady(t *testing.T, selector string, want int) {
 			if p.DeletionTimestamp != nil {
 				return false, nil
 			}
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
+			if podReady(&p) {
+				ready++
 			}
 		}
 		return ready == want, nil
 	})
 	require.NoError(t, err, "pods %s not ready", selector)
+}
+
+// hangarPods are the pods of Hangar's namespace the selector picks.
+func hangarPods(t *testing.T, selector string) []corev1.Pod {
+	t.Helper()
+	list, err := kube.CoreV1().Pods("hangar").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	return list.Items
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -61,7 +61,6 @@ type Informers struct {
 // Controller runs the snapshot and the restore loops.
 type Controller struct {
 	clients  Clients
-	freezer  Freezer
 	recorder record.EventRecorder
 
 	snapshots       vmsnapshotlisters.VirtualMachineSnapshotLister
@@ -84,7 +83,7 @@ type Controller struct {
 // New returns the controllers, with event handlers registered on the informers.
 func New(clients Clients, inf Informers, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		clients: clients, freezer: clients.Freezer, recorder: recorder,
+		clients: clients, recorder: recorder,
 		snapshots: inf.Snapshots.Lister(), contents: inf.Contents.Lister(), restores: inf.Restores.Lister(),
 		vms: inf.VMs.Lister(), vmis: inf.VMIs.Lister(),
 		volumeSnapshots: inf.VolumeSnapshots.Lister(), classes: inf.VolumeSnapshotClasses.Lister(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,12 +50,8 @@ func subresourcePath(namespace, name, action string) string {
 
 // agentConnected says whether the instance's guest agent is connected.
 func agentConnected(vmi *v1.VirtualMachineInstance) bool {
-	for _, cond := range vmi.Status.Conditions {
-		if cond.Type == v1.VirtualMachineInstanceAgentConnected && cond.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	cond := vmi.Status.Condition(v1.VirtualMachineInstanceAgentConnected)
+	return cond != nil && cond.Status == corev1.ConditionTrue
 }
 
 // quiesce freezes the VM's running guest before its volumes are snapshotted, and says how
@@ -70,14 +67,14 @@ func (c *Controller) quiesce(ctx context.Context, s *snapshotv1beta1.VirtualMach
 		return nil
 	}
 	online := snapshotv1beta1.VMSnapshotOnlineSnapshotIndication
-	if !agentConnected(vmi) || c.freezer == nil {
+	if !agentConnected(vmi) || c.clients.Freezer == nil {
 		return []snapshotv1beta1.Indication{online, snapshotv1beta1.VMSnapshotNoGuestAgentIndication}
 	}
 	timeout := failureDeadline(s)
 	if timeout == 0 {
 		timeout = defaultFailureDeadline
 	}
-	if err := c.freezer.Freeze(ctx, vm.Namespace, vm.Name, timeout); err != nil {
+	if err := c.clients.Freezer.Freeze(ctx, vm.Namespace, vm.Name, timeout); err != nil {
 		c.recorder.Eventf(s, corev1.EventTypeWarning, "FreezeFailed", "Freezing the file systems of %s failed; the snapshot is taken without: %v", vm.Name, err)
 		return []snapshotv1beta1.Indication{online, snapshotv1beta1.VMSnapshotQuiesceFailedIndication}
 	}
@@ -89,10 +86,10 @@ func (c *Controller) quiesce(ctx context.Context, s *snapshotv1beta1.VirtualMach
 // over). Thawing a thawed guest is harmless, so it is repeated until the snapshot ends; an
 // instance gone has nothing to thaw.
 func (c *Controller) thaw(ctx context.Context, s *snapshotv1beta1.VirtualMachineSnapshot) {
-	if c.freezer == nil || s.Status == nil || !hasIndication(s.Status.Indications, snapshotv1beta1.VMSnapshotGuestAgentIndication) {
+	if c.clients.Freezer == nil || s.Status == nil || !slices.Contains(s.Status.Indications, snapshotv1beta1.VMSnapshotGuestAgentIndication) {
 		return
 	}
-	err := c.freezer.Unfreeze(ctx, s.Namespace, s.Spec.Source.Name)
+	err := c.clients.Freezer.Unfreeze(ctx, s.Namespace, s.Spec.Source.Name)
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
@@ -102,13 +99,4 @@ func (c *Controller) thaw(ctx context.Context, s *snapshotv1beta1.VirtualMachine
 			"snapshot", klog.KObj(s), "vmi", s.Spec.Source.Name)
 		c.recorder.Eventf(s, corev1.EventTypeWarning, "UnfreezeFailed", "Thawing the file systems of %s failed: %v", s.Spec.Source.Name, err)
 	}
-}
-
-func hasIndication(in []snapshotv1beta1.Indication, want snapshotv1beta1.Indication) bool {
-	for _, i := range in {
-		if i == want {
-			return true
-		}
-	}
-	return false
 }
