@@ -61,7 +61,8 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 	}
 	c.mu.Lock()
 	t := c.targets[key]
-	if t == nil || t.vmiUID != vmi.UID {
+	if t == nil || t.vmiUID != vmi.UID || t.state.MigrationUid != ms.MigrationUid {
+		// Each migration has a target pod of its own: nothing of an earlier one's is reused.
 		t = &migrationTarget{vmiUID: vmi.UID}
 		c.targets[key] = t
 	}

@@ -36,6 +36,9 @@ func namespace(t *testing.T, name string) string {
 	}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	// Registered after the deletion, so it runs before it: a failed test says what its pods,
+	// migrations and events were.
+	recordPods(t, name)
 	return name
 }
 

@@ -83,6 +83,11 @@ type Controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 	opts       Options
 	now        func() time.Time
+	// migVersions and vmiVersions: the cached migration and instance a write of ours
+	// replaced, by key. A sync from the older copy would undo what the write recorded: take
+	// the target it created for a stray and delete it, or take the instance for another
+	// migration's and fail this one.
+	migVersions, vmiVersions controllerutil.StaleVersions
 }
 
 // New wires the controller. podInformer holds launcher pods; handlerInformer virt-handler's;

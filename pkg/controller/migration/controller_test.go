@@ -281,6 +281,44 @@ func TestFailedMigrationRemovesTheTarget(t *testing.T) {
 	assert.Error(t, err, "the target pod is deleted")
 }
 
+// TestSyncWaitsForItsOwnInstanceWrite: the migration's informer may deliver its Scheduling
+// status before the instance's informer delivers the migration state written with it. A
+// sync from that older instance must not take it for another migration's and fail this one
+// (which left the instance naming a failed migration as under way: every later migration of
+// it waited for good).
+func TestSyncWaitsForItsOwnInstanceWrite(t *testing.T) {
+	vmi := runningVMI(func(v *v1.VirtualMachineInstance) { v.ResourceVersion = "1" })
+	f := newFixture(t, newMigration(v1.MigrationPending), vmi, launcherPod("source", "source-uid", "node-a", ""))
+	f.sync()
+	require.Equal(t, v1.MigrationScheduling, f.migration().Status.Phase)
+	require.NoError(t, f.c.migIndexer.Update(f.migration())) // the instance's cache still has version 1
+
+	f.sync()
+	m := f.migration()
+	assert.Equal(t, v1.MigrationScheduling, m.Status.Phase, "not failed: %+v", m.Status.MigrationState)
+	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel + "=mig-uid"})
+	require.NoError(t, err)
+	assert.Len(t, pods.Items, 1, "the target pod stays")
+}
+
+// TestFailedMigrationTheInstanceStillRunsIsEnded: a migration Failed while the instance
+// still names it as under way (a lost status write) ends there too, so that the instance's
+// next migration does not wait for it.
+func TestFailedMigrationTheInstanceStillRunsIsEnded(t *testing.T) {
+	vmi := runningVMI(migrating(), func(v *v1.VirtualMachineInstance) { v.Status.ActivePods["target-uid"] = "" })
+	mig := newMigration(v1.MigrationFailed, func(m *v1.VirtualMachineInstanceMigration) {
+		m.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUid: "mig-uid", Failed: true,
+			FailureReason: "the target pod is gone"}
+	})
+	f := newFixture(t, mig, vmi, launcherPod("source", "source-uid", "node-a", ""))
+	f.sync()
+	ms := f.instance().Status.MigrationState
+	require.NotNil(t, ms)
+	assert.True(t, ms.Failed)
+	assert.Equal(t, "the target pod is gone", ms.FailureReason)
+	assert.Equal(t, map[types.UID]string{"source-uid": "node-a"}, f.instance().Status.ActivePods)
+}
+
 func TestDeletedMigrationAsksTheSourceToAbort(t *testing.T) {
 	vmi := runningVMI(migrating(func(ms *v1.VirtualMachineInstanceMigrationState) {
 		ms.TargetNode, ms.TargetNodeAddress, ms.StartTimestamp = "node-b", "10.0.2.7:18187", ptr.To(metav1.Now())

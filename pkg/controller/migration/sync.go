@@ -46,17 +46,23 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	mig, err := c.lister.VirtualMachineInstanceMigrations(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.migVersions.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	vmiKey, cachedVersion := ns+"/"+mig.Spec.VMIName, mig.ResourceVersion
 	vmi, err := c.vmiLister.VirtualMachineInstances(ns).Get(mig.Spec.VMIName)
 	if apierrors.IsNotFound(err) {
 		vmi, err = nil, nil
 	}
 	if err != nil {
 		return err
+	}
+	if c.migVersions.Stale(key, mig.ResourceVersion, c.now()) ||
+		(vmi != nil && c.vmiVersions.Stale(vmiKey, vmi.ResourceVersion, c.now())) {
+		return controllerutil.RequeueAfter(controllerutil.StaleVersionTTL) // our write's event brings us back
 	}
 	if vmi != nil && mig.Status.MigrationState != nil && vmi.UID != "" && isActive(mig.Status.Phase) &&
 		(vmi.Status.MigrationState == nil || vmi.Status.MigrationState.MigrationUid != mig.UID) {
@@ -71,6 +77,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if mig, err = c.kubevirt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Update(ctx, mig, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("add finalizer to %s: %w", key, err)
 		}
+		c.migVersions.Replaced(key, cachedVersion, c.now())
 	}
 
 	st, err := c.next(ctx, mig, vmi)
@@ -83,6 +90,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if _, err := c.kubevirt.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update status of instance %s/%s: %w", ns, vmi.Name, err)
 		}
+		c.vmiVersions.Replaced(vmiKey, vmi.ResourceVersion, c.now())
 	}
 	var errs []error
 	for _, p := range st.delete {
@@ -101,6 +109,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if mig, err = c.kubevirt.KubevirtV1().VirtualMachineInstanceMigrations(ns).UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("update status of %s: %w", key, err))...)
 		}
+		c.migVersions.Replaced(key, cachedVersion, c.now())
 		if old != st.mig.Phase {
 			klog.InfoS("migration phase", "migration", key, "vmi", mig.Spec.VMIName, "from", old, "to", st.mig.Phase)
 			c.recordPhase(mig, vmi)
@@ -197,6 +206,15 @@ func (c *Controller) next(ctx context.Context, mig *v1.VirtualMachineInstanceMig
 	if isFinal(mig.Status.Phase) {
 		if mig.Status.Phase == v1.MigrationFailed {
 			s.delete = targets // a failed migration's pod never stays
+			if ours && !vs.MigrationState.Completed && !vs.MigrationState.Failed {
+				// Failed without the instance hearing of it (its status write was lost): the
+				// instance's next migration would wait for this one for good.
+				reason := "the migration failed"
+				if ms := mig.Status.MigrationState; ms != nil && ms.FailureReason != "" {
+					reason = ms.FailureReason
+				}
+				fail(reason)
+			}
 		}
 		return s, nil
 	}
