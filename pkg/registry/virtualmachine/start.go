@@ -5,6 +5,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
 	"github.com/hangarvm/hangar/pkg/registry/action"
 )
 
@@ -37,7 +38,7 @@ func decideStart(vm *kubevirt.VirtualMachine, vmi *kubevirt.VirtualMachineInstan
 	}
 	if restore := vm.Status.RestoreInProgress; restore != nil {
 		// The restore rewrites the spec and the disks the instance would start with.
-		return 0, conflict(vm.Name, "Cannot start VM until restore %q completes", *restore)
+		return 0, conflict(vm.Name, "%s", validation.RestoreLockMessage(*restore))
 	}
 	start := kubevirt.VirtualMachineStateChangeRequest{Action: kubevirt.StartRequest}
 	if opts.Paused {

@@ -18,7 +18,7 @@ func ValidateVirtualMachineLocks(vm, old *kubevirt.VirtualMachine) field.ErrorLi
 	var allErrs field.ErrorList
 	if restore := old.Status.RestoreInProgress; restore != nil && !apiequality.Semantic.DeepEqual(vm.Spec, old.Spec) &&
 		vm.Spec.EffectiveRunStrategy() != kubevirt.RunStrategyHalted {
-		allErrs = append(allErrs, field.Forbidden(path, fmt.Sprintf("Cannot start VM until restore %q completes", *restore)))
+		allErrs = append(allErrs, field.Forbidden(path, RestoreLockMessage(*restore)))
 	}
 	if snapshot := old.Status.SnapshotInProgress; snapshot != nil {
 		if !apiequality.Semantic.DeepEqual(templateVolumes(vm), templateVolumes(old)) {
@@ -33,6 +33,12 @@ func ValidateVirtualMachineLocks(vm, old *kubevirt.VirtualMachine) field.ErrorLi
 		}
 	}
 	return allErrs
+}
+
+// RestoreLockMessage is KubeVirt's refusal of a start while restore runs: by an edit of the
+// spec or by the start subresource.
+func RestoreLockMessage(restore string) string {
+	return fmt.Sprintf("Cannot start VM until restore %q completes", restore)
 }
 
 func templateVolumes(vm *kubevirt.VirtualMachine) []kubevirt.Volume {
