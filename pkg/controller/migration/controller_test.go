@@ -54,6 +54,7 @@ func newFixture(t *testing.T, mig *v1.VirtualMachineInstanceMigration, vmi *v1.V
 	kubeObjs = append(kubeObjs, handler)
 	f := &fixture{t: t, kv: kvfake.NewSimpleClientset(kvObjs...), kube: k8sfake.NewSimpleClientset(kubeObjs...)}
 	testutil.GenerateNames(f.kube)
+	testutil.BumpVersions(f.kv)
 	kvf := kvinformers.NewSharedInformerFactory(f.kv, 0)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	migInf, vmiInf := kvf.Kubevirt().V1().VirtualMachineInstanceMigrations(), kvf.Kubevirt().V1().VirtualMachineInstances()
@@ -299,6 +300,30 @@ func TestSyncWaitsForItsOwnInstanceWrite(t *testing.T) {
 	pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel + "=mig-uid"})
 	require.NoError(t, err)
 	assert.Len(t, pods.Items, 1, "the target pod stays")
+}
+
+// TestNewMigrationGetsItsFinalizerInASyncOfItsOwn: a user's migration has no finalizer yet.
+// Were it added and the status written in one sync, the cache could then show the version
+// in between (finalizer, no phase): a sync from it would take the target just created for
+// a stray and delete it (the migration then failed: "the target pod ended").
+func TestNewMigrationGetsItsFinalizerInASyncOfItsOwn(t *testing.T) {
+	mig := newMigration("", func(m *v1.VirtualMachineInstanceMigration) { m.Finalizers, m.ResourceVersion = nil, "1" })
+	f := newFixture(t, mig, runningVMI(), launcherPod("source", "source-uid", "node-a", ""))
+	f.sync()
+	withFinalizer := f.migration()
+	assert.Contains(t, withFinalizer.Finalizers, v1.VirtualMachineInstanceMigrationFinalizer)
+	assert.Empty(t, withFinalizer.Status.Phase, "nothing else in the sync that added the finalizer")
+	targets := func() []corev1.Pod {
+		pods, err := f.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{LabelSelector: v1.MigrationJobLabel + "=mig-uid"})
+		require.NoError(t, err)
+		return pods.Items
+	}
+	assert.Empty(t, targets())
+
+	f.observe()
+	f.sync()
+	require.Equal(t, v1.MigrationScheduling, f.migration().Status.Phase)
+	require.Len(t, targets(), 1)
 }
 
 // TestFailedMigrationTheInstanceStillRunsIsEnded: a migration Failed while the instance

@@ -74,10 +74,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if mig.DeletionTimestamp == nil && !isFinal(mig.Status.Phase) && !slices.Contains(mig.Finalizers, v1.VirtualMachineInstanceMigrationFinalizer) {
 		mig = mig.DeepCopy()
 		mig.Finalizers = append(mig.Finalizers, v1.VirtualMachineInstanceMigrationFinalizer)
-		if mig, err = c.kubevirt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Update(ctx, mig, metav1.UpdateOptions{}); err != nil {
+		if _, err = c.kubevirt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Update(ctx, mig, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("add finalizer to %s: %w", key, err)
 		}
+		// One write of the migration per sync: after two, the cache could show the first,
+		// which the record of stale versions (one per key) would not know for old.
 		c.migVersions.Replaced(key, cachedVersion, c.now())
+		return nil // the update's event brings us back
 	}
 
 	st, err := c.next(ctx, mig, vmi)

@@ -12,7 +12,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-var uidCounter atomic.Int64
+var uidCounter, versionCounter atomic.Int64
 
 // Fake is what both fake clientsets offer.
 type Fake interface {
@@ -39,6 +39,26 @@ func GenerateNames(f Fake) {
 		}
 		return false, nil, nil
 	})
+}
+
+// BumpVersions makes the fake clientset give every created or updated object a new
+// resourceVersion, as an API server does: for controllers that tell a stale cache by it.
+func BumpVersions(f Fake) {
+	bump := func(action k8stesting.Action) (bool, runtime.Object, error) {
+		var obj runtime.Object
+		switch a := action.(type) {
+		case k8stesting.CreateAction:
+			obj = a.GetObject()
+		case k8stesting.UpdateAction:
+			obj = a.GetObject()
+		}
+		if m, err := meta.Accessor(obj); err == nil && obj != nil {
+			m.SetResourceVersion(fmt.Sprint(versionCounter.Add(1)))
+		}
+		return false, nil, nil
+	}
+	f.PrependReactor("create", "*", bump)
+	f.PrependReactor("update", "*", bump)
 }
 
 // Filter returns the actions with the given verb and resource (subresource "" for the main one).
