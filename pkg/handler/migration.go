@@ -42,9 +42,7 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 	}
 	vmi, err := c.targetLister.VirtualMachineInstances(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.mu.Lock()
-		delete(c.targets, key)
-		c.mu.Unlock()
+		c.dropTarget(key, nil)
 		return 0, nil
 	}
 	if err != nil {
@@ -54,17 +52,17 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 	if ms == nil || ms.TargetNode != c.cfg.NodeName || vmi.Status.NodeName == c.cfg.NodeName {
 		// Not (or no longer) coming here; after the hand-off the instance is the main
 		// controller's, launcher and all.
-		c.mu.Lock()
-		delete(c.targets, key)
-		c.mu.Unlock()
+		c.dropTarget(key, nil)
 		return 0, nil
 	}
 	c.mu.Lock()
 	t := c.targets[key]
 	if t == nil || t.vmiUID != vmi.UID || t.state.MigrationUid != ms.MigrationUid {
 		// Each migration has a target pod of its own: nothing of an earlier one's is reused.
+		c.mu.Unlock()
 		t = &migrationTarget{vmiUID: vmi.UID}
-		c.targets[key] = t
+		c.dropTarget(key, t)
+		c.mu.Lock()
 	}
 	t.state = ms.DeepCopy()
 	l := t.launcher
@@ -121,6 +119,22 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 	t.prepared = uid
 	c.mu.Unlock()
 	return 0, nil
+}
+
+// dropTarget forgets the target of key, closing its launcher's connection and socket
+// directory, and puts next (if any) in its place.
+func (c *Controller) dropTarget(key string, next *migrationTarget) {
+	c.mu.Lock()
+	old := c.targets[key]
+	if next != nil {
+		c.targets[key] = next
+	} else {
+		delete(c.targets, key)
+	}
+	c.mu.Unlock()
+	if old != nil && old.launcher != nil {
+		old.launcher.stop()
+	}
 }
 
 // outgoingRecheck is how often a source looks whether its target is ready.
