@@ -42,7 +42,7 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 	}
 	vmi, err := c.targetLister.VirtualMachineInstances(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.dropTarget(key, nil)
+		c.dropTarget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -52,22 +52,27 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 	if ms == nil || ms.TargetNode != c.cfg.NodeName || vmi.Status.NodeName == c.cfg.NodeName {
 		// Not (or no longer) coming here; after the hand-off the instance is the main
 		// controller's, launcher and all.
-		c.dropTarget(key, nil)
+		c.dropTarget(key)
 		return 0, nil
 	}
 	c.mu.Lock()
 	t := c.targets[key]
+	var earlier *launcher
 	if t == nil || t.vmiUID != vmi.UID || t.state.MigrationUid != ms.MigrationUid {
 		// Each migration has a target pod of its own: nothing of an earlier one's is reused.
-		c.mu.Unlock()
+		if t != nil {
+			earlier = t.launcher
+		}
 		t = &migrationTarget{vmiUID: vmi.UID}
-		c.dropTarget(key, t)
-		c.mu.Lock()
+		c.targets[key] = t
 	}
 	t.state = ms.DeepCopy()
 	l := t.launcher
 	prepared := t.prepared
 	c.mu.Unlock()
+	if earlier != nil {
+		earlier.stop()
+	}
 	if ms.Completed || ms.Failed || ms.AbortRequested || ms.MigrationUid == "" {
 		return 0, nil
 	}
@@ -122,18 +127,14 @@ func (c *Controller) syncTarget(ctx context.Context, key string) (time.Duration,
 }
 
 // dropTarget forgets the target of key, closing its launcher's connection and socket
-// directory, and puts next (if any) in its place.
-func (c *Controller) dropTarget(key string, next *migrationTarget) {
+// directory.
+func (c *Controller) dropTarget(key string) {
 	c.mu.Lock()
-	old := c.targets[key]
-	if next != nil {
-		c.targets[key] = next
-	} else {
-		delete(c.targets, key)
-	}
+	t := c.targets[key]
+	delete(c.targets, key)
 	c.mu.Unlock()
-	if old != nil && old.launcher != nil {
-		old.launcher.stop()
+	if t != nil && t.launcher != nil {
+		t.launcher.stop()
 	}
 }
 
