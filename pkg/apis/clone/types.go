@@ -3,6 +3,8 @@ package clone
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangarvm/hangar/pkg/apis/snapshot"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -64,28 +66,9 @@ const (
 // VirtualMachineCloneStatus is what the clone controller observed.
 type VirtualMachineCloneStatus struct {
 	Phase        VirtualMachineClonePhase
-	Conditions   []Condition
+	Conditions   []snapshot.Condition
 	SnapshotName *string
 	RestoreName  *string
 	TargetName   *string
 	CreationTime *metav1.Time
-}
-
-// ConditionType names a condition of a clone.
-type ConditionType string
-
-// The conditions of a clone, as the snapshot group's.
-const (
-	ConditionReady       ConditionType = "Ready"
-	ConditionProgressing ConditionType = "Progressing"
-)
-
-// Condition is one observation of a clone.
-type Condition struct {
-	Type               ConditionType
-	Status             corev1.ConditionStatus
-	LastProbeTime      metav1.Time
-	LastTransitionTime metav1.Time
-	Reason             string
-	Message            string
 }

@@ -32,7 +32,6 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.CloneTemplateFilters":                                  schema_pkg_apis_clone_v1beta1_CloneTemplateFilters(ref),
-		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.Condition":                                             schema_pkg_apis_clone_v1beta1_Condition(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineClone":                                   schema_pkg_apis_clone_v1beta1_VirtualMachineClone(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneList":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneList(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneSpec":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneSpec(ref),
@@ -579,64 +578,6 @@ func schema_pkg_apis_clone_v1beta1_CloneTemplateFilters(ref common.ReferenceCall
 	}
 }
 
-func schema_pkg_apis_clone_v1beta1_Condition(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "Condition is one observation of a clone.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"type": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Type is Ready or Progressing.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"status": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Status is True, False or Unknown.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"lastProbeTime": {
-						SchemaProps: spec.SchemaProps{
-							Description: "LastProbeTime is when the condition was last checked.",
-							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
-						},
-					},
-					"lastTransitionTime": {
-						SchemaProps: spec.SchemaProps{
-							Description: "LastTransitionTime is when the status last changed.",
-							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
-						},
-					},
-					"reason": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Reason is a one-word reason for the status.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"message": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Message says more about the status.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-				},
-				Required: []string{"type", "status"},
-			},
-		},
-		Dependencies: []string{
-			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
-	}
-}
-
 func schema_pkg_apis_clone_v1beta1_VirtualMachineClone(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -878,13 +819,13 @@ func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref common.Referenc
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are Ready and Progressing.",
+							Description: "Conditions are Ready and Progressing, of the snapshot group's type (one OpenAPI model, v1beta1.Condition, for both groups).",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Default: map[string]interface{}{},
-										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.Condition"),
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition"),
 									},
 								},
 							},
@@ -921,7 +862,7 @@ func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

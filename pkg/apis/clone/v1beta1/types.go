@@ -3,6 +3,8 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 )
 
 // +genclient
@@ -97,10 +99,11 @@ type VirtualMachineCloneStatus struct {
 	// Unknown; empty before the controller has seen the clone.
 	// +optional
 	Phase VirtualMachineClonePhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=VirtualMachineClonePhase"`
-	// Conditions are Ready and Progressing.
+	// Conditions are Ready and Progressing, of the snapshot group's type (one OpenAPI model,
+	// v1beta1.Condition, for both groups).
 	// +optional
 	// +listType=atomic
-	Conditions []Condition `json:"conditions,omitempty" protobuf:"bytes,2,rep,name=conditions"`
+	Conditions []snapshotv1beta1.Condition `json:"conditions,omitempty" protobuf:"bytes,2,rep,name=conditions"`
 	// SnapshotName is the snapshot taken of a VirtualMachine source.
 	// +optional
 	SnapshotName *string `json:"snapshotName,omitempty" protobuf:"bytes,3,opt,name=snapshotName"`
@@ -114,37 +117,4 @@ type VirtualMachineCloneStatus struct {
 	// +optional
 	// +nullable
 	CreationTime *metav1.Time `json:"creationTime,omitempty" protobuf:"bytes,6,opt,name=creationTime"`
-}
-
-// ConditionType names a condition of a clone.
-type ConditionType string
-
-// The conditions of a clone, as the snapshot group's.
-const (
-	// ConditionReady: the target VirtualMachine is made.
-	ConditionReady ConditionType = "Ready"
-	// ConditionProgressing: the clone is under way.
-	ConditionProgressing ConditionType = "Progressing"
-)
-
-// Condition is one observation of a clone.
-type Condition struct {
-	// Type is Ready or Progressing.
-	Type ConditionType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=ConditionType"`
-	// Status is True, False or Unknown.
-	Status corev1.ConditionStatus `json:"status" protobuf:"bytes,2,opt,name=status,casttype=k8s.io/api/core/v1.ConditionStatus"`
-	// LastProbeTime is when the condition was last checked.
-	// +optional
-	// +nullable
-	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty" protobuf:"bytes,3,opt,name=lastProbeTime"`
-	// LastTransitionTime is when the status last changed.
-	// +optional
-	// +nullable
-	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty" protobuf:"bytes,4,opt,name=lastTransitionTime"`
-	// Reason is a one-word reason for the status.
-	// +optional
-	Reason string `json:"reason,omitempty" protobuf:"bytes,5,opt,name=reason"`
-	// Message says more about the status.
-	// +optional
-	Message string `json:"message,omitempty" protobuf:"bytes,6,opt,name=message"`
 }

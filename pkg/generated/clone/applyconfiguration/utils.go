@@ -34,8 +34,6 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=clone.kubevirt.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("CloneTemplateFilters"):
 		return &clonev1beta1.CloneTemplateFiltersApplyConfiguration{}
-	case v1beta1.SchemeGroupVersion.WithKind("Condition"):
-		return &clonev1beta1.ConditionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VirtualMachineClone"):
 		return &clonev1beta1.VirtualMachineCloneApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VirtualMachineCloneSpec"):

@@ -20,6 +20,7 @@ package v1beta1
 
 import (
 	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,7 +28,7 @@ import (
 // with apply.
 type VirtualMachineCloneStatusApplyConfiguration struct {
 	Phase        *clonev1beta1.VirtualMachineClonePhase `json:"phase,omitempty"`
-	Conditions   []ConditionApplyConfiguration          `json:"conditions,omitempty"`
+	Conditions   []snapshotv1beta1.Condition            `json:"conditions,omitempty"`
 	SnapshotName *string                                `json:"snapshotName,omitempty"`
 	RestoreName  *string                                `json:"restoreName,omitempty"`
 	TargetName   *string                                `json:"targetName,omitempty"`
@@ -51,12 +52,9 @@ func (b *VirtualMachineCloneStatusApplyConfiguration) WithPhase(value clonev1bet
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *VirtualMachineCloneStatusApplyConfiguration) WithConditions(values ...*ConditionApplyConfiguration) *VirtualMachineCloneStatusApplyConfiguration {
+func (b *VirtualMachineCloneStatusApplyConfiguration) WithConditions(values ...snapshotv1beta1.Condition) *VirtualMachineCloneStatusApplyConfiguration {
 	for i := range values {
-		if values[i] == nil {
-			panic("nil value passed to WithConditions")
-		}
-		b.Conditions = append(b.Conditions, *values[i])
+		b.Conditions = append(b.Conditions, values[i])
 	}
 	return b
 }
