@@ -131,13 +131,16 @@ kube::codegen::gen_client \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   "${ROOT}/pkg/apis"
 
-# clone.kubevirt.io has a clientset of its own too, in protobuf; its references are client-go's.
+# clone.kubevirt.io has a clientset of its own too, in protobuf; its references are client-go's
+# apply configurations, its conditions (the snapshot group's type) snapshot.kubevirt.io's.
+clone_externals="k8s.io/api/core/v1.TypedLocalObjectReference:k8s.io/client-go/applyconfigurations/core/v1"
+clone_externals+=",${MODULE}/pkg/apis/snapshot/v1beta1.Condition:${MODULE}/pkg/generated/snapshot/applyconfiguration/snapshot/v1beta1"
 kube::codegen::gen_client \
   --one-input-api clone \
   --with-watch \
   --with-applyconfig \
   --prefers-protobuf \
-  --applyconfig-externals "k8s.io/api/core/v1.TypedLocalObjectReference:k8s.io/client-go/applyconfigurations/core/v1" \
+  --applyconfig-externals "${clone_externals}" \
   --output-dir "${ROOT}/pkg/generated/clone" \
   --output-pkg "${MODULE}/pkg/generated/clone" \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \

@@ -20,19 +20,19 @@ package v1beta1
 
 import (
 	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
-	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/generated/snapshot/applyconfiguration/snapshot/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // VirtualMachineCloneStatusApplyConfiguration represents a declarative configuration of the VirtualMachineCloneStatus type for use
 // with apply.
 type VirtualMachineCloneStatusApplyConfiguration struct {
-	Phase        *clonev1beta1.VirtualMachineClonePhase `json:"phase,omitempty"`
-	Conditions   []snapshotv1beta1.Condition            `json:"conditions,omitempty"`
-	SnapshotName *string                                `json:"snapshotName,omitempty"`
-	RestoreName  *string                                `json:"restoreName,omitempty"`
-	TargetName   *string                                `json:"targetName,omitempty"`
-	CreationTime *v1.Time                               `json:"creationTime,omitempty"`
+	Phase        *clonev1beta1.VirtualMachineClonePhase        `json:"phase,omitempty"`
+	Conditions   []snapshotv1beta1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	SnapshotName *string                                       `json:"snapshotName,omitempty"`
+	RestoreName  *string                                       `json:"restoreName,omitempty"`
+	TargetName   *string                                       `json:"targetName,omitempty"`
+	CreationTime *v1.Time                                      `json:"creationTime,omitempty"`
 }
 
 // VirtualMachineCloneStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineCloneStatus type for use with
@@ -52,9 +52,12 @@ func (b *VirtualMachineCloneStatusApplyConfiguration) WithPhase(value clonev1bet
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *VirtualMachineCloneStatusApplyConfiguration) WithConditions(values ...snapshotv1beta1.Condition) *VirtualMachineCloneStatusApplyConfiguration {
+func (b *VirtualMachineCloneStatusApplyConfiguration) WithConditions(values ...*snapshotv1beta1.ConditionApplyConfiguration) *VirtualMachineCloneStatusApplyConfiguration {
 	for i := range values {
-		b.Conditions = append(b.Conditions, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
 	}
 	return b
 }
