@@ -39,12 +39,15 @@ func TestClonesThroughKubeAPIServer(t *testing.T) {
 	admin, err := cloneclient.NewForConfig(c.Admin)
 	require.NoError(t, err)
 
-	t.Run("discovery", func(t *testing.T) {
+	t.Run("discovery and OpenAPI", func(t *testing.T) {
 		out, err := c.Kubectl("api-resources", "--api-group=clone.kubevirt.io", "-o", "wide")
 		require.NoError(t, err, out)
 		for _, want := range []string{"virtualmachineclones", "vmclone", "VirtualMachineClone"} {
 			assert.Contains(t, out, want)
 		}
+		out, err = c.Kubectl("explain", "virtualmachineclone.spec.newMacAddresses")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "MAC")
 	})
 
 	valid := &clonev1beta1.VirtualMachineClone{ObjectMeta: metav1.ObjectMeta{Name: "db-clone"},
