@@ -17,6 +17,8 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/admission/eviction"
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
+	"github.com/hangarvm/hangar/pkg/apis/clone"
+	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/instancetype"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -28,6 +30,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/action"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineclone"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
@@ -82,8 +85,8 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds virt-api and installs the kubevirt.io group, v1 preferred and v1alpha3 as a
-// deprecated alias, both backed by the same storage, instancetype.kubevirt.io/v1beta1 and
-// snapshot.kubevirt.io/v1beta1.
+// deprecated alias, both backed by the same storage, instancetype.kubevirt.io/v1beta1,
+// snapshot.kubevirt.io/v1beta1 and clone.kubevirt.io/v1beta1.
 func (c CompletedConfig) New() (*Server, error) {
 	genericServer, err := c.GenericConfig.New("hangar-virt-api", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -204,6 +207,17 @@ func (c CompletedConfig) New() (*Server, error) {
 	snapshotGroup.VersionedResourcesStorageMap[snapshotv1beta1.SchemeGroupVersion.Version] =
 		serving.Storage(snapshots.Serving(), contents.Serving(), restores.Serving())
 	if err := genericServer.InstallAPIGroup(&snapshotGroup); err != nil {
+		return nil, err
+	}
+
+	// clone.kubevirt.io/v1beta1: clones, served and stored; no controller acts on them yet.
+	clones, err := virtualmachineclone.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	cloneGroup := genericapiserver.NewDefaultAPIGroupInfo(clone.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	cloneGroup.VersionedResourcesStorageMap[clonev1beta1.SchemeGroupVersion.Version] = serving.Storage(clones.Serving())
+	if err := genericServer.InstallAPIGroup(&cloneGroup); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: genericServer}, nil

@@ -9,6 +9,7 @@ import (
 	scalescheme "k8s.io/client-go/scale/scheme"
 	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
+	cloneinstall "github.com/hangarvm/hangar/pkg/apis/clone/install"
 	instancetypeinstall "github.com/hangarvm/hangar/pkg/apis/instancetype/install"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/install"
 	snapshotinstall "github.com/hangarvm/hangar/pkg/apis/snapshot/install"
@@ -26,6 +27,7 @@ func init() {
 	install.Install(Scheme)
 	instancetypeinstall.Install(Scheme)
 	snapshotinstall.Install(Scheme)
+	cloneinstall.Install(Scheme)
 	// The scale subresource speaks autoscaling/v1 Scale, through its internal form.
 	utilruntime.Must(scalescheme.AddToScheme(Scheme))
 	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))

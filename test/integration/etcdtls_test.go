@@ -47,6 +47,7 @@ resources:
   - virtualmachineinstancemigrations.kubevirt.io
   - "*.instancetype.kubevirt.io"
   - "*.snapshot.kubevirt.io"
+  - "*.clone.kubevirt.io"
   providers:
   - secretbox:
       keys:

@@ -48,14 +48,17 @@ var hangarOnlyModels = map[string]bool{"v1.SoftRebootOptions": true}
 // as KubeVirt's Go client names them. KubeVirt serves the group from CustomResourceDefinitions,
 // so its swagger.json (the testdata) has none of them to compare with.
 // v1beta1Models are the v1beta1.<Type> names of the models of the packages: KubeVirt names
-// every v1beta1 group's models so (instancetype.kubevirt.io's, snapshot.kubevirt.io's), and
+// every v1beta1 group's models so (instancetype.kubevirt.io's, snapshot.kubevirt.io's,
+// clone.kubevirt.io's, whose conditions are the snapshot group's type), and
 // no two of Hangar's v1beta1 packages share a type name.
-func v1beta1Models(pkgs ...string) map[string]bool {
+func v1beta1Models(t *testing.T, pkgs ...string) map[string]bool {
 	out := map[string]bool{}
 	for name := range generatedopenapi.GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} }) {
 		for _, pkg := range pkgs {
 			if strings.HasPrefix(name, pkg) {
-				out["v1beta1."+strings.TrimPrefix(name, pkg)] = true
+				model := "v1beta1." + strings.TrimPrefix(name, pkg)
+				assert.False(t, out[model], "two v1beta1 packages have the model %s", model)
+				out[model] = true
 			}
 		}
 	}
@@ -107,12 +110,14 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 		assert.True(t, kinds[kind+"List"] || strings.HasSuffix(kind, "Options"), "no model has the kind %sList", kind)
 	}
 
-	instancetypes := v1beta1Models("github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.")
+	instancetypes := v1beta1Models(t, "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.",
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineInstancetypeSpec")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineSnapshotSpec")
+	require.Contains(t, instancetypes, "v1beta1.VirtualMachineCloneSpec")
 	docs := map[string][]byte{"/openapi/v2": rawV2}
 	for _, gv := range []string{"apis/kubevirt.io/v1", "apis/kubevirt.io/v1alpha3", "apis/subresources.kubevirt.io/v1", "apis/instancetype.kubevirt.io/v1beta1",
-		"apis/snapshot.kubevirt.io/v1beta1"} {
+		"apis/snapshot.kubevirt.io/v1beta1", "apis/clone.kubevirt.io/v1beta1"} {
 		docs["/openapi/v3/"+gv] = getOpenAPI(t, "/openapi/v3/"+gv)
 	}
 	for path, raw := range docs {
@@ -133,7 +138,7 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 			case strings.HasPrefix(name, "v1."):
 				assert.True(t, kubevirt[name] || hangarOnlyModels[name], "%s: %s is not a model of KubeVirt's", path, name)
 			case strings.HasPrefix(name, "v1beta1."):
-				assert.True(t, instancetypes[name], "%s: %s is not a model of instancetype.kubevirt.io/v1beta1 or snapshot.kubevirt.io/v1beta1", path, name)
+				assert.True(t, instancetypes[name], "%s: %s is not a model of a v1beta1 group (instancetype, snapshot, clone)", path, name)
 			default:
 				assert.True(t, strings.HasPrefix(name, "k8s.io."), "%s: %s is not named by its import path", path, name)
 			}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
 
+	"github.com/hangarvm/hangar/pkg/apis/clone"
+	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/instancetype"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -26,8 +28,8 @@ const defaultStorageMediaType = runtime.ContentTypeProtobuf
 // Each group is stored in one version whatever version a client used, and held in memory in
 // its internal version.
 var (
-	storageVersions = schema.GroupVersions{v1.SchemeGroupVersion, instancetypev1beta1.SchemeGroupVersion, snapshotv1beta1.SchemeGroupVersion}
-	memoryVersions  = schema.GroupVersions{kubevirt.SchemeGroupVersion, instancetype.SchemeGroupVersion, snapshot.SchemeGroupVersion}
+	storageVersions = schema.GroupVersions{v1.SchemeGroupVersion, instancetypev1beta1.SchemeGroupVersion, snapshotv1beta1.SchemeGroupVersion, clonev1beta1.SchemeGroupVersion}
+	memoryVersions  = schema.GroupVersions{kubevirt.SchemeGroupVersion, instancetype.SchemeGroupVersion, snapshot.SchemeGroupVersion, clone.SchemeGroupVersion}
 )
 
 // applyStorageCodec makes the etcd codec write --storage-media-type, each group in its storage

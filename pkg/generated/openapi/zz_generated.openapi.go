@@ -31,6 +31,11 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.CloneTemplateFilters":                                  schema_pkg_apis_clone_v1beta1_CloneTemplateFilters(ref),
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineClone":                                   schema_pkg_apis_clone_v1beta1_VirtualMachineClone(ref),
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneList":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneSpec":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneStatus":                             schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.BlockSize":                                      schema_pkg_apis_instancetype_v1beta1_BlockSize(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype":                                schema_pkg_apis_instancetype_v1beta1_CPUInstancetype(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferenceRequirement":                       schema_pkg_apis_instancetype_v1beta1_CPUPreferenceRequirement(ref),
@@ -517,6 +522,347 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"k8s.io/apimachinery/pkg/runtime.TypeMeta":                                                                schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		"k8s.io/apimachinery/pkg/runtime.Unknown":                                                                 schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		"k8s.io/apimachinery/pkg/version.Info":                                                                    schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_clone_v1beta1_CloneTemplateFilters(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneTemplateFilters filter the labels and annotations of the VM template's metadata.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labelFilters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LabelFilters select the template's labels the target keeps.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"annotationFilters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AnnotationFilters select the template's annotations the target keeps.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_clone_v1beta1_VirtualMachineClone(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineClone asks for a VirtualMachine, or a snapshot of one, to be cloned into a new VirtualMachine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec names the source and the target and what to change on the way.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the clone controller observed.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneSpec", "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineCloneList is a list of VirtualMachineClones.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineClones.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineClone"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineClone", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineCloneSpec says what to clone, into what, and what to change on the way.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is a kubevirt.io VirtualMachine or a snapshot.kubevirt.io VirtualMachineSnapshot.",
+							Ref:         ref("k8s.io/api/core/v1.TypedLocalObjectReference"),
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the new VirtualMachine; when absent the controller picks a name and shows it in status.targetName.",
+							Ref:         ref("k8s.io/api/core/v1.TypedLocalObjectReference"),
+						},
+					},
+					"labelFilters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LabelFilters select the source's labels the target keeps (wildcards and \"!\" negations).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"annotationFilters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AnnotationFilters select the source's annotations the target keeps.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template filters the labels and annotations of the VM template's metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.CloneTemplateFilters"),
+						},
+					},
+					"newMacAddresses": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NewMacAddresses maps an interface name to the MAC the target's interface gets.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"newSMBiosSerial": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NewSMBiosSerial is the target's SMBIOS serial number.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"patches": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Patches are JSON patches applied to the target VirtualMachine.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"source"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.CloneTemplateFilters", "k8s.io/api/core/v1.TypedLocalObjectReference"},
+	}
+}
+
+func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineCloneStatus is what the clone controller observed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is SnapshotInProgress, CreatingTargetVM, RestoreInProgress, Succeeded, Failed or Unknown; empty before the controller has seen the clone.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Ready and Progressing, of the snapshot group's type (one OpenAPI model, v1beta1.Condition, for both groups).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition"),
+									},
+								},
+							},
+						},
+					},
+					"snapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SnapshotName is the snapshot taken of a VirtualMachine source.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restoreName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreName is the restore that makes the target.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetName is the target VirtualMachine's name, given or picked.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"creationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreationTime is when the clone succeeded.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

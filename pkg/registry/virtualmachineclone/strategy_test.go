@@ -1,0 +1,68 @@
+package virtualmachineclone
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/hangarvm/hangar/pkg/apis/clone"
+)
+
+func vmClone(target *corev1.TypedLocalObjectReference, status clone.VirtualMachineCloneStatus) *clone.VirtualMachineClone {
+	return &clone.VirtualMachineClone{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", ResourceVersion: "1"},
+		Spec: clone.VirtualMachineCloneSpec{
+			Source: &corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "db"},
+			Target: target},
+		Status: status}
+}
+
+func TestTableColumns(t *testing.T) {
+	vm := &corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "db-2"}
+	tests := []struct {
+		name          string
+		clone         *clone.VirtualMachineClone
+		phase, target string
+	}{
+		{"new, no target", vmClone(nil, clone.VirtualMachineCloneStatus{}), "", ""},
+		{"a named target", vmClone(vm, clone.VirtualMachineCloneStatus{Phase: clone.SnapshotInProgress}), "SnapshotInProgress", "db-2"},
+		{"a picked target", vmClone(nil, clone.VirtualMachineCloneStatus{Phase: clone.Succeeded, TargetName: ptr.To("clone-x")}), "Succeeded", "clone-x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, err := tableConvertor.ConvertToTable(context.Background(), tt.clone, nil)
+			require.NoError(t, err)
+			require.Len(t, table.Rows, 1)
+			cells := table.Rows[0].Cells
+			require.Len(t, cells, len(table.ColumnDefinitions))
+			assert.Equal(t, []interface{}{"c", tt.phase, "db", tt.target}, cells[:4])
+		})
+	}
+}
+
+func TestStatusAndSpecAreWrittenApart(t *testing.T) {
+	strategy := NewStrategy(runtime.NewScheme())
+	ctx := context.Background()
+
+	created := vmClone(nil, clone.VirtualMachineCloneStatus{Phase: clone.Succeeded})
+	strategy.PrepareForCreate(ctx, created)
+	assert.Empty(t, created.Status.Phase, "a client does not set the status at creation")
+
+	old := vmClone(nil, clone.VirtualMachineCloneStatus{Phase: clone.SnapshotInProgress})
+	update := vmClone(nil, clone.VirtualMachineCloneStatus{Phase: clone.Succeeded})
+	strategy.PrepareForUpdate(ctx, update, old)
+	assert.Equal(t, clone.SnapshotInProgress, update.Status.Phase, "the main resource keeps the status")
+
+	statusUpdate := vmClone(nil, clone.VirtualMachineCloneStatus{Phase: clone.Succeeded})
+	statusUpdate.Spec.Source.Name = "other"
+	status := statusStrategy{strategy}
+	status.PrepareForUpdate(ctx, statusUpdate, old)
+	assert.Equal(t, "db", statusUpdate.Spec.Source.Name, "the status subresource keeps the spec")
+	assert.Equal(t, clone.Succeeded, statusUpdate.Status.Phase)
+	assert.Empty(t, status.ValidateUpdate(ctx, statusUpdate, old))
+}
