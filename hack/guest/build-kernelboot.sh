@@ -9,9 +9,16 @@
 #                                   KubeVirt kernelBoot container image
 #                                   (kernelPath=/boot/vmlinux,
 #                                    initrdPath=/boot/initramfs.cpio.gz)
+#   kernelboot/initramfs-ssh.cpio.gz
+#                                   the same initramfs followed by a second archive with
+#                                   an SSH server (dropbear-bin) and scp (openssh-client's),
+#                                   with the libraries they link; the kernel unpacks both.
+#                                   Not started at boot: a test starts it on the console.
+#                                   Also in kernelboot-rootfs/boot/.
 #
 # Inputs: Debian's kernel (debian-kernel.sh unpacks linux-image-amd64's, never
-# installing it), busybox-static from apt, and the files in hack/guest/initramfs/. The build is skipped when a stamp of the package
+# installing it), busybox-static from apt, the SSH packages (fetched with apt-get download and
+# unpacked, never installed), and the files in hack/guest/initramfs/. The build is skipped when a stamp of the package
 # versions and of these files matches the previous build; FORCE=1 rebuilds.
 set -euo pipefail
 
@@ -39,6 +46,10 @@ readonly EFI_MODULES=(efivarfs)
 # "agent": the virtio-serial port of qemu-guest-agent, when a second archive brings it
 # (build-uefi.sh).
 readonly AGENT_MODULES=(virtio_pci virtio_console)
+
+# The SSH archive's packages: dropbear's server, the libraries it links that the host does not
+# have, and openssh-client for scp (the remote end of `scp -t`, which virtctl scp runs).
+readonly SSH_PACKAGES=(dropbear-bin libtomcrypt1 libtommath1 openssh-client)
 
 SCRIPT_START=$(date +%s.%N)
 
@@ -76,10 +87,16 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+candidate() { apt-cache policy "$1" | sed -n 's/^ *Candidate: //p'; }
+
 # inputs_fingerprint: everything a rebuild depends on, one line each.
 inputs_fingerprint() {
   cat "$KERNEL_DIR/.package"
   dpkg-query -W -f='${Package} ${Version}\n' busybox-static
+  local p
+  for p in "${SSH_PACKAGES[@]}"; do
+    echo "$p $(candidate "$p")"
+  done
   (cd "$GUEST_DIR" && sha256sum build-kernelboot.sh debian-kernel.sh vmlinux-from-bzimage.sh initramfs/*)
 }
 
@@ -174,13 +191,49 @@ build_initramfs() {
   rm -rf "$staging"
 }
 
+# build_ssh_archive: dropbear and scp with the shared libraries they link (as this Debian has
+# them: the guest runs the same release), appended to the initramfs as a second archive.
+build_ssh_archive() {
+  local work=$KERNELBOOT_DIR/ssh pkgs staging bin lib
+  rm -rf "$work"
+  mkdir -p "$work/debs" "$work/pkgs"
+  pkgs=$work/pkgs
+  if [[ -z "$(candidate dropbear-bin)" || "$(candidate dropbear-bin)" == "(none)" ]]; then
+    apt-get update -qq
+  fi
+  (cd "$work/debs" && apt-get download -qq "${SSH_PACKAGES[@]}")
+  local deb
+  for deb in "$work"/debs/*.deb; do
+    dpkg-deb -x "$deb" "$pkgs"
+  done
+  staging=$work/staging
+  mkdir -p "$staging/usr/sbin" "$staging/usr/bin" "$staging/etc/dropbear"
+  cp "$pkgs/usr/sbin/dropbear" "$staging/usr/sbin/dropbear"
+  cp "$pkgs/usr/bin/scp" "$staging/usr/bin/scp"
+  for bin in "$staging/usr/sbin/dropbear" "$staging/usr/bin/scp"; do
+    # The unpacked libraries first: the host has libc but not libtomcrypt.
+    for lib in $(LD_LIBRARY_PATH="$pkgs/usr/lib/x86_64-linux-gnu" ldd "$bin" \
+        | awk '/not found/ { print "MISSING:" $1 } /=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
+      [[ "$lib" != MISSING:* ]] || { log "$(basename "$bin") needs ${lib#MISSING:}, which no package here has"; exit 1; }
+      local dest=$staging${lib#"$pkgs"}
+      mkdir -p "$(dirname "$dest")"
+      cp -L "$lib" "$dest"
+    done
+  done
+  find "$staging" -exec touch -h -d @0 {} +
+  (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort \
+    | cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -9 -n > "$work/ssh.cpio.gz"
+  cat "$KERNELBOOT_DIR/initramfs.cpio.gz" "$work/ssh.cpio.gz" > "$KERNELBOOT_DIR/initramfs-ssh.cpio.gz"
+  rm -rf "$work"
+}
+
 # package_rootfs: the kernelBoot container image layout. Hard links when the
 # file system allows it, so the layout costs no space.
 package_rootfs() {
   rm -rf "$ROOTFS_DIR"
   mkdir -p "$ROOTFS_DIR/boot"
   local file
-  for file in vmlinux initramfs.cpio.gz; do
+  for file in vmlinux initramfs.cpio.gz initramfs-ssh.cpio.gz; do
     ln "$KERNELBOOT_DIR/$file" "$ROOTFS_DIR/boot/$file" 2>/dev/null \
       || cp "$KERNELBOOT_DIR/$file" "$ROOTFS_DIR/boot/$file"
   done
@@ -189,7 +242,7 @@ package_rootfs() {
 report() {
   local release=$1
   log "kernel $release"
-  ls -l "$KERNELBOOT_DIR/vmlinux" "$KERNELBOOT_DIR/initramfs.cpio.gz" "$KERNEL_DIR/boot/vmlinuz-$release" \
+  ls -l "$KERNELBOOT_DIR/vmlinux" "$KERNELBOOT_DIR/initramfs.cpio.gz" "$KERNELBOOT_DIR/initramfs-ssh.cpio.gz" "$KERNEL_DIR/boot/vmlinuz-$release" \
     | awk '{ printf "build-kernelboot: %-60s %8.1f MiB\n", $NF, $5 / 1048576 }' >&2
   log "total $(elapsed_since "$SCRIPT_START")s"
 }
@@ -204,7 +257,7 @@ main() {
   fingerprint=$(inputs_fingerprint)
   if [[ "${FORCE:-0}" != 1 && -f "$STAMP_FILE" && "$(cat "$STAMP_FILE")" == "$fingerprint" \
         && -s "$KERNELBOOT_DIR/vmlinux" && -s "$KERNELBOOT_DIR/initramfs.cpio.gz" \
-        && -e "$ROOTFS_DIR/boot/vmlinux" ]]; then
+        && -s "$KERNELBOOT_DIR/initramfs-ssh.cpio.gz" && -e "$ROOTFS_DIR/boot/vmlinux" ]]; then
     log "inputs unchanged, nothing to rebuild (FORCE=1 rebuilds)"
     report "$release"
     return 0
@@ -213,6 +266,7 @@ main() {
 
   run_step "extract vmlinux" extract_vmlinux "$release"
   run_step "build initramfs" build_initramfs "$release"
+  run_step "build SSH archive" build_ssh_archive
   run_step "package kernelBoot rootfs" package_rootfs
   echo "$fingerprint" > "$STAMP_FILE"
   report "$release"

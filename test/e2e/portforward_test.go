@@ -57,8 +57,8 @@ func virtctlCmd(t *testing.T, args ...string) *exec.Cmd {
 // TestPortForward: virtctl port-forward reaches a TCP port of a masquerade and of a bridge
 // guest (busybox nc in the guest echoes with cat), on the VM's and the instance's paths, as
 // a listening forward and with --stdio; a port nothing listens on says so; a view user is
-// refused. The test guest has no SSH server yet, so virtctl ssh and scp are covered by the
-// unit and integration tests (an in-process SSH server) until hack/guest gains one.
+// refused. virtctl ssh runs a command and virtctl scp copies a file there and back, with the
+// built-in client, against the SSH server the test guest brings (dropbear).
 func TestPortForward(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-portforward")
@@ -72,6 +72,8 @@ func TestPortForward(t *testing.T) {
 	for _, binding := range []string{"masquerade", "bridge"} {
 		t.Run(binding, func(t *testing.T) {
 			spec := guestSpec()
+			spec.Domain.Firmware.KernelBoot.Container.InitrdPath = sshInitrd
+			identity, authorized := sshIdentity(t)
 			iface := v1.Interface{Name: "default"}
 			if binding == "bridge" {
 				iface.Bridge = &v1.InterfaceBridge{}
@@ -125,6 +127,13 @@ func TestPortForward(t *testing.T) {
 			// view may look, not forward.
 			out, err = virtctl(t, "--as=e2e-viewer", "port-forward", "--stdio=true", "vm/"+binding+"/"+ns, "1234")
 			require.Error(t, err)
+			assert.Contains(t, strings.ToLower(out), "forbidden")
+
+			startSSHServer(t, console, authorized)
+			checkSSHAndSCP(t, ns, "vm/"+binding, identity)
+			out, err = virtctl(t, "--as=e2e-viewer", "-n", ns, "ssh", "--local-ssh=false", "-i", identity,
+				"--known-hosts=", "root@vmi/"+binding, "-c", "true")
+			require.Error(t, err, "a view user reaches the guest's SSH server: %s", out)
 			assert.Contains(t, strings.ToLower(out), "forbidden")
 		})
 	}
