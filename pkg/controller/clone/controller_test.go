@@ -23,9 +23,9 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/controller/snapshot"
+	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
 	clonefake "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned/fake"
 	cloneinformers "github.com/hangarvm/hangar/pkg/generated/clone/informers/externalversions"
-	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	vmsfake "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned/fake"
 	vmsinformers "github.com/hangarvm/hangar/pkg/generated/snapshot/informers/externalversions"
@@ -101,7 +101,7 @@ func sourceVM() *v1.VirtualMachine {
 		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyHalted), Template: &v1.VirtualMachineInstanceTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db", "debug": "yes"}},
 			Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
-				Devices: v1.Devices{Interfaces: []v1.Interface{{Name: "default", MacAddress: "02:00:00:00:00:01"}, {Name: "second", MacAddress: "02:00:00:00:00:02"}}},
+				Devices:  v1.Devices{Interfaces: []v1.Interface{{Name: "default", MacAddress: "02:00:00:00:00:01"}, {Name: "second", MacAddress: "02:00:00:00:00:02"}}},
 				Firmware: &v1.Firmware{UUID: "5d307ca9-b3ef-428c-8861-06e72d69f223", Serial: "old-serial"}}}}},
 	}
 }

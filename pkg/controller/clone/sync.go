@@ -53,7 +53,9 @@ func targetName(cl *clonev1beta1.VirtualMachineClone) string {
 	return ptr.Deref(cl.Status.TargetName, "")
 }
 
-func fromVM(cl *clonev1beta1.VirtualMachineClone) bool { return cl.Spec.Source.Kind == "VirtualMachine" }
+func fromVM(cl *clonev1beta1.VirtualMachineClone) bool {
+	return cl.Spec.Source.Kind == "VirtualMachine"
+}
 
 // sync moves one clone on, one phase after the other: SnapshotInProgress (a VM source's
 // snapshot taken), RestoreInProgress (the restore to the target made), CreatingTargetVM
