@@ -15,7 +15,7 @@ import (
 // createCloneOptions are the flags of KubeVirt's `virtctl create clone`.
 type createCloneOptions struct {
 	name, sourceName, targetName, sourceType, targetType, newSMBiosSerial string
-	labelFilters, annotationFilters, templateLabelFilters                []string
+	labelFilters, annotationFilters, templateLabelFilters                 []string
 	templateAnnotationFilters, newMACs                                    []string
 }
 
