@@ -210,8 +210,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	// clone.kubevirt.io/v1beta1: clones, served and stored; no controller acts on them yet.
-	clones, err := virtualmachineclone.NewStorage(Scheme, optsGetter)
+	// clone.kubevirt.io/v1beta1: clones, made by virt-controller's clone controller.
+	clones, err := virtualmachineclone.NewStorage(Scheme, optsGetter, authz)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 // cluster, so it needs neither a kubeconfig nor a connection.
 func newCreateCommand(c *cliContext) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "create (vm|instancetype|preference)",
-		Short: "Print the manifest of a virtual machine, an instance type or a preference",
+		Use:   "create (vm|instancetype|preference|clone)",
+		Short: "Print the manifest of a virtual machine, an instance type, a preference or a clone",
 		Long: "Print a manifest as KubeVirt's virtctl create does; nothing is sent to the cluster.\n" +
 			"With -n/--namespace, the manifest names that namespace.",
 		Example: "  virtctl create vm --name my-vm --instancetype u1.medium --preference fedora \\\n" +
@@ -26,7 +26,7 @@ func newCreateCommand(c *cliContext) *cobra.Command {
 		Args: cobra.NoArgs, // `create vmm` is an unknown command, not the help
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCreateVMCommand(c), newCreateInstancetypeCommand(c), newCreatePreferenceCommand(c))
+	cmd.AddCommand(newCreateVMCommand(c), newCreateInstancetypeCommand(c), newCreatePreferenceCommand(c), newCreateCloneCommand(c))
 	return cmd
 }
 

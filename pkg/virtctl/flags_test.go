@@ -197,7 +197,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"pause", "vmi", ""}, []string{"myvm", "solo"}},
 		{[]string{"expose", "vmirs", ""}, []string{"--name", "myrs"}}, // and its required flag
 		{[]string{"console", "solo", ""}, nil},
-		{[]string{"create", ""}, []string{"instancetype", "preference", "vm"}},
+		{[]string{"create", ""}, []string{"clone", "instancetype", "preference", "vm"}},
 		{[]string{"create", "vm", "--run-strategy", ""}, []string{"Always", "Halted", "Manual", "Once", "RerunOnFailure"}},
 		{[]string{"create", "preference", "--cpu-topology", ""}, []string{"any", "cores", "sockets", "spread", "threads"}},
 	}

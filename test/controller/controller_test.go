@@ -581,7 +581,14 @@ func TestController(t *testing.T) {
 			// A restore to a new name creates the VM; virt-api stores such a restore only when its
 			// user may create virtualmachines in the namespace.
 			{[]string{"create", "virtualmachines.kubevirt.io", "-n", "any"}, "yes"},
-			{[]string{"create", "virtualmachinesnapshots.snapshot.kubevirt.io", "-n", "any"}, "no"},
+			// A clone's snapshot and restore, made and deleted by the clone controller; virt-api
+			// stores a clone only when its user may snapshot the source and create the target.
+			{[]string{"create", "virtualmachinesnapshots.snapshot.kubevirt.io", "-n", "any"}, "yes"},
+			{[]string{"delete", "virtualmachinerestores.snapshot.kubevirt.io", "-n", "any"}, "yes"},
+			{[]string{"update", "virtualmachinesnapshots.snapshot.kubevirt.io", "-n", "any"}, "no"},
+			{[]string{"update", "virtualmachineclones.clone.kubevirt.io", "--subresource=status", "-n", "any"}, "yes"},
+			{[]string{"update", "virtualmachineclones.clone.kubevirt.io", "-n", "any"}, "no"},
+			{[]string{"create", "virtualmachineclones.clone.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"update", "virtualmachinesnapshots.snapshot.kubevirt.io", "--subresource=status", "-n", "any"}, "yes"},
 			{[]string{"delete", "virtualmachinesnapshotcontents.snapshot.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"delete", "virtualmachines.kubevirt.io", "-n", "any"}, "no"},

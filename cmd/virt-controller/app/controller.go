@@ -22,6 +22,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	cloneclient "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/kubeclient"
@@ -54,6 +55,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Controllers.Snapshots, err = vmsnapshotclient.NewForConfig(kvCfg); err != nil {
+		return err
+	}
+	if o.Controllers.Clones, err = cloneclient.NewForConfig(kvCfg); err != nil {
 		return err
 	}
 	// VolumeSnapshots are custom resources of kube-apiserver, served in JSON only.

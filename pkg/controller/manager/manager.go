@@ -27,6 +27,7 @@ import (
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/clusterconfig"
 	configwatch "github.com/hangarvm/hangar/pkg/clusterconfig/watch"
+	"github.com/hangarvm/hangar/pkg/controller/clone"
 	"github.com/hangarvm/hangar/pkg/controller/evacuation"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/migration"
@@ -38,6 +39,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/workloadupdate"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
+	cloneclient "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned"
+	cloneinformers "github.com/hangarvm/hangar/pkg/generated/clone/informers/externalversions"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
@@ -76,6 +79,9 @@ type Options struct {
 	// snapshot.storage.k8s.io/v1 (its CRDs installed).
 	Snapshots       vmsnapshotclient.Interface
 	VolumeSnapshots snapshotclient.Interface
+	// Clones reaches clone.kubevirt.io, for the clone controller; it runs with the snapshot
+	// and restore controllers it relies on.
+	Clones cloneclient.Interface
 }
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
@@ -199,6 +205,19 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 			}
 			runners = append(runners, func() error { return snapController.Run(ctx, 2) })
 			snapshotFactories = append(snapshotFactories, vmsFactory, vsFactory, storageFactory)
+			if o.Clones != nil {
+				cloneFactory := cloneinformers.NewSharedInformerFactoryWithOptions(o.Clones, o.Resync, cloneinformers.WithTransform(stripManagedFields))
+				cloneController, err := clone.New(clone.Clients{Clones: o.Clones, Snapshots: o.Snapshots}, clone.Informers{
+					Clones: cloneFactory.Clone().V1beta1().VirtualMachineClones(), VMs: vmInformer,
+					Snapshots: vmsFactory.Snapshot().V1beta1().VirtualMachineSnapshots(), Contents: vmsFactory.Snapshot().V1beta1().VirtualMachineSnapshotContents(),
+					Restores: vmsFactory.Snapshot().V1beta1().VirtualMachineRestores(), Claims: pvcInformer,
+				}, recorder)
+				if err != nil {
+					return err
+				}
+				runners = append(runners, func() error { return cloneController.Run(ctx, 2) })
+				snapshotFactories = append(snapshotFactories, cloneFactory)
+			}
 		}
 	}
 	var csrFactory informers.SharedInformerFactory

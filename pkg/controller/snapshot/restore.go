@@ -35,6 +35,21 @@ func RestoredClaimName(r *snapshotv1beta1.VirtualMachineRestore, volume string) 
 // restoredFromLabel marks what Hangar made for a restore.
 const restoredFromLabel = "restore.kubevirt.io/source-vm-name"
 
+// LastRestoreAnnotation marks a VM created by a restore with RestoreMark, as KubeVirt marks
+// restored VMs.
+const LastRestoreAnnotation = "restore.kubevirt.io/lastRestoreUID"
+
+// RestoreMark is the value of LastRestoreAnnotation for the restore r: its name and UID.
+func RestoreMark(r *snapshotv1beta1.VirtualMachineRestore) string {
+	return fmt.Sprintf("%s-%s", r.Name, r.UID)
+}
+
+// ownedByClone says whether a VirtualMachineClone made the restore.
+func ownedByClone(r *snapshotv1beta1.VirtualMachineRestore) bool {
+	ref := metav1.GetControllerOf(r)
+	return ref != nil && ref.Kind == "VirtualMachineClone" && strings.HasPrefix(ref.APIVersion, "clone.kubevirt.io/")
+}
+
 // syncRestore moves one restore on: it waits for the snapshot and for the target VM to be
 // stopped, creates a claim from each VolumeSnapshot, and writes (or creates) the VM with the
 // snapshotted spec pointing at them. The VM's old claims are left alone.
@@ -82,7 +97,15 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if target != nil && err == nil {
+	// A VM this restore created already (its status not written yet) is not restored again.
+	existing := err == nil && target.Annotations[LastRestoreAnnotation] != RestoreMark(r)
+	if existing && ownedByClone(r) {
+		// A clone's restore makes a new VM: it never rewrites one that exists, which the
+		// clone's user was not checked for.
+		return c.restoreWaits(ctx, cached, r, "TargetExists",
+			fmt.Sprintf("VirtualMachine %s already exists: the restore of a clone only creates a new VirtualMachine", target.Name))
+	}
+	if existing {
 		if other := target.Status.RestoreInProgress; other != nil && *other != r.Name {
 			return c.restoreWaits(ctx, cached, r, "TargetLocked", fmt.Sprintf("VirtualMachine %s is being restored by %s", target.Name, *other))
 		}
@@ -122,7 +145,7 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 			}
 		}
 	}
-	if target != nil && err == nil {
+	if existing {
 		restored := spec.DeepCopy()
 		restored.RunStrategy, restored.Running = target.Spec.RunStrategy, target.Spec.Running
 		if !apiequality.Semantic.DeepEqual(target.Spec, *restored) {
@@ -135,7 +158,7 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 			}
 			c.recorder.Eventf(r, corev1.EventTypeNormal, "VirtualMachineRestored", "Restored the spec of VirtualMachine %s from %s", target.Name, s.Name)
 		}
-	} else {
+	} else if target == nil || err != nil {
 		vm, err := newTargetVM(r, source, spec)
 		if err != nil {
 			return c.restoreWaits(ctx, cached, r, "InvalidPatches", err.Error())
@@ -233,6 +256,10 @@ func newTargetVM(r *snapshotv1beta1.VirtualMachineRestore, source *snapshotv1bet
 			Labels: source.Labels, Annotations: keptVMAnnotations(source.Annotations)},
 		Spec: *spec,
 	}
+	if vm.Annotations == nil {
+		vm.Annotations = map[string]string{}
+	}
+	vm.Annotations[LastRestoreAnnotation] = RestoreMark(r)
 	if t := vm.Spec.Template; t != nil {
 		for i := range t.Spec.Domain.Devices.Interfaces {
 			t.Spec.Domain.Devices.Interfaces[i].MacAddress = ""
@@ -265,6 +292,11 @@ func newTargetVM(r *snapshotv1beta1.VirtualMachineRestore, source *snapshotv1bet
 		return nil, fmt.Errorf("spec.patches: %w", err)
 	}
 	patched.Name, patched.Namespace = vm.Name, vm.Namespace
+	// The mark stays whatever the patches did: it tells a retry the VM is this restore's.
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[LastRestoreAnnotation] = RestoreMark(r)
 	return patched, nil
 }
 

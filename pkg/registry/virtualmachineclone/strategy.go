@@ -1,23 +1,27 @@
 // Package virtualmachineclone is the registry of VirtualMachineClones: a VirtualMachine, or a
 // snapshot of one, cloned into a new VirtualMachine. The spec is fixed at creation; the
-// status belongs to a clone controller (which Hangar does not have yet).
+// status belongs to virt-controller's clone controller (pkg/controller/clone).
 package virtualmachineclone
 
 import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/hangarvm/hangar/pkg/apis/clone"
 	"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/clone/validation"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/registry/namespaced"
 	"github.com/hangarvm/hangar/pkg/registry/resetfields"
 )
@@ -41,6 +45,22 @@ func (cloneStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	c := obj.(*clone.VirtualMachineClone)
 	c.Status = clone.VirtualMachineCloneStatus{}
 	c.Generation = 1
+	defaultTarget(c, rand.String(5))
+}
+
+// defaultTarget names the target when the clone does not, as KubeVirt's mutating webhook:
+// clone-<source>-<5 random characters>, a kubevirt.io VirtualMachine.
+func defaultTarget(c *clone.VirtualMachineClone, suffix string) {
+	if c.Spec.Source == nil {
+		return // refused by validation
+	}
+	name := fmt.Sprintf("clone-%s-%s", c.Spec.Source.Name, suffix)
+	switch {
+	case c.Spec.Target == nil:
+		c.Spec.Target = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(kubevirt.GroupName), Kind: "VirtualMachine", Name: name}
+	case c.Spec.Target.Name == "":
+		c.Spec.Target.Name = name
+	}
 }
 
 func (cloneStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {

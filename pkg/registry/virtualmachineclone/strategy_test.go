@@ -66,3 +66,49 @@ func TestStatusAndSpecAreWrittenApart(t *testing.T) {
 	assert.Equal(t, clone.Succeeded, statusUpdate.Status.Phase)
 	assert.Empty(t, status.ValidateUpdate(ctx, statusUpdate, old))
 }
+
+// TestTargetDefaulted: a clone without a target, or with a target without a name, gets
+// KubeVirt's generated name at creation.
+func TestTargetDefaulted(t *testing.T) {
+	named := &corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "db-2"}
+	tests := []struct {
+		name   string
+		target *corev1.TypedLocalObjectReference
+		want   corev1.TypedLocalObjectReference
+	}{
+		{"none", nil, corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "clone-db-abcde"}},
+		{"no name", &corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine"},
+			corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "clone-db-abcde"}},
+		{"named", named, *named},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := vmClone(tt.target.DeepCopy(), clone.VirtualMachineCloneStatus{})
+			defaultTarget(c, "abcde")
+			require.NotNil(t, c.Spec.Target)
+			assert.Equal(t, tt.want, *c.Spec.Target)
+		})
+	}
+	c := vmClone(nil, clone.VirtualMachineCloneStatus{})
+	NewStrategy(runtime.NewScheme()).PrepareForCreate(context.Background(), c)
+	assert.Regexp(t, `^clone-db-[a-z0-9]{5}$`, c.Spec.Target.Name)
+}
+
+// TestNeeds: a clone of a VM needs the rights of a snapshot and of a restore to a new VM; a
+// clone of a snapshot those of the restore only.
+func TestNeeds(t *testing.T) {
+	rights := func(c *clone.VirtualMachineClone) []string {
+		var out []string
+		for _, n := range Needs(c, "default") {
+			out = append(out, n.Verb+" "+n.Resource+"."+n.Group)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"create virtualmachines.kubevirt.io", "get virtualmachines.kubevirt.io",
+		"create virtualmachinesnapshots.snapshot.kubevirt.io", "create volumesnapshots.snapshot.storage.k8s.io",
+		"create persistentvolumeclaims."}, rights(vmClone(nil, clone.VirtualMachineCloneStatus{})))
+	fromSnapshot := vmClone(nil, clone.VirtualMachineCloneStatus{})
+	fromSnapshot.Spec.Source = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.kubevirt.io"), Kind: "VirtualMachineSnapshot", Name: "s"}
+	assert.Equal(t, []string{"create virtualmachines.kubevirt.io", "get virtualmachinesnapshots.snapshot.kubevirt.io",
+		"create persistentvolumeclaims."}, rights(fromSnapshot))
+}

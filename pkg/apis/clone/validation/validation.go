@@ -39,6 +39,11 @@ func ValidateVirtualMachineClone(c *clone.VirtualMachineClone) field.ErrorList {
 	if c.Spec.Target != nil {
 		allErrs = append(allErrs, validateReference(c.Spec.Target, spec.Child("target"),
 			map[string]string{"VirtualMachine": kubevirt.GroupName})...)
+		// A clone makes a new VM: a VM cannot be cloned onto itself (KubeVirt's webhook).
+		if s := c.Spec.Source; s != nil && s.Kind == "VirtualMachine" && c.Spec.Target.Kind == "VirtualMachine" && s.Name == c.Spec.Target.Name {
+			allErrs = append(allErrs, field.Invalid(spec.Child("target", "name"), c.Spec.Target.Name,
+				"must not be the source's name: a clone makes a new VirtualMachine"))
+		}
 	}
 	allErrs = append(allErrs, validateFilters(c.Spec.LabelFilters, spec.Child("labelFilters"))...)
 	allErrs = append(allErrs, validateFilters(c.Spec.AnnotationFilters, spec.Child("annotationFilters"))...)
@@ -96,19 +101,27 @@ func validateReference(ref *corev1.TypedLocalObjectReference, path *field.Path, 
 }
 
 // validateFilters refuses empty filters, which would match nothing and are most likely a
-// mistake in the manifest.
+// mistake in the manifest, and what KubeVirt's webhook refuses: "!" alone, a "!" anywhere but
+// first, a "*" anywhere but last.
 func validateFilters(filters []string, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i, f := range filters {
-		if strings.TrimSpace(f) == "" {
+		switch {
+		case strings.TrimSpace(f) == "":
 			allErrs = append(allErrs, field.Required(path.Index(i), "a filter must not be empty"))
+		case f == "!":
+			allErrs = append(allErrs, field.Invalid(path.Index(i), f, "a negation alone is not a filter"))
+		case strings.Contains(f[1:], "!"):
+			allErrs = append(allErrs, field.Invalid(path.Index(i), f, "a negation (!) may only begin a filter"))
+		case strings.Contains(f[:len(f)-1], "*"):
+			allErrs = append(allErrs, field.Invalid(path.Index(i), f, "a wildcard (*) may only end a filter"))
 		}
 	}
 	return allErrs
 }
 
 // validateMACs checks that each new MAC is a unicast MAC address: a multicast one would not
-// work as an interface's address.
+// work as an interface's address. An empty one is KubeVirt's "no MAC": one is made.
 func validateMACs(macs map[string]string, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	names := make([]string, 0, len(macs))
@@ -120,6 +133,9 @@ func validateMACs(macs map[string]string, path *field.Path) field.ErrorList {
 		mac := macs[name]
 		if name == "" {
 			allErrs = append(allErrs, field.Invalid(path, name, "an interface name must not be empty"))
+			continue
+		}
+		if mac == "" {
 			continue
 		}
 		hw, err := net.ParseMAC(mac)

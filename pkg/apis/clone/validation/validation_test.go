@@ -56,6 +56,11 @@ func TestValidateVirtualMachineClone(t *testing.T) {
 		{"bad MACs", clone.VirtualMachineCloneSpec{Source: vm, NewMacAddresses: map[string]string{
 			"a": "not-a-mac", "b": "01:00:5e:00:00:01", "c": "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01", "d": "02:00:00:00:00:02"}},
 			[]string{"spec.newMacAddresses[a]", "spec.newMacAddresses[b]", "spec.newMacAddresses[c]"}},
+		{"KubeVirt's refused filters", clone.VirtualMachineCloneSpec{Source: vm, LabelFilters: []string{"!", "a!b", "*a", "a*", "!a*", "*"}},
+			[]string{"spec.labelFilters[0]", "spec.labelFilters[1]", "spec.labelFilters[2]"}},
+		{"the source VM as target", clone.VirtualMachineCloneSpec{Source: vm, Target: ref("kubevirt.io", "VirtualMachine", "db")},
+			[]string{"spec.target.name"}},
+		{"an empty MAC: one is made", clone.VirtualMachineCloneSpec{Source: vm, NewMacAddresses: map[string]string{"default": ""}}, nil},
 		{"bad patches", clone.VirtualMachineCloneSpec{Source: vm, Patches: []string{
 			"not json", `{"op":"frobnicate","path":"/spec"}`, `[{"op":"add","path":"spec"}]`, `[]`}},
 			[]string{"spec.patches[0]", "spec.patches[1].op", "spec.patches[2][0].path", "spec.patches[3]"}},
