@@ -22,7 +22,7 @@ fi
 # shellcheck source=/dev/null
 source "${CODEGEN_DIR}/kube_codegen.sh"
 
-# Protobuf for kubevirt.io/v1, instancetype.kubevirt.io/v1beta1, snapshot.kubevirt.io/v1beta1
+# Protobuf for Hangar's copy of CDI's DataVolume spec (which kubevirt.io/v1 embeds), kubevirt.io/v1, instancetype.kubevirt.io/v1beta1, snapshot.kubevirt.io/v1beta1
 # (whose types embed v1's, so they come after it) and clone.kubevirt.io/v1beta1, first: go-to-protobuf records each field's number in the Go
 # struct's protobuf tag, and later runs keep the numbers it finds there (a new field gets the
 # next free one), so the wire format stays stable as the types grow. It writes
@@ -47,7 +47,7 @@ GOBIN="${protobuf_tree}/bin" go install golang.org/x/tools/cmd/goimports \
 # apimachinery's defaults is not needed.
 PATH="${protobuf_tree}/bin:${PATH}" go-to-protobuf \
   --go-header-file "${ROOT}/hack/boilerplate.go.txt" \
-  --packages "${MODULE}/pkg/apis/kubevirt/v1,${MODULE}/pkg/apis/instancetype/v1beta1,${MODULE}/pkg/apis/snapshot/v1beta1,${MODULE}/pkg/apis/clone/v1beta1" \
+  --packages "${MODULE}/pkg/apis/cdi/v1beta1,${MODULE}/pkg/apis/kubevirt/v1,${MODULE}/pkg/apis/instancetype/v1beta1,${MODULE}/pkg/apis/snapshot/v1beta1,${MODULE}/pkg/apis/clone/v1beta1" \
   --apimachinery-packages "-k8s.io/apimachinery/pkg/util/intstr,-k8s.io/apimachinery/pkg/api/resource,-k8s.io/apimachinery/pkg/runtime/schema,-k8s.io/apimachinery/pkg/runtime,-k8s.io/apimachinery/pkg/apis/meta/v1,-k8s.io/api/core/v1,-k8s.io/api/autoscaling/v1" \
   --proto-import "${protobuf_tree}/src" \
   --proto-import "${protobuf_tree}/src/github.com/gogo/protobuf/protobuf" \

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 
@@ -143,6 +144,11 @@ func (c CompletedConfig) New() (*Server, error) {
 			return kube.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
 		}
 		vmDeps.ClaimExists = claimExists(kube)
+		dyn, err := dynamic.NewForConfig(c.ExtraConfig.KubeClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		vmDeps.DataVolumes = newCDILookup(kube.Discovery(), dyn)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
 		genericServer.Handler.NonGoRestfulMux.Handle(eviction.Path, eviction.New(launcherPods{kube: kube},

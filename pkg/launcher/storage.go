@@ -44,7 +44,7 @@ func prepareVolumes(ctx context.Context, vmi *v1.VirtualMachineInstance, cfg *Co
 			if err := nc.WriteFile(l.CloudInitISO(vol.Name)); err != nil {
 				return failed(ReasonVolumeFailed, "cloudInitNoCloud %s: %w", vol.Name, err)
 			}
-		case vol.PersistentVolumeClaim != nil:
+		case vol.PersistentVolumeClaim != nil, vol.DataVolume != nil: // a DataVolume is its claim
 			// The pod says which it is: virt-controller maps a block claim at its device path
 			// and mounts a filesystem claim. Character devices (a container's /dev/null,
 			// /dev/kvm) are no claim.

@@ -35,14 +35,16 @@ const (
 // after it is created: the caller reads the claims first.
 type VolumeModes map[string]corev1.PersistentVolumeMode
 
-// ClaimNames are the claims the instance's persistentVolumeClaim volumes name, each once.
+// ClaimNames are the claims the instance's persistentVolumeClaim and dataVolume volumes name
+// (a DataVolume's claim has its name), each once.
 func ClaimNames(vmi *v1.VirtualMachineInstance) []string {
 	var names []string
 	for _, vol := range vmi.Spec.Volumes {
-		if vol.PersistentVolumeClaim == nil {
+		claim := vol.ClaimSource()
+		if claim == nil {
 			continue
 		}
-		if n := vol.PersistentVolumeClaim.ClaimName; !slices.Contains(names, n) {
+		if n := claim.ClaimName; !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
@@ -169,11 +171,11 @@ func buildGuestFiles(vmi *v1.VirtualMachineInstance, modes VolumeModes, launcher
 			name := layout.ContainerDiskContainer(vol.Name)
 			copies = append(copies, copyContainer(name, cd.Image, cd.ImagePullPolicy, ContainerDiskVolume, ContainerDiskMountPath, dest, []string{src}, guaranteed))
 			containerDisks = true
-		case vol.PersistentVolumeClaim != nil:
+		case vol.ClaimSource() != nil: // a persistentVolumeClaim, or a dataVolume's claim
 			if layout.IsReservedPodVolume(vol.Name) {
 				return g, fmt.Errorf("instance %s/%s: volume name %q is reserved for the launcher pod", vmi.Namespace, vmi.Name, vol.Name)
 			}
-			claim := vol.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource
+			claim := *vol.ClaimSource()
 			mode, ok := modes[claim.ClaimName]
 			if !ok {
 				return g, fmt.Errorf("instance %s/%s: volume %s: the volumeMode of claim %s is unknown", vmi.Namespace, vmi.Name, vol.Name, claim.ClaimName)

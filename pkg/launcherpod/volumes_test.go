@@ -52,6 +52,10 @@ func withVolumes(vols ...v1.Volume) func(*v1.VirtualMachineInstance) {
 	return func(vmi *v1.VirtualMachineInstance) { vmi.Spec.Volumes = vols }
 }
 
+func dataVolume(name, dv string) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: dv}}}
+}
+
 func pvc(name, claim string, readOnly bool) v1.Volume {
 	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly},
@@ -178,6 +182,17 @@ func TestBuildGuestFiles(t *testing.T) {
 			},
 			wantMounts:  []corev1.VolumeMount{{Name: "rootdisk", MountPath: "/var/run/kubevirt-private/vmi-disks/rootdisk"}},
 			wantDevices: []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/data"}, {Name: "ro", DevicePath: "/dev/ro"}},
+		},
+		{
+			name:  "a dataVolume volume is its DataVolume's claim, of the DataVolume's name, mounted or mapped as a claim is",
+			vmi:   withVolumes(dataVolume("rootdisk", "root-dv"), dataVolume("data", "data-dv")),
+			modes: VolumeModes{"root-dv": corev1.PersistentVolumeFilesystem, "data-dv": corev1.PersistentVolumeBlock},
+			wantVolumes: map[string]corev1.VolumeSource{
+				"rootdisk": {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "root-dv"}},
+				"data":     {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-dv"}},
+			},
+			wantMounts:  []corev1.VolumeMount{{Name: "rootdisk", MountPath: "/var/run/kubevirt-private/vmi-disks/rootdisk"}},
+			wantDevices: []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/data"}},
 		},
 		{
 			name:        "a claim without a volumeMode is a filesystem (the API server's default)",
@@ -346,5 +361,7 @@ func TestClaimNames(t *testing.T) {
 	vmi := testVMI(withVolumes(pvc("a", "claim-1", false), containerDisk("root", v1.ContainerDiskSource{Image: "i"}),
 		pvc("b", "claim-2", false), pvc("c", "claim-1", true)))
 	assert.Equal(t, []string{"claim-1", "claim-2"}, ClaimNames(vmi))
+	vmi = testVMI(withVolumes(pvc("a", "claim-1", false), dataVolume("b", "dv-1"), dataVolume("c", "claim-1")))
+	assert.Equal(t, []string{"claim-1", "dv-1"}, ClaimNames(vmi), "a DataVolume's claim has its name")
 	assert.Empty(t, ClaimNames(testVMI(nil)))
 }

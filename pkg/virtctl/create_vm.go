@@ -27,6 +27,7 @@ type createVMOptions struct {
 	name, runStrategy, memory, instancetype, preference string
 	terminationGracePeriod                              int64
 	containerDisks, pvcs                                []string
+	dataSources, clonePVCs, blanks, imports             []string
 	cloudInit                                           cloudInitOptions
 }
 
@@ -81,6 +82,10 @@ func newCreateVMCommand(c *cliContext) *cobra.Command {
 	cmd.MarkFlagsMutuallyExclusive("memory", "instancetype")
 	f.StringArrayVar(&o.containerDisks, "volume-containerdisk", nil, "a container disk volume, src:IMAGE[,name:NAME][,bootorder:N]; may be repeated")
 	f.StringArrayVar(&o.pvcs, "volume-pvc", nil, "a PersistentVolumeClaim volume, src:CLAIM[,name:NAME][,bootorder:N]; may be repeated")
+	f.StringArrayVar(&o.dataSources, "volume-datasource", nil, "a DataVolume template from a DataSource, and its volume,\nsrc:[NAMESPACE/]NAME[,name:NAME][,size:SIZE][,storageclass:CLASS][,bootorder:N]; may be repeated")
+	f.StringArrayVar(&o.clonePVCs, "volume-clone-pvc", nil, "a DataVolume template cloning a claim, and its volume,\nsrc:NAMESPACE/NAME[,name:NAME][,size:SIZE][,storageclass:CLASS][,bootorder:N]; may be repeated")
+	f.StringArrayVar(&o.blanks, "volume-blank", nil, "a blank DataVolume template, and its volume, size:SIZE[,name:NAME][,storageclass:CLASS][,bootorder:N]; may be repeated")
+	f.StringArrayVar(&o.imports, "volume-import", nil, "a DataVolume template, and its volume, type:ds|pvc|snapshot|blank|http|registry|s3|gcs,\nsrc:[NAMESPACE/]NAME (ds, pvc, snapshot) or url:URL[,size:SIZE][,name:NAME][,storageclass:CLASS][,bootorder:N]; may be repeated")
 	o.cloudInit.addFlags(cmd)
 	fixedCompletions(cmd, "run-strategy", "Always", "Manual", "Halted", "Once", "RerunOnFailure")
 	return cmd
@@ -146,6 +151,27 @@ func (o *createVMOptions) virtualMachine(flags *pflag.FlagSet, namespace string,
 	}
 	for _, value := range o.pvcs {
 		if err := b.addPVC(value); err != nil {
+			return nil, err
+		}
+	}
+	// DataVolumes (CDI's, which the cluster must serve), in KubeVirt's order of flags.
+	for _, value := range o.dataSources {
+		if err := b.addDataVolumeSource(value); err != nil {
+			return nil, err
+		}
+	}
+	for _, value := range o.clonePVCs {
+		if err := b.addClonePVC(value); err != nil {
+			return nil, err
+		}
+	}
+	for i, value := range o.blanks {
+		if err := b.addBlank(value, i); err != nil {
+			return nil, err
+		}
+	}
+	for _, value := range o.imports {
+		if err := b.addImport(value); err != nil {
 			return nil, err
 		}
 	}

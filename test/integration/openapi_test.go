@@ -111,10 +111,13 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 	}
 
 	instancetypes := v1beta1Models(t, "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.",
-		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.")
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineInstancetypeSpec")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineSnapshotSpec")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineCloneSpec")
+	// CDI's DataVolume spec, which kubevirt.io/v1's DataVolume templates embed, is
+	// v1beta1.DataVolumeSpec in KubeVirt's swagger.json too.
+	require.Contains(t, instancetypes, "v1beta1.DataVolumeSpec")
 	docs := map[string][]byte{"/openapi/v2": rawV2}
 	for _, gv := range []string{"apis/kubevirt.io/v1", "apis/kubevirt.io/v1alpha3", "apis/subresources.kubevirt.io/v1", "apis/instancetype.kubevirt.io/v1beta1",
 		"apis/snapshot.kubevirt.io/v1beta1", "apis/clone.kubevirt.io/v1beta1"} {
@@ -138,7 +141,7 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 			case strings.HasPrefix(name, "v1."):
 				assert.True(t, kubevirt[name] || hangarOnlyModels[name], "%s: %s is not a model of KubeVirt's", path, name)
 			case strings.HasPrefix(name, "v1beta1."):
-				assert.True(t, instancetypes[name], "%s: %s is not a model of a v1beta1 group (instancetype, snapshot, clone)", path, name)
+				assert.True(t, instancetypes[name], "%s: %s is not a model of a v1beta1 group (instancetype, snapshot, clone) or CDI's DataVolume spec", path, name)
 			default:
 				assert.True(t, strings.HasPrefix(name, "k8s.io."), "%s: %s is not named by its import path", path, name)
 			}

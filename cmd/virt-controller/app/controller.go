@@ -14,6 +14,7 @@ import (
 	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -64,6 +65,9 @@ func (o *Options) Run(ctx context.Context) error {
 	jsonCfg := rest.CopyConfig(kubeCfg)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	if o.Controllers.VolumeSnapshots, err = snapshotclient.NewForConfig(jsonCfg); err != nil {
+		return err
+	}
+	if o.Controllers.Dynamic, err = dynamic.NewForConfig(jsonCfg); err != nil {
 		return err
 	}
 

@@ -1,6 +1,7 @@
 package kubevirt
 
 import (
+	cdiv1beta1 "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,7 +72,24 @@ type VirtualMachineSpec struct {
 	// Preference names the preference whose settings apply where the template leaves them
 	// unset.
 	Preference *PreferenceMatcher
+	// DataVolumeTemplates are the DataVolumes (cdi.kubevirt.io) the VirtualMachine makes and owns.
+	DataVolumeTemplates []DataVolumeTemplateSpec
 }
+
+// DataVolumeTemplateSpec is a DataVolume the VirtualMachine makes.
+type DataVolumeTemplateSpec struct {
+	// TypeMeta is kept as written; it means nothing.
+	metav1.TypeMeta
+	// ObjectMeta of the DataVolume.
+	metav1.ObjectMeta
+	// Spec is the DataVolume's spec.
+	Spec cdiv1beta1.DataVolumeSpec
+	// Status is kept as written; it means nothing.
+	Status *DataVolumeTemplateDummyStatus
+}
+
+// DataVolumeTemplateDummyStatus is empty: a template has no status.
+type DataVolumeTemplateDummyStatus struct{}
 
 // InferFromVolumeFailurePolicy says what happens when an instance type or preference cannot
 // be inferred from a volume.
@@ -161,6 +179,10 @@ const (
 	VirtualMachineStatusUnschedulable VirtualMachinePrintableStatus = "ErrorUnschedulable"
 	// VirtualMachineStatusPvcNotFound means a claim the instance names does not exist.
 	VirtualMachineStatusPvcNotFound VirtualMachinePrintableStatus = "ErrorPvcNotFound"
+	// VirtualMachineStatusDataVolumeError means a DataVolume of the VM failed.
+	VirtualMachineStatusDataVolumeError VirtualMachinePrintableStatus = "DataVolumeError"
+	// VirtualMachineStatusWaitingForVolumeBinding means a claim of the VM waits for a volume.
+	VirtualMachineStatusWaitingForVolumeBinding VirtualMachinePrintableStatus = "WaitingForVolumeBinding"
 )
 
 // VirtualMachineStatus is the observed state of a VirtualMachine.

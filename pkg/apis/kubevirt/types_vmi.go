@@ -349,6 +349,16 @@ type VolumeSource struct {
 	ContainerDisk *ContainerDiskSource
 	// EmptyDisk attaches a blank ephemeral disk of the given capacity.
 	EmptyDisk *EmptyDiskSource
+	// DataVolume attaches the claim of a DataVolume (cdi.kubevirt.io), which has its name.
+	DataVolume *DataVolumeSource
+}
+
+// DataVolumeSource names a DataVolume in the instance's namespace.
+type DataVolumeSource struct {
+	// Name of the DataVolume, and so of its claim.
+	Name string
+	// Hotpluggable marks the volume as attachable to a running guest.
+	Hotpluggable bool
 }
 
 // PersistentVolumeClaimVolumeSource refers to a PersistentVolumeClaim in the instance's namespace.

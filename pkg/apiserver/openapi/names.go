@@ -15,6 +15,11 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
+// cdiTypesPackage is Hangar's copy of CDI's DataVolume spec. cdi.kubevirt.io is not served by
+// virt-api, so not in its scheme, but KubeVirt's OpenAPI has CDI's types as v1beta1.<Type>
+// (v1beta1.DataVolumeSpec), as KubeVirt's Go package names them.
+const cdiTypesPackage = "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1"
+
 // Namer names the models as KubeVirt's OpenAPI does, for the OpenAPI configuration's
 // GetDefinitionName, which every definition and reference of both documents goes through (as
 // does the type converter of server-side apply). It keeps the x-kubernetes-group-version-kind
@@ -44,6 +49,9 @@ func (n *Namer) ModelName(goName string) string {
 	pkg, typ := goName[:dot], goName[dot+1:]
 	if version, ok := n.groups.packageVersion[pkg]; ok {
 		return version + "." + typ
+	}
+	if pkg == cdiTypesPackage {
+		return "v1beta1." + typ
 	}
 	return strings.ReplaceAll(pkg, "/", ".") + "." + typ
 }

@@ -44,6 +44,8 @@ func TestModelName(t *testing.T) {
 		// types, kinds or not.
 		"github.com/hangarvm/hangar/pkg/apiserver/openapi.VirtualMachineInstancetype":     "v1beta1.VirtualMachineInstancetype",
 		"github.com/hangarvm/hangar/pkg/apiserver/openapi.VirtualMachineInstancetypeSpec": "v1beta1.VirtualMachineInstancetypeSpec",
+		// Hangar's copy of CDI's DataVolume spec, in no scheme, named as KubeVirt names CDI's.
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSpec": "v1beta1.DataVolumeSpec",
 	} {
 		assert.Equal(t, want, namer.ModelName(goName), goName)
 	}

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -82,6 +84,10 @@ type Options struct {
 	// Clones reaches clone.kubevirt.io, for the clone controller; it runs with the snapshot
 	// and restore controllers it relies on.
 	Clones cloneclient.Interface
+	// Dynamic reaches CDI's DataVolumes (cdi.kubevirt.io), which the VM controller creates,
+	// watches and waits for when the cluster serves them as virt-controller starts; nil: VMs
+	// using DataVolumes are not started.
+	Dynamic dynamic.Interface
 }
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
@@ -145,6 +151,17 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 			return rc.Get().Namespace(namespace).Resource("virtualmachines").Name(name).SubResource("expand-spec").
 				SetHeader("Accept", "application/json").DoRaw(ctx)
 		}))
+	}
+	var dvFactory dynamicinformer.DynamicSharedInformerFactory
+	if o.Dynamic != nil {
+		if servesDataVolumes(kube) {
+			dvFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.Dynamic, o.Resync, metav1.NamespaceAll, nil)
+			if err := vmController.EnableDataVolumes(o.Dynamic, dvFactory.ForResource(vm.DataVolumesGVR), pvcInformer.Lister()); err != nil {
+				return err
+			}
+		} else {
+			klog.InfoS("cdi.kubevirt.io/v1beta1 datavolumes are not served (CDI not installed): VMs using DataVolumes are not started; restart virt-controller after installing CDI")
+		}
 	}
 	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
 	if err != nil {
@@ -237,6 +254,10 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
+	if dvFactory != nil {
+		dvFactory.Start(ctx.Done())
+		defer dvFactory.Shutdown()
+	}
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
@@ -272,4 +293,18 @@ func stripManagedFields(obj any) (any, error) {
 		o.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// servesDataVolumes: the cluster serves CDI's DataVolumes (cdi.kubevirt.io/v1beta1).
+func servesDataVolumes(kube kubernetes.Interface) bool {
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion(vm.DataVolumesGVR.GroupVersion().String())
+	if err != nil {
+		return false
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == vm.DataVolumesGVR.Resource {
+			return true
+		}
+	}
+	return false
 }

@@ -48,6 +48,9 @@ type Controller struct {
 	// instancetypes keeps the revisions of VMs' instance types and preferences and expands
 	// VMs (instancetype.go); nil: neither.
 	instancetypes *instancetypes
+	// dataVolumes creates, watches and waits for VMs' DataVolumes (datavolumes.go); nil where
+	// the cluster does not serve CDI.
+	dataVolumes *dataVolumes
 }
 
 // New wires the controller to its informers.

@@ -39,6 +39,9 @@ func (e *syncError) Unwrap() error { return e.err }
 // pending is what the controller has done that its cache does not show yet.
 type pending struct {
 	start, stop bool
+	// dataVolumes is Provisioning, WaitingForVolumeBinding or DataVolumeError while the VM's
+	// DataVolumes keep its instance from starting (datavolumes.go), else "".
+	dataVolumes v1.VirtualMachinePrintableStatus
 }
 
 // nextStatus computes the VM's status from the VM, its instance (nil: none) and the writes in
@@ -148,8 +151,8 @@ func syncConditions(s *v1.VirtualMachineStatus, vmi *v1.VirtualMachineInstance, 
 }
 
 // printableStatus is the first of KubeVirt's statuses that holds, in KubeVirt's order.
-// Provisioning, the data volume and image-pull statuses need features Hangar does
-// not have yet and are never shown.
+// The image-pull statuses need features Hangar does not have yet and are never shown; the
+// DataVolume statuses are shown while no instance runs.
 func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pending) v1.VirtualMachinePrintableStatus {
 	paused := vmi != nil && vmiCondition(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue) != nil
 	strategy := vm.Spec.EffectiveRunStrategy()
@@ -168,6 +171,8 @@ func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pe
 		return v1.VirtualMachineStatusPvcNotFound
 	case vmi != nil && isUnschedulable(vmi):
 		return v1.VirtualMachineStatusUnschedulable
+	case vmi == nil && !p.start && p.dataVolumes != "":
+		return p.dataVolumes
 	case vmi == nil && p.start, vmi != nil && isStarting(vmi):
 		return v1.VirtualMachineStatusStarting
 	case (vmi == nil || isFinal(vmi)) && !p.start && vm.Status.StartFailure != nil &&

@@ -74,6 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	adds, dels := c.expectations.Pending(key)
 	var retryAfter controllerutil.RequeueAfter
+	var dataVolumesStatus v1.VirtualMachinePrintableStatus
 	switch {
 	case syncErr != nil:
 	case vm.DeletionTimestamp != nil:
@@ -91,9 +92,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		} else if changed {
 			break // the status write below brings the VM back, with its revisions stored
 		}
+		// DataVolumes are made whether the VM runs or not; the instance waits for them.
+		var dvs dataVolumeState
+		dvs, syncErr = c.syncDataVolumes(ctx, vm)
+		dataVolumesStatus = dvs.printable
 		act := decide(vm, vmi, c.clock.Now())
 		if act.create && vm.Status.RestoreInProgress != nil {
 			// The restore is rewriting the spec and the disks: the instance starts after it.
+			act.create = false
+		}
+		if act.create && (syncErr != nil || !dvs.ready) {
+			// A DataVolume event brings the VM back.
 			act.create = false
 		}
 		switch {
@@ -123,7 +132,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 
-	status := nextStatus(vm, vmi, pending{start: adds > 0, stop: dels > 0}, syncErr, c.clock.Now(), c.jitter)
+	status := nextStatus(vm, vmi, pending{start: adds > 0, stop: dels > 0, dataVolumes: dataVolumesStatus}, syncErr, c.clock.Now(), c.jitter)
 	if !apiequality.Semantic.DeepEqual(status, cached.Status) {
 		vm.Status = status
 		if _, err := c.kubevirt.KubevirtV1().VirtualMachines(namespace).UpdateStatus(ctx, vm, metav1.UpdateOptions{}); err != nil {

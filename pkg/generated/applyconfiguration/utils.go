@@ -54,6 +54,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.CPUApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("CPUFeature"):
 		return &kubevirtv1.CPUFeatureApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("DataVolumeSource"):
+		return &kubevirtv1.DataVolumeSourceApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("DataVolumeTemplateSpec"):
+		return &kubevirtv1.DataVolumeTemplateSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Devices"):
 		return &kubevirtv1.DevicesApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Disk"):

@@ -31,6 +31,22 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeBlankImage":                                    schema_pkg_apis_cdi_v1beta1_DataVolumeBlankImage(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeCheckpoint":                                    schema_pkg_apis_cdi_v1beta1_DataVolumeCheckpoint(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSource":                                        schema_pkg_apis_cdi_v1beta1_DataVolumeSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceGCS":                                     schema_pkg_apis_cdi_v1beta1_DataVolumeSourceGCS(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceHTTP":                                    schema_pkg_apis_cdi_v1beta1_DataVolumeSourceHTTP(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceImageIO":                                 schema_pkg_apis_cdi_v1beta1_DataVolumeSourceImageIO(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourcePVC":                                     schema_pkg_apis_cdi_v1beta1_DataVolumeSourcePVC(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceRef":                                     schema_pkg_apis_cdi_v1beta1_DataVolumeSourceRef(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceRegistry":                                schema_pkg_apis_cdi_v1beta1_DataVolumeSourceRegistry(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceS3":                                      schema_pkg_apis_cdi_v1beta1_DataVolumeSourceS3(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceSnapshot":                                schema_pkg_apis_cdi_v1beta1_DataVolumeSourceSnapshot(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceUpload":                                  schema_pkg_apis_cdi_v1beta1_DataVolumeSourceUpload(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceVDDK":                                    schema_pkg_apis_cdi_v1beta1_DataVolumeSourceVDDK(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSpec":                                          schema_pkg_apis_cdi_v1beta1_DataVolumeSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.PlatformOptions":                                         schema_pkg_apis_cdi_v1beta1_PlatformOptions(ref),
+		"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.StorageSpec":                                             schema_pkg_apis_cdi_v1beta1_StorageSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.CloneTemplateFilters":                                  schema_pkg_apis_clone_v1beta1_CloneTemplateFilters(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineClone":                                   schema_pkg_apis_clone_v1beta1_VirtualMachineClone(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneList":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneList(ref),
@@ -85,6 +101,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource":                                  schema_pkg_apis_kubevirt_v1_CloudInitNoCloudSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource":                                     schema_pkg_apis_kubevirt_v1_ContainerDiskSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ControllerRevisionRef":                                   schema_pkg_apis_kubevirt_v1_ControllerRevisionRef(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource":                                        schema_pkg_apis_kubevirt_v1_DataVolumeSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeTemplateDummyStatus":                           schema_pkg_apis_kubevirt_v1_DataVolumeTemplateDummyStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeTemplateSpec":                                  schema_pkg_apis_kubevirt_v1_DataVolumeTemplateSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Devices":                                                 schema_pkg_apis_kubevirt_v1_Devices(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk":                                                    schema_pkg_apis_kubevirt_v1_Disk(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskDevice":                                              schema_pkg_apis_kubevirt_v1_DiskDevice(ref),
@@ -522,6 +541,703 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"k8s.io/apimachinery/pkg/runtime.TypeMeta":                                                                schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		"k8s.io/apimachinery/pkg/runtime.Unknown":                                                                 schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		"k8s.io/apimachinery/pkg/version.Info":                                                                    schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeBlankImage(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeBlankImage makes a blank disk image.",
+				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeCheckpoint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeCheckpoint is one stage of a multi-stage import.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"previous": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Previous is the checkpoint the stage starts from.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"current": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Current is the checkpoint the stage imports.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"previous", "current"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSource is where a DataVolume's data comes from; one member is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"http": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceHTTP"),
+						},
+					},
+					"s3": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceS3"),
+						},
+					},
+					"gcs": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceGCS"),
+						},
+					},
+					"registry": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceRegistry"),
+						},
+					},
+					"pvc": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourcePVC"),
+						},
+					},
+					"upload": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceUpload"),
+						},
+					},
+					"blank": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeBlankImage"),
+						},
+					},
+					"imageio": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceImageIO"),
+						},
+					},
+					"vddk": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceVDDK"),
+						},
+					},
+					"snapshot": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceSnapshot"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeBlankImage", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceGCS", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceHTTP", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceImageIO", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourcePVC", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceRegistry", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceS3", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceSnapshot", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceUpload", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceVDDK"},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceGCS(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceGCS imports from a Google Cloud Storage bucket.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceHTTP(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceHTTP imports from an HTTP(S) URL.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"certConfigMap": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"extraHeaders": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"secretExtraHeaders": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"checksum": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceImageIO(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceImageIO imports from oVirt's imageio.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"diskId": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"certConfigMap": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"insecureSkipVerify": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"boolean"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"url", "diskId"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourcePVC(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourcePVC clones a claim.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the claim.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the claim.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceRef names an object that says where the data comes from.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is DataSource.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the object; the DataVolume's when unset.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the object.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceRegistry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceRegistry imports a disk image from a container image.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"imageStream": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"pullMethod": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"certConfigMap": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"platform": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.PlatformOptions"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.PlatformOptions"},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceS3(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceS3 imports from an S3 bucket.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"certConfigMap": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceSnapshot(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceSnapshot clones a VolumeSnapshot.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the snapshot.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the snapshot.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceUpload(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceUpload waits for an upload through CDI's upload proxy.",
+				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSourceVDDK(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSourceVDDK imports from VMware through VDDK.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"uuid": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"backingFile": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"thumbprint": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"initImageURL": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"extraArgs": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_DataVolumeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSpec is what a DataVolume (cdi.kubevirt.io/v1beta1) imports, clones or uploads into its claim, and the claim it makes for it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is where the DataVolume's data comes from.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSource"),
+						},
+					},
+					"sourceRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceRef names an object (a DataSource) that says where the data comes from.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceRef"),
+						},
+					},
+					"pvc": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PVC is the claim to make, as written (no defaults from a storage profile).",
+							Ref:         ref("k8s.io/api/core/v1.PersistentVolumeClaimSpec"),
+						},
+					},
+					"storage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Storage is the claim to make, completed by CDI from the storage class's profile.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.StorageSpec"),
+						},
+					},
+					"priorityClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorityClassName is the priority class of CDI's worker pods.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceAccountName is the service account of CDI's worker pods.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"contentType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContentType is kubevirt (a disk image, the default) or archive.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"checkpoints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Checkpoints are the stages of a multi-stage import.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeCheckpoint"),
+									},
+								},
+							},
+						},
+					},
+					"finalCheckpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FinalCheckpoint says the last checkpoint is the final stage of the import.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"preallocation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Preallocation asks CDI to preallocate the disk's space.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeCheckpoint", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSourceRef", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.StorageSpec", "k8s.io/api/core/v1.PersistentVolumeClaimSpec"},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_PlatformOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlatformOptions chooses the image of a multi-architecture container image.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"architecture": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cdi_v1beta1_StorageSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StorageSpec is a claim's spec whose unset fields CDI fills from the storage profile.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"accessModes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AccessModes of the claim.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+										Enum:    []interface{}{"ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"},
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector over the volumes the claim may bind.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelector"),
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources is the claim's size.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/api/core/v1.VolumeResourceRequirements"),
+						},
+					},
+					"volumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeName binds the claim to this volume.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"storageClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClassName of the claim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"volumeMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeMode is Filesystem, Block or FromStorageProfile.\n\nPossible enum values:\n - `\"Block\"` means the volume will not be formatted with a filesystem and will remain a raw block device.\n - `\"Filesystem\"` means the volume will be or is formatted with a filesystem.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Block", "Filesystem"},
+						},
+					},
+					"dataSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataSource of the claim.",
+							Ref:         ref("k8s.io/api/core/v1.TypedLocalObjectReference"),
+						},
+					},
+					"dataSourceRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataSourceRef of the claim.",
+							Ref:         ref("k8s.io/api/core/v1.TypedObjectReference"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/api/core/v1.TypedLocalObjectReference", "k8s.io/api/core/v1.TypedObjectReference", "k8s.io/api/core/v1.VolumeResourceRequirements", "k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelector"},
 	}
 }
 
@@ -2866,6 +3582,96 @@ func schema_pkg_apis_kubevirt_v1_ControllerRevisionRef(ref common.ReferenceCallb
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_DataVolumeSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeSource names a DataVolume in the instance's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the DataVolume, and so of its claim.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"hotpluggable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hotpluggable marks the volume as attachable to a running guest.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_DataVolumeTemplateDummyStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeTemplateDummyStatus is empty: a template has no status.",
+				Type:        []string{"object"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_DataVolumeTemplateSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataVolumeTemplateSpec is a DataVolume the VirtualMachine makes: its name, labels and annotations, and CDI's DataVolume spec.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Metadata of the DataVolume; name is required.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the DataVolume's spec, as CDI defines it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is accepted for compatibility with manifests that set it; it means nothing.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeTemplateDummyStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.DataVolumeSpec", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeTemplateDummyStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
 	}
 }
 
@@ -6868,12 +7674,31 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref common.ReferenceCallback
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher"),
 						},
 					},
+					"dataVolumeTemplates": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DataVolumeTemplates are the DataVolumes (cdi.kubevirt.io) the VirtualMachine makes and owns; the template's dataVolume volumes name them. CDI must be installed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeTemplateSpec"),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"template"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeTemplateSpec", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec"},
 	}
 }
 
@@ -7128,12 +7953,18 @@ func schema_pkg_apis_kubevirt_v1_Volume(ref common.ReferenceCallback) common.Ope
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource"),
 						},
 					},
+					"dataVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataVolume attaches the claim of a DataVolume (cdi.kubevirt.io), which has the DataVolume's name; the instance waits until CDI has filled it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource"),
+						},
+					},
 				},
 				Required: []string{"name"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
 	}
 }
 
@@ -7168,11 +7999,17 @@ func schema_pkg_apis_kubevirt_v1_VolumeSource(ref common.ReferenceCallback) comm
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource"),
 						},
 					},
+					"dataVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataVolume attaches the claim of a DataVolume (cdi.kubevirt.io), which has the DataVolume's name; the instance waits until CDI has filled it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
 	}
 }
 

@@ -112,7 +112,7 @@ func setDiskSource(dd *libvirtxml.DomainDisk, vol *v1.Volume, opts Options) erro
 		file(l.CloudInitISO(vol.Name), "raw")
 	case vol.EmptyDisk != nil:
 		file(l.EmptyDisk(vol.Name), "raw")
-	case vol.PersistentVolumeClaim != nil:
+	case vol.PersistentVolumeClaim != nil, vol.DataVolume != nil: // a DataVolume is its claim
 		if opts.BlockVolumes[vol.Name] {
 			dd.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
 			dd.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: l.PVCBlock(vol.Name)}}

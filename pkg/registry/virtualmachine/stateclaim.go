@@ -97,11 +97,14 @@ func (r *REST) checkStateClaim(ctx context.Context, old, vm *kubevirt.VirtualMac
 // ClaimExists says whether a persistentvolumeclaim exists (a read of kube-apiserver).
 type ClaimExists func(ctx context.Context, namespace, name string) (bool, error)
 
-// Create checks the state claim before the object's other validation.
+// Create checks the state claim and the DataVolumes (datavolumes.go) before the object's other validation.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	return r.Store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
 		if vm, ok := obj.(*kubevirt.VirtualMachine); ok {
 			if err := r.checkStateClaim(ctx, nil, vm); err != nil {
+				return err
+			}
+			if err := r.checkDataVolumes(ctx, nil, vm); err != nil {
 				return err
 			}
 		}
@@ -120,6 +123,9 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 			if err := r.checkStateClaim(ctx, nil, vm); err != nil {
 				return err
 			}
+			if err := r.checkDataVolumes(ctx, nil, vm); err != nil {
+				return err
+			}
 		}
 		if createValidation != nil {
 			return createValidation(ctx, obj)
@@ -131,6 +137,9 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 		oldVM, oldOK := old.(*kubevirt.VirtualMachine)
 		if ok && oldOK {
 			if err := r.checkStateClaim(ctx, oldVM, vm); err != nil {
+				return err
+			}
+			if err := r.checkDataVolumes(ctx, oldVM, vm); err != nil {
 				return err
 			}
 		}

@@ -48,6 +48,9 @@ type Dependencies struct {
 	Authorizer authorizer.Authorizer
 	// ClaimExists finds a state claim made already; nil standalone.
 	ClaimExists ClaimExists
+	// DataVolumes says whether the cluster serves CDI and which DataVolumes exist; nil
+	// standalone, where VMs using DataVolumes are refused.
+	DataVolumes DataVolumeLookup
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
 	// Instancetypes reads the instance types and preferences VMs name.
@@ -64,6 +67,8 @@ type REST struct {
 	authorizer authorizer.Authorizer
 	// claimExists finds a state claim made already (stateclaim.go); nil standalone.
 	claimExists ClaimExists
+	// dataVolumes is what virt-api knows of CDI (datavolumes.go); nil standalone.
+	dataVolumes DataVolumeLookup
 }
 
 var (
@@ -99,7 +104,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		return nil, err
 	}
 
-	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists}
+	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists, dataVolumes: deps.DataVolumes}
 	status := statusrest.New(store, NewStatusStrategy(strategy))
 	return &Storage{
 		VirtualMachine: vms,

@@ -46,8 +46,8 @@ func Evaluate(spec *v1.VirtualMachineInstanceSpec, claims AccessModes) Result {
 	method := v1.LiveMigration
 	for _, vol := range spec.Volumes {
 		switch {
-		case vol.PersistentVolumeClaim != nil:
-			name := vol.PersistentVolumeClaim.ClaimName
+		case vol.ClaimSource() != nil: // a persistentVolumeClaim, or a dataVolume's claim
+			name := vol.ClaimSource().ClaimName
 			modes, found := claims(name)
 			if !found {
 				return notMigratableDisks(fmt.Sprintf("cannot migrate VMI: PVC %s does not exist", name))

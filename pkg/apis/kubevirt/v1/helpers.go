@@ -92,3 +92,16 @@ func (vmi *VirtualMachineInstance) IsMigratable() bool {
 func (vmi *VirtualMachineInstance) IsMarkedForEviction() bool {
 	return vmi.Status.EvacuationNodeName != ""
 }
+
+// ClaimSource is the claim a volume attaches: a persistentVolumeClaim volume's, or the claim of
+// a dataVolume volume's DataVolume, which has the DataVolume's name (CDI's rule). nil for the
+// other sources.
+func (s *VolumeSource) ClaimSource() *corev1.PersistentVolumeClaimVolumeSource {
+	switch {
+	case s.PersistentVolumeClaim != nil:
+		return &s.PersistentVolumeClaim.PersistentVolumeClaimVolumeSource
+	case s.DataVolume != nil:
+		return &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.DataVolume.Name}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	cdiv1beta1 "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,7 +84,34 @@ type VirtualMachineSpec struct {
 	// the template leaves them unset.
 	// +optional
 	Preference *PreferenceMatcher `json:"preference,omitempty" protobuf:"bytes,5,opt,name=preference"`
+
+	// DataVolumeTemplates are the DataVolumes (cdi.kubevirt.io) the VirtualMachine makes and
+	// owns; the template's dataVolume volumes name them. CDI must be installed.
+	// +optional
+	// +listType=atomic
+	DataVolumeTemplates []DataVolumeTemplateSpec `json:"dataVolumeTemplates,omitempty" protobuf:"bytes,6,rep,name=dataVolumeTemplates"`
 }
+
+// DataVolumeTemplateSpec is a DataVolume the VirtualMachine makes: its name, labels and
+// annotations, and CDI's DataVolume spec.
+type DataVolumeTemplateSpec struct {
+	// TypeMeta is accepted for compatibility with manifests that set it; it means nothing.
+	// +nullable
+	metav1.TypeMeta `json:",inline"`
+	// Metadata of the DataVolume; name is required.
+	// +nullable
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	// Spec is the DataVolume's spec, as CDI defines it.
+	Spec cdiv1beta1.DataVolumeSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
+	// Status is accepted for compatibility with manifests that set it; it means nothing.
+	// +nullable
+	// +optional
+	Status *DataVolumeTemplateDummyStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
+}
+
+// DataVolumeTemplateDummyStatus is empty: a template has no status.
+type DataVolumeTemplateDummyStatus struct{}
 
 // InferFromVolumeFailurePolicy says what happens when an instance type or preference cannot
 // be inferred from a volume.
@@ -194,6 +222,10 @@ const (
 	VirtualMachineStatusUnschedulable VirtualMachinePrintableStatus = "ErrorUnschedulable"
 	// VirtualMachineStatusPvcNotFound means a claim the instance names does not exist.
 	VirtualMachineStatusPvcNotFound VirtualMachinePrintableStatus = "ErrorPvcNotFound"
+	// VirtualMachineStatusDataVolumeError means a DataVolume of the VM failed.
+	VirtualMachineStatusDataVolumeError VirtualMachinePrintableStatus = "DataVolumeError"
+	// VirtualMachineStatusWaitingForVolumeBinding means a claim of the VM waits for a volume.
+	VirtualMachineStatusWaitingForVolumeBinding VirtualMachinePrintableStatus = "WaitingForVolumeBinding"
 )
 
 // VirtualMachineStatus is the observed state of a VirtualMachine.

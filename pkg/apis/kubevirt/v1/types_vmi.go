@@ -459,6 +459,19 @@ type VolumeSource struct {
 	// EmptyDisk attaches a blank ephemeral disk of the given capacity.
 	// +optional
 	EmptyDisk *EmptyDiskSource `json:"emptyDisk,omitempty" protobuf:"bytes,4,opt,name=emptyDisk"`
+	// DataVolume attaches the claim of a DataVolume (cdi.kubevirt.io), which has the
+	// DataVolume's name; the instance waits until CDI has filled it.
+	// +optional
+	DataVolume *DataVolumeSource `json:"dataVolume,omitempty" protobuf:"bytes,5,opt,name=dataVolume"`
+}
+
+// DataVolumeSource names a DataVolume in the instance's namespace.
+type DataVolumeSource struct {
+	// Name of the DataVolume, and so of its claim.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Hotpluggable marks the volume as attachable to a running guest.
+	// +optional
+	Hotpluggable bool `json:"hotpluggable,omitempty" protobuf:"varint,2,opt,name=hotpluggable"`
 }
 
 // PersistentVolumeClaimVolumeSource refers to a PersistentVolumeClaim in the instance's namespace.

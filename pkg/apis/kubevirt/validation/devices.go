@@ -81,6 +81,18 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 					fmt.Sprintf("a block claim is given to the launcher as %s/%s, which the container needs", layout.BlockDeviceDir, v.Name)))
 			}
 		}
+		if s := v.DataVolume; s != nil {
+			sources++
+			// The DataVolume's claim has its name, and is attached as a claim volume is.
+			*allErrs = append(*allErrs, podrules.ValidateObjectName(s.Name, idx.Child("dataVolume", "name"))...)
+			if layout.IsReservedPodVolume(v.Name) {
+				*allErrs = append(*allErrs, field.Invalid(idx.Child("name"), v.Name, "is the name of one of the launcher pod's own volumes"))
+			}
+			if layout.ShadowsContainerDevice(v.Name) {
+				*allErrs = append(*allErrs, field.Invalid(idx.Child("name"), v.Name,
+					fmt.Sprintf("a block claim is given to the launcher as %s/%s, which the container needs", layout.BlockDeviceDir, v.Name)))
+			}
+		}
 		if s := v.CloudInitNoCloud; s != nil {
 			sources++
 			*allErrs = append(*allErrs, validateNoCloud(s, idx.Child("cloudInitNoCloud"))...)
@@ -113,7 +125,7 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 		}
 		if sources != 1 {
 			*allErrs = append(*allErrs, field.Invalid(idx, v.Name,
-				fmt.Sprintf("must have exactly one source (persistentVolumeClaim, cloudInitNoCloud, containerDisk, emptyDisk), has %d", sources)))
+				fmt.Sprintf("must have exactly one source (persistentVolumeClaim, dataVolume, cloudInitNoCloud, containerDisk, emptyDisk), has %d", sources)))
 		}
 	}
 	return volumeNames

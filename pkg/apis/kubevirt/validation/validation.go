@@ -28,14 +28,16 @@ var supportedRunStrategies = sets.New(
 // ValidateVirtualMachine validates a VirtualMachine on create.
 func ValidateVirtualMachine(vm *kubevirt.VirtualMachine) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&vm.ObjectMeta, true, validateName, field.NewPath("metadata"))
-	return append(allErrs, validateVirtualMachineSpec(&vm.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateVirtualMachineSpec(&vm.Spec, field.NewPath("spec"))...)
+	return append(allErrs, validateDataVolumeTemplates(vm, field.NewPath("spec", "dataVolumeTemplates"))...)
 }
 
 // ValidateVirtualMachineUpdate validates a VirtualMachine spec update; the template may
 // change freely and takes effect at the next start.
 func ValidateVirtualMachineUpdate(vm, old *kubevirt.VirtualMachine) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&vm.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(allErrs, validateVirtualMachineSpec(&vm.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateVirtualMachineSpec(&vm.Spec, field.NewPath("spec"))...)
+	return append(allErrs, validateDataVolumeTemplates(vm, field.NewPath("spec", "dataVolumeTemplates"))...)
 }
 
 func validateVirtualMachineSpec(spec *kubevirt.VirtualMachineSpec, path *field.Path) field.ErrorList {

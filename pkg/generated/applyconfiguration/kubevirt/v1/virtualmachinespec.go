@@ -25,11 +25,12 @@ import (
 // VirtualMachineSpecApplyConfiguration represents a declarative configuration of the VirtualMachineSpec type for use
 // with apply.
 type VirtualMachineSpecApplyConfiguration struct {
-	Running      *bool                                                 `json:"running,omitempty"`
-	RunStrategy  *kubevirtv1.VirtualMachineRunStrategy                 `json:"runStrategy,omitempty"`
-	Template     *VirtualMachineInstanceTemplateSpecApplyConfiguration `json:"template,omitempty"`
-	Instancetype *InstancetypeMatcherApplyConfiguration                `json:"instancetype,omitempty"`
-	Preference   *PreferenceMatcherApplyConfiguration                  `json:"preference,omitempty"`
+	Running             *bool                                                 `json:"running,omitempty"`
+	RunStrategy         *kubevirtv1.VirtualMachineRunStrategy                 `json:"runStrategy,omitempty"`
+	Template            *VirtualMachineInstanceTemplateSpecApplyConfiguration `json:"template,omitempty"`
+	Instancetype        *InstancetypeMatcherApplyConfiguration                `json:"instancetype,omitempty"`
+	Preference          *PreferenceMatcherApplyConfiguration                  `json:"preference,omitempty"`
+	DataVolumeTemplates []DataVolumeTemplateSpecApplyConfiguration            `json:"dataVolumeTemplates,omitempty"`
 }
 
 // VirtualMachineSpecApplyConfiguration constructs a declarative configuration of the VirtualMachineSpec type for use with
@@ -75,5 +76,18 @@ func (b *VirtualMachineSpecApplyConfiguration) WithInstancetype(value *Instancet
 // If called multiple times, the Preference field is set to the value of the last call.
 func (b *VirtualMachineSpecApplyConfiguration) WithPreference(value *PreferenceMatcherApplyConfiguration) *VirtualMachineSpecApplyConfiguration {
 	b.Preference = value
+	return b
+}
+
+// WithDataVolumeTemplates adds the given value to the DataVolumeTemplates field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the DataVolumeTemplates field.
+func (b *VirtualMachineSpecApplyConfiguration) WithDataVolumeTemplates(values ...*DataVolumeTemplateSpecApplyConfiguration) *VirtualMachineSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDataVolumeTemplates")
+		}
+		b.DataVolumeTemplates = append(b.DataVolumeTemplates, *values[i])
+	}
 	return b
 }

@@ -70,3 +70,11 @@ func (b *VolumeApplyConfiguration) WithEmptyDisk(value *EmptyDiskSourceApplyConf
 	b.VolumeSourceApplyConfiguration.EmptyDisk = value
 	return b
 }
+
+// WithDataVolume sets the DataVolume field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DataVolume field is set to the value of the last call.
+func (b *VolumeApplyConfiguration) WithDataVolume(value *DataVolumeSourceApplyConfiguration) *VolumeApplyConfiguration {
+	b.VolumeSourceApplyConfiguration.DataVolume = value
+	return b
+}

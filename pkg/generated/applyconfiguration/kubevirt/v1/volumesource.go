@@ -25,6 +25,7 @@ type VolumeSourceApplyConfiguration struct {
 	CloudInitNoCloud      *CloudInitNoCloudSourceApplyConfiguration            `json:"cloudInitNoCloud,omitempty"`
 	ContainerDisk         *ContainerDiskSourceApplyConfiguration               `json:"containerDisk,omitempty"`
 	EmptyDisk             *EmptyDiskSourceApplyConfiguration                   `json:"emptyDisk,omitempty"`
+	DataVolume            *DataVolumeSourceApplyConfiguration                  `json:"dataVolume,omitempty"`
 }
 
 // VolumeSourceApplyConfiguration constructs a declarative configuration of the VolumeSource type for use with
@@ -62,5 +63,13 @@ func (b *VolumeSourceApplyConfiguration) WithContainerDisk(value *ContainerDiskS
 // If called multiple times, the EmptyDisk field is set to the value of the last call.
 func (b *VolumeSourceApplyConfiguration) WithEmptyDisk(value *EmptyDiskSourceApplyConfiguration) *VolumeSourceApplyConfiguration {
 	b.EmptyDisk = value
+	return b
+}
+
+// WithDataVolume sets the DataVolume field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DataVolume field is set to the value of the last call.
+func (b *VolumeSourceApplyConfiguration) WithDataVolume(value *DataVolumeSourceApplyConfiguration) *VolumeSourceApplyConfiguration {
+	b.DataVolume = value
 	return b
 }
