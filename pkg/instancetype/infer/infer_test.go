@@ -134,8 +134,12 @@ func TestVirtualMachine(t *testing.T) {
 		wantPref:   &kubevirt.PreferenceMatcher{Name: "fedora", Kind: "virtualmachineclusterpreference"},
 		wantMemory: nil,
 	}, {
-		name:       "a matcher without inferFromVolume is left alone",
-		vm:         func() *kubevirt.VirtualMachine { vm := vmInferring("", nil, "root", nil); vm.Spec.Instancetype = &kubevirt.InstancetypeMatcher{Name: "mine"}; return vm }(),
+		name: "a matcher without inferFromVolume is left alone",
+		vm: func() *kubevirt.VirtualMachine {
+			vm := vmInferring("", nil, "root", nil)
+			vm.Spec.Instancetype = &kubevirt.InstancetypeMatcher{Name: "mine"}
+			return vm
+		}(),
 		wantIt:     &kubevirt.InstancetypeMatcher{Name: "mine"},
 		wantPref:   &kubevirt.PreferenceMatcher{Name: "fedora", Kind: "virtualmachineclusterpreference"},
 		wantMemory: oneGi,
