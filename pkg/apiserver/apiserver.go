@@ -143,6 +143,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			return kube.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
 		}
 		vmDeps.ClaimExists = claimExists(kube)
+		vmDeps.Claims = claimGetter(kube)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
 		genericServer.Handler.NonGoRestfulMux.Handle(eviction.Path, eviction.New(launcherPods{kube: kube},

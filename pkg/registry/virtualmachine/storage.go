@@ -48,6 +48,9 @@ type Dependencies struct {
 	Authorizer authorizer.Authorizer
 	// ClaimExists finds a state claim made already; nil standalone.
 	ClaimExists ClaimExists
+	// Claims reads the claims VMs infer their instance type and preference from (infer.go),
+	// once the requesting user is authorized; nil standalone.
+	Claims ClaimGetter
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
 	// Instancetypes reads the instance types and preferences VMs name.
@@ -64,6 +67,10 @@ type REST struct {
 	authorizer authorizer.Authorizer
 	// claimExists finds a state claim made already (stateclaim.go); nil standalone.
 	claimExists ClaimExists
+	// claims reads the claims VMs infer from (infer.go); nil standalone.
+	claims ClaimGetter
+	// expander defaults the template of a VM the Ignore policy left without matchers.
+	expander *expander
 }
 
 var (
@@ -99,7 +106,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		return nil, err
 	}
 
-	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists}
+	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists, claims: deps.Claims, expander: strategy.expander}
 	status := statusrest.New(store, NewStatusStrategy(strategy))
 	return &Storage{
 		VirtualMachine: vms,
@@ -107,7 +114,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
 			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission},
 		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
-		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder},
+		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder, infer: vms.inferMatchers},
 	}, nil
 }
 
