@@ -75,23 +75,34 @@ func (c claimsAsUser) ClaimLabels(ctx context.Context, path *field.Path, namespa
 	return claim.Labels, nil
 }
 
-// inferMatchers resolves vm's matchers that infer from a volume, in place; the error is the
-// VM's 422, a 403, or an internal error.
+// inferMatchers resolves vm's matchers that infer from a volume, in place, reading claims as
+// the requesting user; the error is the VM's 422, a 403, or an internal error.
 func (r *REST) inferMatchers(ctx context.Context, vm *kubevirt.VirtualMachine) error {
+	return r.expander.inferMatchers(ctx, vm, claimsAsUser{authorizer: r.authorizer, get: r.claims, vm: vm.Name})
+}
+
+// InferMatchers resolves vm's matchers that infer from a volume with reader, as a write
+// through the registry does before the strategy sees the VM (for tests of what virt-api
+// accepts).
+func (s vmStrategy) InferMatchers(ctx context.Context, vm *kubevirt.VirtualMachine, reader infer.Reader) error {
+	return s.expander.inferMatchers(ctx, vm, reader)
+}
+
+func (e *expander) inferMatchers(ctx context.Context, vm *kubevirt.VirtualMachine, reader infer.Reader) error {
 	if !infer.Wanted(vm) {
 		return nil
 	}
 	if vm.Namespace == "" {
 		vm.Namespace, _ = genericapirequest.NamespaceFrom(ctx)
 	}
-	result, err := infer.VirtualMachine(ctx, vm, claimsAsUser{authorizer: r.authorizer, get: r.claims, vm: vm.Name})
+	result, err := infer.VirtualMachine(ctx, vm, reader)
 	if err != nil {
 		return err
 	}
 	if result.Dropped && vm.Spec.Instancetype == nil && vm.Spec.Preference == nil && vm.Spec.Template != nil {
 		// The Ignore policy left a VM of its own template: defaulted as one written so is
 		// (v1.SetDefaults_VirtualMachine), as its instance will be.
-		tmpl, err := r.expander.defaulted(vm.Spec.Template)
+		tmpl, err := e.defaulted(vm.Spec.Template)
 		if err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("default the template of %s/%s: %w", vm.Namespace, vm.Name, err))
 		}
