@@ -220,6 +220,25 @@ func TestInferFromVolume(t *testing.T) {
 		refused(t, err)
 	})
 
+	t.Run("kubectl apply twice", func(t *testing.T) {
+		vm := vmInferringFrom("applied", "fedora-root", nil)
+		vm.APIVersion, vm.Kind = v1.SchemeGroupVersion.String(), "VirtualMachine"
+		vm.Spec.Template.Spec.Domain.Memory = nil
+		manifest, err := json.Marshal(vm)
+		require.NoError(t, err)
+		file := filepath.Join(t.TempDir(), "vm.json")
+		require.NoError(t, os.WriteFile(file, manifest, 0o600))
+		for _, mode := range []string{"--server-side", "--server-side=false"} {
+			for i := 0; i < 2; i++ {
+				out, err := c.Kubectl("-n", ns, "apply", mode, "-f", file)
+				require.NoError(t, err, "%s #%d: %s", mode, i, out)
+			}
+		}
+		applied, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "applied", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "infer.medium", applied.Spec.Instancetype.Name)
+	})
+
 	t.Run("virtctl create vm's manifests apply", func(t *testing.T) {
 		dir := t.TempDir()
 		for name, args := range map[string][]string{

@@ -109,6 +109,26 @@ func VirtualMachine(ctx context.Context, vm *kubevirt.VirtualMachine, reader Rea
 	return result, nil
 }
 
+// ForgetMerged clears, in an update's matchers that infer from a volume, the name, kind and
+// revision equal to the stored VM's: they were merged from the stored VM, not written with
+// inferFromVolume. A manifest applied again (kubectl apply --server-side) still has
+// inferFromVolume, and its merge with the stored VM the name and kind its first write
+// resolved; KubeVirt refuses that merge as a matcher naming both, Hangar infers again. A name
+// or kind the update changes is the writer's, and still refused with inferFromVolume.
+func ForgetMerged(vm, old *kubevirt.VirtualMachine) {
+	if old == nil {
+		return
+	}
+	if m, o := vm.Spec.Instancetype, old.Spec.Instancetype; m != nil && o != nil && m.InferFromVolume != "" &&
+		m.Name == o.Name && m.Kind == o.Kind && m.RevisionName == o.RevisionName {
+		m.Name, m.Kind, m.RevisionName = "", "", ""
+	}
+	if m, o := vm.Spec.Preference, old.Spec.Preference; m != nil && o != nil && m.InferFromVolume != "" &&
+		m.Name == o.Name && m.Kind == o.Kind && m.RevisionName == o.RevisionName {
+		m.Name, m.Kind, m.RevisionName = "", "", ""
+	}
+}
+
 // validateMatchers refuses what KubeVirt refuses before inferring: a matcher that names a volume
 // and an instance type (or kind) at once, and a policy it does not know.
 func validateMatchers(vm *kubevirt.VirtualMachine) field.ErrorList {

@@ -248,3 +248,29 @@ func TestWanted(t *testing.T) {
 	assert.True(t, Wanted(vmInferring("root", nil, "", nil)))
 	assert.True(t, Wanted(vmInferring("", nil, "root", nil)))
 }
+
+func TestForgetMerged(t *testing.T) {
+	stored := vmInferring("", nil, "", nil)
+	stored.Spec.Instancetype = &kubevirt.InstancetypeMatcher{Name: "u1.medium", Kind: "virtualmachineclusterinstancetype"}
+	stored.Spec.Preference = &kubevirt.PreferenceMatcher{Name: "fedora", Kind: "virtualmachineclusterpreference"}
+
+	reapplied := stored.DeepCopy()
+	reapplied.Spec.Instancetype.InferFromVolume, reapplied.Spec.Preference.InferFromVolume = "root", "root"
+	ForgetMerged(reapplied, stored)
+	assert.Equal(t, &kubevirt.InstancetypeMatcher{InferFromVolume: "root"}, reapplied.Spec.Instancetype)
+	assert.Equal(t, &kubevirt.PreferenceMatcher{InferFromVolume: "root"}, reapplied.Spec.Preference)
+	_, err := VirtualMachine(context.Background(), reapplied, reader())
+	require.NoError(t, err, "inferred again")
+
+	written := stored.DeepCopy()
+	written.Spec.Instancetype = &kubevirt.InstancetypeMatcher{Name: "u1.large", Kind: "virtualmachineclusterinstancetype", InferFromVolume: "root"}
+	ForgetMerged(written, stored)
+	assert.Equal(t, "u1.large", written.Spec.Instancetype.Name, "a name the update changes is the writer's")
+	_, err = VirtualMachine(context.Background(), written, reader())
+	require.True(t, apierrors.IsInvalid(err), "got %v", err)
+	assert.ElementsMatch(t, []string{"spec.instancetype.name", "spec.instancetype.kind"}, causes(err), "the matcher is the writer's")
+
+	created := vmInferring("root", nil, "", nil)
+	ForgetMerged(created, nil)
+	assert.Equal(t, &kubevirt.InstancetypeMatcher{InferFromVolume: "root"}, created.Spec.Instancetype)
+}

@@ -19,7 +19,7 @@ import (
 // A VM may take its instance type and preference from the labels of a volume's claim
 // (spec.instancetype.inferFromVolume, spec.preference.inferFromVolume; pkg/instancetype/infer).
 // virt-api resolves them when the VM is written, on create and on an update that sets
-// inferFromVolume again, so the stored VM names its instance type and preference as any other
+// inferFromVolume again (a manifest applied again, too: infer.ForgetMerged), so the stored VM names its instance type and preference as any other
 // and expand-spec, the controller and the launcher pod checks never see inferFromVolume.
 // expand-vm-spec resolves them the same way for the VM it previews.
 //
@@ -124,6 +124,9 @@ func (u inferringUpdate) UpdatedObject(ctx context.Context, old runtime.Object) 
 		return nil, err
 	}
 	if vm, ok := obj.(*kubevirt.VirtualMachine); ok {
+		if oldVM, ok := old.(*kubevirt.VirtualMachine); ok {
+			infer.ForgetMerged(vm, oldVM)
+		}
 		if err := u.vms.inferMatchers(ctx, vm); err != nil {
 			return nil, err
 		}
