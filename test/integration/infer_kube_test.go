@@ -212,7 +212,7 @@ func TestInferFromVolume(t *testing.T) {
 		mallory := hangarAs(t, c, "mallory")
 		_, err = c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "vm-previewer"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"expand-vm-spec"}, Verbs: []string{"update"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"expand-vm-spec"}, Verbs: []string{"update"}}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		bindRole(t, c.Kube, ns, "mallory", "vm-previewer") // expand-vm-spec, not claims (kube's view reads claims)
