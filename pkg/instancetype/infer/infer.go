@@ -250,6 +250,8 @@ func (in *inference) fromClaim(ctx context.Context, path *field.Path, w wanted, 
 		in.claims[key] = read
 	}
 	if apierrors.IsNotFound(read.err) {
+		// KubeVirt v1.6 refuses this under Ignore too. Hangar forgives it: virtctl create vm
+		// infers from every boot claim under Ignore, and a VM may be written before its claim.
 		return "", "", nothingNamed(fmt.Sprintf("the claim %s of volume %s does not exist", claim, w.volume))
 	} else if read.err != nil {
 		return "", "", read.err
