@@ -149,6 +149,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			return nil, err
 		}
 		vmDeps.DataVolumes = newCDILookup(kube.Discovery(), dyn)
+		vmDeps.Claims = claimGetter(kube)
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
 		genericServer.Handler.NonGoRestfulMux.Handle(eviction.Path, eviction.New(launcherPods{kube: kube},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -33,6 +34,18 @@ type virtAPI struct {
 	decoder runtime.Decoder
 	// stored instance types and preferences, by namespace/name ("/name": cluster-wide).
 	instancetypes, preferences stored
+	// claims are the cluster's claims VMs infer from.
+	claims claimLabels
+}
+
+// claimLabels are the labels of claims, by namespace/name; a claim not there does not exist.
+type claimLabels map[string]map[string]string
+
+func (c claimLabels) ClaimLabels(_ context.Context, _ *field.Path, namespace, name string) (map[string]string, error) {
+	if labels, ok := c[namespace+"/"+name]; ok {
+		return labels, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
 }
 
 // stored serves Get as a registry does, in the namespace of the context.
@@ -53,7 +66,8 @@ func newVirtAPI(t *testing.T) *virtAPI {
 	kubevirtinstall.Install(scheme)
 	instancetypeinstall.Install(scheme)
 	api := &virtAPI{scheme: scheme, decoder: serializer.NewCodecFactory(scheme).UniversalDecoder(),
-		instancetypes: stored{}, preferences: stored{}}
+		instancetypes: stored{}, preferences: stored{}, claims: claimLabels{"default/fedora-root": {
+			instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}}}
 	for _, o := range render.Catalogue() {
 		internal, err := scheme.ConvertToVersion(o.Object, runtime.InternalGroupVersioner)
 		require.NoError(t, err)
@@ -92,6 +106,10 @@ func (api *virtAPI) create(t *testing.T, manifest, namespace string) (field.Erro
 			Instancetypes: api.instancetypes, ClusterInstancetypes: api.instancetypes,
 			Preferences: api.preferences, ClusterPreferences: api.preferences,
 		})
+		if err := strategy.InferMatchers(ctx, obj, api.claims); err != nil {
+			errs = field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+			break
+		}
 		strategy.PrepareForCreate(ctx, obj)
 		errs = strategy.Validate(ctx, obj)
 	case *instancetype.VirtualMachineInstancetype, *instancetype.VirtualMachinePreference:
@@ -199,6 +217,14 @@ func TestCreatedManifestsPassValidation(t *testing.T) {
 			wantErr: `spec.instancetype.name: Not found: "small"`},
 		{name: "fedora's 2Gi against the default 512Mi", commands: [][]string{{"vm", "--preference=fedora"}},
 			wantErr: "2Gi"},
+		{name: "inferred from a labelled claim, asked for",
+			commands: [][]string{{"vm", "--volume-pvc=src:fedora-root", "--infer-instancetype", "--infer-preference"}}},
+		{name: "inferred from a labelled claim by default: the instance type's memory replaces the default",
+			commands: [][]string{{"vm", "--volume-containerdisk=src:img", "--volume-pvc=src:fedora-root,bootorder:1"}}},
+		{name: "a claim that names nothing, by default: the VM goes on with its memory",
+			commands: [][]string{{"vm", "--volume-pvc=src:plain"}}},
+		{name: "a claim that names nothing, asked for", commands: [][]string{{"vm", "--volume-pvc=src:plain", "--infer-instancetype-from=plain"}},
+			wantErr: "the claim plain of volume plain does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

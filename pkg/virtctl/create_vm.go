@@ -19,16 +19,15 @@ import (
 
 // createVMOptions are the flags of KubeVirt's `virtctl create vm` that Hangar's API can
 // express. Left out until it can: the DataVolume flags (--volume-import, --volume-datasource,
-// --volume-clone-pvc, --volume-blank: spec.dataVolumeTemplates), --volume-sysprep,
-// --access-cred (spec.template.spec.accessCredentials) and --infer-instancetype[-from] and
-// --infer-preference[-from] (virt-api refuses inferFromVolume). For the same reason a PVC
-// volume does not make the VM infer its instance type and preference, as KubeVirt's does.
+// --volume-clone-pvc, --volume-blank: spec.dataVolumeTemplates), --volume-sysprep and
+// --access-cred (spec.template.spec.accessCredentials).
 type createVMOptions struct {
 	name, runStrategy, memory, instancetype, preference string
 	terminationGracePeriod                              int64
 	containerDisks, pvcs                                []string
 	dataSources, clonePVCs, blanks, imports             []string
 	cloudInit                                           cloudInitOptions
+	infer                                               inferOptions
 }
 
 // The kinds --instancetype and --preference take before a slash, as KubeVirt spells them (in
@@ -44,14 +43,20 @@ var runStrategies = []v1.VirtualMachineRunStrategy{
 
 func newCreateVMCommand(c *cliContext) *cobra.Command {
 	o := createVMOptions{runStrategy: string(v1.RunStrategyAlways), terminationGracePeriod: 180, memory: "512Mi",
-		cloudInit: cloudInitOptions{dataSource: cloudInitNoCloud}}
+		cloudInit: cloudInitOptions{dataSource: cloudInitNoCloud}, infer: inferOptions{instancetype: true, preference: true}}
 	cmd := &cobra.Command{
 		Use:   "vm",
 		Short: "Print a VirtualMachine manifest",
 		Long: "Print a VirtualMachine manifest, as KubeVirt's virtctl create vm does.\n\n" +
 			"Volumes come in the order containerdisk, pvc, cloud-init, each flag's in the order given,\n" +
 			"which is the boot order unless bootorder params say otherwise: a volume with one gets a\n" +
-			"disk with that boot order.",
+			"disk with that boot order.\n\n" +
+			"Unless --instancetype, --preference or --memory says otherwise, the VM infers its instance type\n" +
+			"and preference from its boot volume (the lowest boot order, else the first volume) when that is\n" +
+			"a PVC: from the claim's instancetype.kubevirt.io/default-instancetype and default-preference\n" +
+			"labels, or goes on without them (inferFromVolumeFailurePolicy: Ignore, keeping --memory).\n" +
+			"--infer-instancetype and --infer-preference ask for it: a failure refuses the VM, and the\n" +
+			"instance type gives the memory.",
 		Example: `  # A VM of the u1.medium instance type and fedora preference, booting a container disk:
   virtctl create vm --name my-vm --instancetype u1.medium --preference fedora \
     --volume-containerdisk=src:quay.io/containerdisks/fedora:latest | kubectl apply -f -
@@ -61,7 +66,14 @@ func newCreateVMCommand(c *cliContext) *cobra.Command {
     --volume-pvc=src:my-pvc,bootorder:1 --user cloud-user --ssh-key="ssh-ed25519 AAAA..."
 
   # A namespaced instance type (VirtualMachineInstancetype), of the VM's namespace:
-  virtctl create vm --instancetype=virtualmachineinstancetype/my-instancetype`,
+  virtctl create vm --instancetype=virtualmachineinstancetype/my-instancetype
+
+  # Instance type and preference from the labels of a PVC the VM boots from, or refused:
+  virtctl create vm --volume-pvc=src:my-annotated-pvc --infer-instancetype --infer-preference
+
+  # Each from a volume of its own:
+  virtctl create vm --volume-pvc=src:pvc-a --volume-pvc=src:pvc-b \
+    --infer-instancetype-from=pvc-a --infer-preference-from=pvc-b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			vm, err := o.virtualMachine(cmd.Flags(), c.explicitNamespace(), c.streams.ErrOut)
@@ -79,7 +91,7 @@ func newCreateVMCommand(c *cliContext) *cobra.Command {
 	f.StringVar(&o.memory, "memory", o.memory, "the guest's memory (domain.memory.guest); not with --instancetype, which gives it")
 	f.StringVar(&o.instancetype, "instancetype", "", "[KIND/]NAME of the instance type; KIND virtualmachineinstancetype (the VM's namespace)\nor virtualmachineclusterinstancetype, the default")
 	f.StringVar(&o.preference, "preference", "", "[KIND/]NAME of the preference; KIND virtualmachinepreference (the VM's namespace)\nor virtualmachineclusterpreference, the default")
-	cmd.MarkFlagsMutuallyExclusive("memory", "instancetype")
+	o.infer.addFlags(cmd)
 	f.StringArrayVar(&o.containerDisks, "volume-containerdisk", nil, "a container disk volume, src:IMAGE[,name:NAME][,bootorder:N]; may be repeated")
 	f.StringArrayVar(&o.pvcs, "volume-pvc", nil, "a PersistentVolumeClaim volume, src:CLAIM[,name:NAME][,bootorder:N]; may be repeated")
 	f.StringArrayVar(&o.dataSources, "volume-datasource", nil, "a DataVolume template from a DataSource, and its volume,\nsrc:[NAMESPACE/]NAME[,name:NAME][,size:SIZE][,storageclass:CLASS][,bootorder:N]; may be repeated")
@@ -179,16 +191,19 @@ func (o *createVMOptions) virtualMachine(flags *pflag.FlagSet, namespace string,
 	if err != nil {
 		return nil, err
 	}
-	if vol == nil {
-		return vm, nil
-	}
-	// The cloud-init volume comes last, as in KubeVirt's.
-	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if v.Name == vol.Name {
-			return nil, fmt.Errorf("the cloud-init volume is named %s, and so is a --volume-containerdisk or --volume-pvc volume: give that one another name", vol.Name)
+	if vol != nil {
+		// The cloud-init volume comes last, as in KubeVirt's.
+		for _, v := range vm.Spec.Template.Spec.Volumes {
+			if v.Name == vol.Name {
+				return nil, fmt.Errorf("the cloud-init volume is named %s, and so is a --volume-containerdisk or --volume-pvc volume: give that one another name", vol.Name)
+			}
 		}
+		vm.Spec.Template.Spec.Volumes = append(vm.Spec.Template.Spec.Volumes, *vol)
 	}
-	vm.Spec.Template.Spec.Volumes = append(vm.Spec.Template.Spec.Volumes, *vol)
+	// Last, as in KubeVirt's: the volumes and their boot orders are known.
+	if err := o.infer.apply(flags, vm, b.bootOrders); err != nil {
+		return nil, err
+	}
 	return vm, nil
 }
 

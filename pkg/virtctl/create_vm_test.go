@@ -81,6 +81,21 @@ func pvc(name, claim string) v1.Volume {
 		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 }
 
+// inferring makes vm infer its instance type from volume it and its preference from volume
+// pref ("": no matcher), under the Ignore policy when implicit.
+func inferring(vm *v1.VirtualMachine, it, pref string, implicit bool) {
+	var policy *v1.InferFromVolumeFailurePolicy
+	if implicit {
+		policy = ptr.To(v1.IgnoreInferFromVolumeFailure)
+	}
+	if it != "" {
+		vm.Spec.Instancetype = &v1.InstancetypeMatcher{InferFromVolume: it, InferFromVolumeFailurePolicy: policy}
+	}
+	if pref != "" {
+		vm.Spec.Preference = &v1.PreferenceMatcher{InferFromVolume: pref, InferFromVolumeFailurePolicy: policy}
+	}
+}
+
 func noCloud(src v1.CloudInitNoCloudSource) v1.Volume {
 	return v1.Volume{Name: "cloudinitdisk", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &src}}
 }
@@ -152,19 +167,61 @@ func TestCreateVM(t *testing.T) {
 			want: createdVM("my-vm", func(vm *v1.VirtualMachine, _ *v1.VirtualMachineInstanceSpec) {
 				vm.Spec.Preference = &v1.PreferenceMatcher{Name: "my-preference"}
 			})},
-		{name: "a PVC used directly", args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc"},
-			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
-				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")} // no inferFromVolume: virt-api refuses it
+		{name: "a PVC used directly: inferred from, if it can be", args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")}
+				inferring(vm, "my-pvc", "my-pvc", true)
 			})},
 		{name: "a PVC volume of another name", args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc,name:rootdisk"},
-			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
 				spec.Volumes = []v1.Volume{pvc("rootdisk", "my-pvc")}
+				inferring(vm, "rootdisk", "rootdisk", true)
 			})},
-		{name: "multiple volumes and a boot order",
+		{name: "multiple volumes and a boot order: the PVC boots, and is inferred from",
 			args: []string{"vm", "--name=my-vm", "--volume-containerdisk=src:my.registry/my-image:my-tag", "--volume-pvc=src:my-pvc,bootorder:1"},
-			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
 				spec.Volumes = []v1.Volume{containerDisk("my-vm-containerdisk-0", "my.registry/my-image:my-tag"), pvc("my-pvc", "my-pvc")}
 				spec.Domain.Devices.Disks = []v1.Disk{{Name: "my-pvc", BootOrder: ptr.To(uint(1))}}
+				inferring(vm, "my-pvc", "my-pvc", true)
+			})},
+		{name: "the first volume a container disk: nothing inferred",
+			args: []string{"vm", "--name=my-vm", "--volume-containerdisk=src:img", "--volume-pvc=src:my-pvc"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{containerDisk("my-vm-containerdisk-0", "img"), pvc("my-pvc", "my-pvc")}
+			})},
+		{name: "inference asked for, from the boot volume",
+			args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc", "--infer-instancetype", "--infer-preference"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")}
+				inferring(vm, "my-pvc", "my-pvc", false)
+				spec.Domain.Memory = nil
+			})},
+		{name: "each from a volume of its own, KubeVirt's example",
+			args: []string{"vm", "--name=my-vm", "--volume-pvc=src:pvc-a", "--volume-pvc=src:pvc-b",
+				"--infer-instancetype-from=pvc-a", "--infer-preference-from=pvc-b"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("pvc-a", "pvc-a"), pvc("pvc-b", "pvc-b")}
+				inferring(vm, "pvc-a", "pvc-b", false)
+				spec.Domain.Memory = nil
+			})},
+		{name: "an instance type named, the preference inferred",
+			args: []string{"vm", "--name=my-vm", "--instancetype=u1.small", "--volume-pvc=src:my-pvc"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")}
+				inferring(vm, "", "my-pvc", true)
+				vm.Spec.Instancetype = &v1.InstancetypeMatcher{Name: "u1.small"}
+				spec.Domain.Memory = nil
+			})},
+		{name: "--memory: no instance type inferred, the preference is",
+			args: []string{"vm", "--name=my-vm", "--memory=1Gi", "--volume-pvc=src:my-pvc"},
+			want: createdVM("my-vm", func(vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")}
+				spec.Domain.Memory.Guest = ptr.To(apiresource.MustParse("1Gi"))
+				inferring(vm, "", "my-pvc", true)
+			})},
+		{name: "inference turned off", args: []string{"vm", "--name=my-vm", "--volume-pvc=src:my-pvc", "--infer-instancetype=false", "--infer-preference=false"},
+			want: createdVM("my-vm", func(_ *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) {
+				spec.Volumes = []v1.Volume{pvc("my-pvc", "my-pvc")}
 			})},
 		{name: "volumes by kind then command line; disks in the flags' order",
 			args: []string{"vm", "--name=my-vm", "--volume-pvc=src:data,name:datadisk,bootorder:2",
@@ -296,11 +353,20 @@ func TestCreateVMRefusals(t *testing.T) {
 		{"a user of two lines", []string{"--user=me\nroot"}, `invalid --user "me\nroot": must be one line`},
 		{"a password of two lines", []string{"--password-file=" + twoLines}, `invalid --password-file "` + twoLines + `": the password must be one line`},
 		{"an argument", []string{"my-vm"}, `unknown command "my-vm" for "virtctl create vm"`},
-		// Not in Hangar's API yet: sysprep, access credentials, inference.
+		{"inference asked for without a volume", []string{"--infer-instancetype"}, `invalid --infer-instancetype "true": at least one volume is needed`},
+		{"inference asked for from a container disk", []string{"--volume-containerdisk=src:img,name:disk", "--infer-preference"},
+			`invalid --infer-preference "true": volume disk is no PVC`},
+		{"inference from a volume the VM lacks", []string{"--volume-pvc=src:my-pvc", "--infer-instancetype-from=root"},
+			`invalid --infer-instancetype-from "root": there is no volume named root`},
+		{"an instance type inferred and named", []string{"--volume-pvc=src:my-pvc", "--infer-instancetype", "--instancetype=u1.small"},
+			"[infer-instancetype instancetype] were all set"},
+		{"an instance type inferred, and memory", []string{"--volume-pvc=src:my-pvc", "--infer-instancetype-from=my-pvc", "--memory=1Gi"},
+			"[infer-instancetype-from memory] were all set"},
+		{"a preference inferred two ways", []string{"--volume-pvc=src:my-pvc", "--infer-preference", "--infer-preference-from=my-pvc"},
+			"[infer-preference infer-preference-from] were all set"},
+		// Not in Hangar's API yet: sysprep, access credentials.
 		{"--volume-sysprep", []string{"--volume-sysprep=src:my-cm"}, "unknown flag: --volume-sysprep"},
 		{"--access-cred", []string{"--access-cred=type:ssh,src:my-keys,user:me"}, "unknown flag: --access-cred"},
-		{"--infer-instancetype", []string{"--infer-instancetype"}, "unknown flag: --infer-instancetype"},
-		{"--infer-preference-from", []string{"--infer-preference-from=disk"}, "unknown flag: --infer-preference-from"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -114,7 +114,7 @@ func TestVirtualMachineWithInstancetype(t *testing.T) {
 		assert.Equal(t, "virtualmachineinstancetype", created.Spec.Instancetype.Kind)
 	})
 
-	t.Run("bad kinds and unsupported inference", func(t *testing.T) {
+	t.Run("bad kinds, and inference from a volume without labels", func(t *testing.T) {
 		vm := vmWithInstancetype("bad-kind", "itest.medium", "")
 		vm.Spec.Instancetype.Kind = "VirtualMachinePreference"
 		_, err := vms.Create(ctx, vm, metav1.CreateOptions{})

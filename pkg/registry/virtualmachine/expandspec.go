@@ -92,6 +92,8 @@ const maxExpandBody = 3 << 20
 type ExpandVMSpec struct {
 	expander *expander
 	decoder  runtime.Decoder
+	// infer resolves the matchers that infer from a volume, as a create would (infer.go).
+	infer func(context.Context, *kubevirt.VirtualMachine) error
 }
 
 // Handler answers one request for the namespace in the context.
@@ -118,6 +120,11 @@ func (x *ExpandVMSpec) Handler(ctx context.Context, body io.Reader) (http.Handle
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the VirtualMachine's namespace %q is not the request's %q", vm.Namespace, namespace))
 	}
 	vm.Namespace = namespace
+	if x.infer != nil {
+		if err := x.infer(ctx, vm); err != nil {
+			return nil, err
+		}
+	}
 	return x.expander.expandedVMHandler(ctx, vm)
 }
 

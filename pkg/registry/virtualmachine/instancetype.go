@@ -76,7 +76,8 @@ func (e *expander) resolve(ctx context.Context, vm *kubevirt.VirtualMachine, pat
 	}
 	switch {
 	case inferFromVolume != "":
-		return nil, field.Forbidden(path.Child("inferFromVolume"), "inferring from a volume is not supported by Hangar yet: name it")
+		// Resolved when the VM is written (infer.go): only a VM that was not written gets here.
+		return nil, field.Forbidden(path.Child("inferFromVolume"), "is resolved when the VirtualMachine is written; this one was not")
 	case name == "":
 		return nil, field.Required(path.Child("name"), "")
 	}

@@ -97,8 +97,14 @@ func (r *REST) checkStateClaim(ctx context.Context, old, vm *kubevirt.VirtualMac
 // ClaimExists says whether a persistentvolumeclaim exists (a read of kube-apiserver).
 type ClaimExists func(ctx context.Context, namespace, name string) (bool, error)
 
-// Create checks the state claim and the DataVolumes (datavolumes.go) before the object's other validation.
+// Create resolves the matchers that infer from a volume (infer.go), then checks the state
+// claim and the DataVolumes (datavolumes.go) before the object's other validation.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if vm, ok := obj.(*kubevirt.VirtualMachine); ok {
+		if err := r.inferMatchers(ctx, vm); err != nil {
+			return nil, err
+		}
+	}
 	return r.Store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
 		if vm, ok := obj.(*kubevirt.VirtualMachine); ok {
 			if err := r.checkStateClaim(ctx, nil, vm); err != nil {
@@ -115,7 +121,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	}, options)
 }
 
-// Update checks the state claim when the update makes the VM need one.
+// Update resolves the matchers the update makes infer from a volume (infer.go), and checks the
+// state claim when the update makes the VM need one.
 func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	checkedCreate := func(ctx context.Context, obj runtime.Object) error {
@@ -132,7 +139,7 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 		}
 		return nil
 	}
-	return r.Store.Update(ctx, name, objInfo, checkedCreate, func(ctx context.Context, obj, old runtime.Object) error {
+	return r.Store.Update(ctx, name, inferringUpdate{UpdatedObjectInfo: objInfo, vms: r}, checkedCreate, func(ctx context.Context, obj, old runtime.Object) error {
 		vm, ok := obj.(*kubevirt.VirtualMachine)
 		oldVM, oldOK := old.(*kubevirt.VirtualMachine)
 		if ok && oldOK {

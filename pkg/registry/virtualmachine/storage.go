@@ -51,6 +51,9 @@ type Dependencies struct {
 	// DataVolumes says whether the cluster serves CDI and which DataVolumes exist; nil
 	// standalone, where VMs using DataVolumes are refused.
 	DataVolumes DataVolumeLookup
+	// Claims reads the claims VMs infer their instance type and preference from (infer.go),
+	// once the requesting user is authorized; nil standalone.
+	Claims ClaimGetter
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
 	// Instancetypes reads the instance types and preferences VMs name.
@@ -69,6 +72,10 @@ type REST struct {
 	claimExists ClaimExists
 	// dataVolumes is what virt-api knows of CDI (datavolumes.go); nil standalone.
 	dataVolumes DataVolumeLookup
+	// claims reads the claims VMs infer from (infer.go); nil standalone.
+	claims ClaimGetter
+	// expander defaults the template of a VM the Ignore policy left without matchers.
+	expander *expander
 }
 
 var (
@@ -104,7 +111,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		return nil, err
 	}
 
-	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists, dataVolumes: deps.DataVolumes}
+	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists, dataVolumes: deps.DataVolumes, claims: deps.Claims, expander: strategy.expander}
 	status := statusrest.New(store, NewStatusStrategy(strategy))
 	return &Storage{
 		VirtualMachine: vms,
@@ -112,7 +119,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
 			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission},
 		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
-		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder},
+		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder, infer: vms.inferMatchers},
 	}, nil
 }
 
