@@ -158,8 +158,7 @@ func TestBenchLiveMigration(t *testing.T) {
 			var virshWatch counterWatch
 			go virshWatch.followAcross(b.dir, c.dir)
 			time.Sleep(time.Second)
-			virsh := exec.Command("setpriv", fmt.Sprintf("--reuid=%d", layout.LauncherUID), fmt.Sprintf("--regid=%d", layout.LauncherUID), "--clear-groups",
-				"virsh", "-c", "qemu+unix:///session?socket="+libvirtd.Socket(b.stateDir),
+			virsh := launcherVirsh(b.stateDir,
 				"migrate", "--live", "--p2p", domain, "qemu+unix:///session?socket="+libvirtd.Socket(c.stateDir),
 				"--migrateuri", "unix://"+filepath.Join(bench, "mem.sock"))
 			start = time.Now()
@@ -187,8 +186,7 @@ func TestBenchLiveMigration(t *testing.T) {
 // job statistics (virsh domjobinfo --completed; the source forgets the domain once it left).
 func completedDowntime(t *testing.T, stateDir, domain string) int64 {
 	t.Helper()
-	out, err := exec.Command("setpriv", fmt.Sprintf("--reuid=%d", layout.LauncherUID), fmt.Sprintf("--regid=%d", layout.LauncherUID), "--clear-groups",
-		"virsh", "-c", "qemu+unix:///session?socket="+libvirtd.Socket(stateDir), "domjobinfo", "--completed", domain).CombinedOutput()
+	out, err := launcherVirsh(stateDir, "domjobinfo", "--completed", domain).CombinedOutput()
 	require.NoError(t, err, "virsh domjobinfo: %s", out)
 	for _, line := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, "Total downtime:"); ok {
@@ -199,4 +197,10 @@ func completedDowntime(t *testing.T, stateDir, domain string) int64 {
 	}
 	require.Fail(t, "no downtime in the completed job", "%s", out)
 	return 0
+}
+
+// launcherVirsh is virsh, as the launcher's user, against the session libvirtd of stateDir.
+func launcherVirsh(stateDir string, args ...string) *exec.Cmd {
+	return exec.Command("setpriv", append([]string{fmt.Sprintf("--reuid=%d", layout.LauncherUID), fmt.Sprintf("--regid=%d", layout.LauncherUID), "--clear-groups",
+		"virsh", "-c", "qemu+unix:///session?socket=" + libvirtd.Socket(stateDir)}, args...)...)
 }
