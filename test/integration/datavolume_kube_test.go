@@ -197,6 +197,7 @@ func runVirtController(t *testing.T, c *framework.Cluster) {
 	require.NoError(t, err)
 	o := manager.DefaultOptions()
 	o.Resync = 0
+	o.OptionalAPIsInterval = time.Second
 	o.Instancetypes, err = instancetypeclient.NewForConfig(cfg)
 	require.NoError(t, err)
 	jsonCfg := rest.CopyConfig(cfg)
@@ -273,6 +274,9 @@ func TestDataVolumeFlow(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
 	})
 
+	// virt-controller starts before CDI is installed, as it does on a cluster that installs
+	// CDI later: it must notice.
+	runVirtController(t, c)
 	crd := filepath.Join(t.TempDir(), "datavolumes.yaml")
 	require.NoError(t, os.WriteFile(crd, []byte(dataVolumeCRD), 0o600))
 	text, err := c.Kubectl("apply", "-f", crd)
@@ -283,7 +287,6 @@ func TestDataVolumeFlow(t *testing.T) {
 		_, err := c.Kube.Discovery().ServerResourcesForGroupVersion("cdi.kubevirt.io/v1beta1")
 		return err == nil
 	}, 30*time.Second, 200*time.Millisecond, "kube-apiserver serves cdi.kubevirt.io/v1beta1")
-	runVirtController(t, c)
 	standIn := startCDIStandIn(t, c.Admin, ns)
 
 	t.Run("with CDI: the manifest is accepted, strictly decoded", func(t *testing.T) {

@@ -5,7 +5,9 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -85,9 +87,12 @@ type Options struct {
 	// and restore controllers it relies on.
 	Clones cloneclient.Interface
 	// Dynamic reaches CDI's DataVolumes (cdi.kubevirt.io), which the VM controller creates,
-	// watches and waits for when the cluster serves them as virt-controller starts; nil: VMs
-	// using DataVolumes are not started.
+	// watches and waits for when the cluster serves them; nil: VMs using DataVolumes are not
+	// started.
 	Dynamic dynamic.Interface
+	// OptionalAPIsInterval is how often discovery is asked whether CDI's DataVolumes and
+	// Kubernetes' VolumeSnapshots are served (optionalapis.go); 0: only at the start.
+	OptionalAPIsInterval time.Duration
 }
 
 // DefaultOptions are KubeVirt's worker counts and the default configuration.
@@ -98,14 +103,43 @@ func DefaultOptions() Options {
 			HandlerNamespace: "hangar", HandlerPort: 18187,
 			HandlerSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "virt-handler"}),
 		},
-		HandlerUsers: []string{"system:serviceaccount:hangar:virt-handler"},
+		HandlerUsers:         []string{"system:serviceaccount:hangar:virt-handler"},
+		OptionalAPIsInterval: 30 * time.Second,
 	}
 }
 
 // Run runs the controllers until ctx ends. kubevirt reaches the kubevirt.io API (through
-// kube-apiserver in a cluster), kube the core API (pods, events, the ConfigMap).
+// kube-apiserver in a cluster), kube the core API (pods, events, the ConfigMap). When the
+// optional APIs the cluster serves change, the controllers are started again with the new set
+// (optionalapis.go).
 func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Interface, o Options) error {
+	for {
+		apis, err := probeOptionalAPIs(kube.Discovery(), o)
+		if err != nil {
+			klog.InfoS("optional APIs not probed: starting without them, and asking again", "err", err)
+		}
+		klog.InfoS("starting the controllers", "optionalAPIs", apis.String())
+		err = run(ctx, kubevirt, kube, o, apis)
+		if !errors.Is(err, errOptionalAPIsChanged) {
+			return err
+		}
+		klog.InfoS("restarting the controllers: the optional APIs the cluster serves changed")
+	}
+}
+
+// run runs the controllers that apis allow until ctx ends or apis change.
+func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Interface, o Options, apis optionalAPIs) error {
 	metrics.Register()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var apisChanged atomic.Bool
+	if o.OptionalAPIsInterval > 0 {
+		go watchOptionalAPIs(ctx, kube.Discovery(), o, apis, o.OptionalAPIsInterval, func(now optionalAPIs) {
+			klog.InfoS("the optional APIs the cluster serves changed", "now", now.String())
+			apisChanged.Store(true)
+			cancel()
+		})
+	}
 	cfg := clusterconfig.NewStore(o.Defaults)
 	if err := configwatch.Watch(ctx, cfg, kube, o.ConfigNamespace, o.ConfigName); err != nil {
 		if ctx.Err() != nil {
@@ -154,13 +188,13 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	}
 	var dvFactory dynamicinformer.DynamicSharedInformerFactory
 	if o.Dynamic != nil {
-		if servesDataVolumes(kube) {
+		if apis.dataVolumes {
 			dvFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.Dynamic, o.Resync, metav1.NamespaceAll, nil)
 			if err := vmController.EnableDataVolumes(o.Dynamic, dvFactory.ForResource(vm.DataVolumesGVR), pvcInformer.Lister()); err != nil {
 				return err
 			}
 		} else {
-			klog.InfoS("cdi.kubevirt.io/v1beta1 datavolumes are not served (CDI not installed): VMs using DataVolumes are not started; restart virt-controller after installing CDI")
+			klog.InfoS("cdi.kubevirt.io/v1beta1 datavolumes are not served (CDI not installed): VMs using DataVolumes wait until they are")
 		}
 	}
 	vmiController, err := vmi.New(kubevirt, kube, vmiInformer, podInformer, pvcInformer, kubeFactory.Core().V1().Nodes(), cfg, recorder)
@@ -203,8 +237,8 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		Shutdown()
 	}
 	if o.Snapshots != nil && o.VolumeSnapshots != nil {
-		if _, err := kube.Discovery().ServerResourcesForGroupVersion("snapshot.storage.k8s.io/v1"); err != nil {
-			klog.InfoS("snapshot.storage.k8s.io/v1 is not served (no VolumeSnapshot CRDs): VirtualMachineSnapshots and restores wait", "err", err)
+		if !apis.volumeSnapshots {
+			klog.InfoS("snapshot.storage.k8s.io/v1 volumesnapshots are not served (no VolumeSnapshot CRDs): VirtualMachineSnapshots, restores and clones wait until they are")
 		} else {
 			vmsFactory := vmsnapshotinformers.NewSharedInformerFactoryWithOptions(o.Snapshots, o.Resync, vmsnapshotinformers.WithTransform(stripManagedFields))
 			vsFactory := vsinformers.NewSharedInformerFactoryWithOptions(o.VolumeSnapshots, o.Resync, vsinformers.WithTransform(stripManagedFields))
@@ -282,6 +316,9 @@ func Run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 			first = err // caches that did not sync because ctx ended are no failure
 		}
 	}
+	if first == nil && apisChanged.Load() {
+		return errOptionalAPIsChanged
+	}
 	return first
 }
 
@@ -293,18 +330,4 @@ func stripManagedFields(obj any) (any, error) {
 		o.SetManagedFields(nil)
 	}
 	return obj, nil
-}
-
-// servesDataVolumes: the cluster serves CDI's DataVolumes (cdi.kubevirt.io/v1beta1).
-func servesDataVolumes(kube kubernetes.Interface) bool {
-	resources, err := kube.Discovery().ServerResourcesForGroupVersion(vm.DataVolumesGVR.GroupVersion().String())
-	if err != nil {
-		return false
-	}
-	for _, r := range resources.APIResources {
-		if r.Name == vm.DataVolumesGVR.Resource {
-			return true
-		}
-	}
-	return false
 }
