@@ -20,21 +20,28 @@ import (
 // (hack/guest/build-containerdisk.sh) before the e2e tests.
 const diskImage = "hangar.local/containerdisk-guest:dev"
 
-// populate writes the Debian disk into a claim, as a data importer would: the containerDisk
-// image's file is copied out with the launcher image's hangar-copy (the disk image has no
-// shell), then converted to raw by qemu-img onto the claim (disk.img on a Filesystem claim,
-// the device itself for a Block claim). The pod meets Pod Security restricted.
+// populate writes the Debian disk into a claim, as a data importer would.
 func populate(t *testing.T, ns, claim string, block bool) {
+	t.Helper()
+	populateFrom(t, ns, claim, block, diskImage, "debian.qcow2")
+}
+
+// populateFrom writes the disk file under /disk of a containerDisk image into a claim: the
+// file is copied out with the launcher image's hangar-copy (the disk images have no shell),
+// then converted to raw by qemu-img onto the claim (disk.img on a Filesystem claim, the device
+// itself for a Block claim). The pod meets Pod Security restricted.
+func populateFrom(t *testing.T, ns, claim string, block bool, image, file string) {
 	t.Helper()
 	ctx := context.Background()
 	restricted := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	target, mounts, devices := "/pvc/disk.img", []corev1.VolumeMount{{Name: "pvc", MountPath: "/pvc"}}, []corev1.VolumeDevice(nil)
-	convert := []string{"qemu-img", "convert", "-O", "raw", "/work/disk/debian.qcow2", target}
+	source := "/work/disk/" + file
+	convert := []string{"qemu-img", "convert", "-O", "raw", source, target}
 	if block {
 		target, mounts, devices = "/dev/xvdb", nil, []corev1.VolumeDevice{{Name: "pvc", DevicePath: "/dev/xvdb"}}
 		// The device exists: qemu-img must not try to create it.
-		convert = []string{"qemu-img", "convert", "-n", "-O", "raw", "/work/disk/debian.qcow2", target}
+		convert = []string{"qemu-img", "convert", "-n", "-O", "raw", source, target}
 	}
 	_, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "populate-" + claim},
@@ -46,7 +53,7 @@ func populate(t *testing.T, ns, claim string, block bool) {
 				{Name: "helper", Image: launcherImage(t), ImagePullPolicy: corev1.PullIfNotPresent, SecurityContext: restricted,
 					Command:      []string{"/usr/bin/hangar-copy", "-install", "/helper"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "helper", MountPath: "/helper"}}},
-				{Name: "copy", Image: diskImage, ImagePullPolicy: corev1.PullNever, SecurityContext: restricted,
+				{Name: "copy", Image: image, ImagePullPolicy: corev1.PullNever, SecurityContext: restricted,
 					Command:      []string{"/helper/hangar-copy", "/work", "/disk"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "helper", MountPath: "/helper"}, {Name: "work", MountPath: "/work"}}},
 			},

@@ -59,35 +59,20 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 `
 
-// issue32Manifest is the VM of issue 32, as KubeVirt's documentation writes VMs today: an
-// instance type, a preference and a DataVolume template from a DataSource.
-const issue32Manifest = `apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: it1}
-spec:
-  runStrategy: Halted
-  instancetype: {name: u1.medium, kind: VirtualMachineClusterInstancetype}
-  preference: {name: fedora}
-  dataVolumeTemplates:
-  - metadata: {name: it1-root}
-    spec:
-      sourceRef: {kind: DataSource, name: fedora, namespace: os-images}
-      storage: {resources: {requests: {storage: 30Gi}}}
-  template:
-    spec:
-      domain: {devices: {}}
-      volumes: [{name: rootdisk, dataVolume: {name: it1-root}}]
-`
-
-// manifestNamed is issue32Manifest with the VM and its DataVolume renamed.
+// manifestNamed is the VM of issue 32 (test/testdata/datavolumes/vm.yaml) with the VM and its
+// DataVolume renamed.
 func manifestNamed(vm, dv string) []byte {
-	m := strings.ReplaceAll(issue32Manifest, "it1-root", dv)
-	m = strings.ReplaceAll(m, "{name: it1}", "{name: "+vm+"}")
-	raw, err := yaml.YAMLToJSON([]byte(m))
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "test/testdata/datavolumes/vm.yaml"))
 	if err != nil {
 		panic(err)
 	}
-	return raw
+	m := strings.ReplaceAll(string(raw), "it1-root", dv)
+	m = strings.ReplaceAll(m, "{name: it1}", "{name: "+vm+"}")
+	out, err := yaml.YAMLToJSON([]byte(m))
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // createRaw sends a manifest as written (JSON), strictly decoded, as user's client would.
