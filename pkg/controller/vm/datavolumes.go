@@ -107,7 +107,7 @@ func (c *Controller) syncDataVolumes(ctx context.Context, vm *v1.VirtualMachine)
 	}
 	if c.dataVolumes == nil {
 		return dataVolumeState{printable: v1.VirtualMachineStatusDataVolumeError}, &syncError{reason: ReasonFailedCreate,
-			err: fmt.Errorf("the VM uses DataVolumes, and the cluster did not serve CDI (cdi.kubevirt.io) when virt-controller started")}
+			err: fmt.Errorf("the VM uses DataVolumes, and the cluster does not serve CDI (cdi.kubevirt.io); virt-controller notices when it does")}
 	}
 	for i := range vm.Spec.DataVolumeTemplates {
 		if err := c.ensureDataVolume(ctx, vm, &vm.Spec.DataVolumeTemplates[i]); err != nil {

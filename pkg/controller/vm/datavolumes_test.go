@@ -171,5 +171,5 @@ func TestDataVolumesWithoutCDI(t *testing.T) {
 			failure = c.Message
 		}
 	}
-	assert.Contains(t, failure, "did not serve CDI")
+	assert.Contains(t, failure, "does not serve CDI")
 }
