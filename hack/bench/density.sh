@@ -2,8 +2,8 @@
 # Prints KubeVirt's density figures on the local cluster (test/e2e/density_bench_test.go):
 # BENCH_DENSITY (100) VMIs created 100 ms apart beside as many plain pods at the same pace,
 # creation -> Running P50/P95 (-> banner too with BENCH_DENSITY_BANNERS, for KVM hosts),
-# deletion -> gone, and the writes to
-# virtualmachineinstances per launcher pod against KubeVirt's thresholds. The cluster
+# deletion -> gone, and the writes to virtualmachineinstances per launcher pod against
+# KubeVirt's thresholds. The cluster
 # has three nodes: hack/cluster/up.sh --nodes 3, then hack/install-local.sh. A benchmark: it
 # fails only on errors.
 set -euo pipefail
