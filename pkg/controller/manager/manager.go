@@ -201,6 +201,11 @@ func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	if dvFactory != nil {
+		if err := vmiController.EnableDataVolumes(dvFactory.ForResource(vm.DataVolumesGVR)); err != nil {
+			return err
+		}
+	}
 	rsController, err := replicaset.New(kubevirt, rsInformer, vmiInformer, recorder)
 	if err != nil {
 		return err

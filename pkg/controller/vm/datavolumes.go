@@ -19,6 +19,7 @@ import (
 
 	cdiv1beta1 "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/controller/datavolume"
 )
 
 // DataVolumes are CDI's (cdi.kubevirt.io): CDI imports, clones or uploads into each
@@ -131,7 +132,7 @@ func (c *Controller) syncDataVolumes(ctx context.Context, vm *v1.VirtualMachine)
 		switch {
 		case dv == nil:
 			worse(v1.VirtualMachineStatusProvisioning) // just created, or not made yet by its owner
-		case dv.Status.Phase == cdi.Succeeded, dv.Status.Phase == cdi.WaitForFirstConsumer, dv.Status.Phase == cdi.PendingPopulation:
+		case datavolume.Usable(dv):
 			// Filled, or waiting for a pod to consume it: the launcher pod is that pod.
 		case dv.Status.Phase == cdi.Failed || runningFailed(dv):
 			worse(v1.VirtualMachineStatusDataVolumeError)
@@ -166,22 +167,7 @@ func (c *Controller) claimPending(namespace, name string) bool {
 
 // dataVolume reads a DataVolume from the cache, nil when there is none.
 func (c *Controller) dataVolume(namespace, name string) (*cdi.DataVolume, error) {
-	obj, err := c.dataVolumes.lister.ByNamespace(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read DataVolume %s/%s: %w", namespace, name, err)
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("DataVolume %s/%s: unexpected %T in the cache", namespace, name, obj)
-	}
-	var dv cdi.DataVolume
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &dv); err != nil {
-		return nil, fmt.Errorf("decode DataVolume %s/%s: %w", namespace, name, err)
-	}
-	return &dv, nil
+	return datavolume.Get(c.dataVolumes.lister, namespace, name)
 }
 
 // ensureDataVolume creates the template's DataVolume when there is none of its name. One that

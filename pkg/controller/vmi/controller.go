@@ -49,7 +49,10 @@ type Controller struct {
 	pvcLister  corelisters.PersistentVolumeClaimLister
 	// nodeLister tells unresponsive nodes (nodes.go).
 	nodeLister corelisters.NodeLister
-	synced     []cache.InformerSynced
+	// dataVolumes is CDI's DataVolumes; nil where the cluster does not serve them
+	// (datavolumes.go).
+	dataVolumes cache.GenericLister
+	synced      []cache.InformerSynced
 
 	config       *clusterconfig.Store
 	recorder     record.EventRecorder

@@ -38,13 +38,19 @@ const (
 // as KubeVirt does; the VirtualMachine shows ErrorUnschedulable from it.
 const PodScheduledCondition = v1.VirtualMachineInstanceConditionType(corev1.PodScheduled)
 
+// waitingFor is why an instance that needs a pod cannot have one yet: the Synchronized
+// condition's reason and the message.
+type waitingFor struct {
+	reason, message string
+}
+
 // nextStatus is the status the instance should have given its launcher pod (nil: none in the
 // cache), whether a pod creation is still to be observed, whether the pod's node stopped
 // responding (nodes.go), for an instance without a pod why it
 // cannot have one yet (waiting), and for a pod that cannot start why the kubelet cannot mount
 // its volumes (mountFailure). It never leaves a final phase and never enters Running or later:
 // those are the node agent's.
-func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending, nodeDown bool, waiting, mountFailure string, now metav1.Time) v1.VirtualMachineInstanceStatus {
+func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending, nodeDown bool, waiting waitingFor, mountFailure string, now metav1.Time) v1.VirtualMachineInstanceStatus {
 	s := *vmi.Status.DeepCopy()
 	// Step through the controller's phases until none applies, so an instance whose pod is
 	// already bound (after a controller restart, say) goes straight to Scheduled.
@@ -66,18 +72,19 @@ func nextStatus(vmi *v1.VirtualMachineInstance, pod *corev1.Pod, creationPending
 	}
 
 	if c := s.Condition(v1.VirtualMachineInstanceSynchronized); c != nil &&
-		(c.Reason == FailedPvcNotFoundReason && waiting == "" || c.Reason == FailedMountReason && mountFailure == "") {
+		((c.Reason == FailedPvcNotFoundReason || c.Reason == DataVolumesNotReadyReason) && waiting.message == "" ||
+			c.Reason == FailedMountReason && mountFailure == "") {
 		s.RemoveCondition(v1.VirtualMachineInstanceSynchronized)
 	}
 	switch {
-	case pod == nil && waiting != "":
+	case pod == nil && waiting.message != "":
 		// As KubeVirt reports a missing claim: not synchronized, and unschedulable (the
 		// condition an unschedulable pod gives too).
 		s.SetCondition(v1.VirtualMachineInstanceCondition{
-			Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: FailedPvcNotFoundReason, Message: waiting,
+			Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: waiting.reason, Message: waiting.message,
 		}, now)
 		s.SetCondition(v1.VirtualMachineInstanceCondition{
-			Type: PodScheduledCondition, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: waiting,
+			Type: PodScheduledCondition, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: waiting.message,
 		}, now)
 	case pod == nil && s.Phase == v1.Pending:
 		s.RemoveCondition(PodScheduledCondition)

@@ -81,19 +81,29 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	pod := activePod(vmi, own)
 	var syncErr error
-	waiting := "" // why an instance that needs a pod cannot have one yet
+	var waiting waitingFor // why an instance that needs a pod cannot have one yet
 	creationPending := !c.expectations.Satisfied(string(vmi.UID))
 	if pod == nil && !creationPending && needsPod(vmi.Status.Phase) {
+		dvWaiting, err := c.dataVolumesWaiting(vmi)
+		if err != nil {
+			return err
+		}
 		modes, missing, err := launcherpod.ClaimVolumeModes(c.pvcLister, vmi)
 		switch {
 		case err != nil:
 			return err
+		case dvWaiting != "":
+			waiting = waitingFor{reason: DataVolumesNotReadyReason, message: dvWaiting}
+			if cond := vmi.Status.Condition(PodScheduledCondition); cond == nil || cond.Message != dvWaiting {
+				c.recorder.Event(vmi, corev1.EventTypeNormal, DataVolumesNotReadyReason, dvWaiting)
+			}
 		case missing != "":
 			// As KubeVirt: the instance stays Pending until the claim appears (its informer
 			// brings us back), rather than getting a pod that could not be built right.
-			waiting = fmt.Sprintf("PVC %s/%s does not exist, waiting for it to appear", vmi.Namespace, missing)
-			if cond := vmi.Status.Condition(PodScheduledCondition); cond == nil || cond.Message != waiting {
-				c.recorder.Event(vmi, corev1.EventTypeNormal, FailedPvcNotFoundReason, waiting)
+			waiting = waitingFor{reason: FailedPvcNotFoundReason,
+				message: fmt.Sprintf("PVC %s/%s does not exist, waiting for it to appear", vmi.Namespace, missing)}
+			if cond := vmi.Status.Condition(PodScheduledCondition); cond == nil || cond.Message != waiting.message {
+				c.recorder.Event(vmi, corev1.EventTypeNormal, FailedPvcNotFoundReason, waiting.message)
 			}
 		default:
 			// The pod just created counts as seen: the instance moves on to Scheduling in the
