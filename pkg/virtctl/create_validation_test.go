@@ -85,8 +85,12 @@ func newVirtAPI(t *testing.T) *virtAPI {
 	kubevirtinstall.Install(scheme)
 	instancetypeinstall.Install(scheme)
 	api := &virtAPI{scheme: scheme, decoder: serializer.NewCodecFactory(scheme).UniversalDecoder(),
-		instancetypes: stored{}, preferences: stored{}, sources: volumeSources{claims: map[string]map[string]string{"default/fedora-root": {
-			instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}}}}
+		instancetypes: stored{}, preferences: stored{}, sources: volumeSources{
+			claims: map[string]map[string]string{"default/fedora-root": {
+				instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}},
+			dataSources: map[string]map[string]string{"os-images/fedora": {
+				instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}, "os-images/plain": {}},
+		}}
 	for _, o := range render.Catalogue() {
 		internal, err := scheme.ConvertToVersion(o.Object, runtime.InternalGroupVersioner)
 		require.NoError(t, err)
@@ -244,6 +248,13 @@ func TestCreatedManifestsPassValidation(t *testing.T) {
 			commands: [][]string{{"vm", "--volume-pvc=src:plain"}}},
 		{name: "a claim that names nothing, asked for", commands: [][]string{{"vm", "--volume-pvc=src:plain", "--infer-instancetype-from=plain"}},
 			wantErr: "the claim plain of volume plain does not exist"},
+		{name: "inferred from a labelled DataSource by default",
+			commands: [][]string{{"vm", "--volume-datasource=src:os-images/fedora"}}},
+		{name: "a DataSource that names nothing, by default: the VM goes on with its memory",
+			commands: [][]string{{"vm", "--volume-datasource=src:os-images/plain"}}},
+		{name: "a DataSource that names nothing, asked for",
+			commands: [][]string{{"vm", "--name=my-vm", "--volume-datasource=src:os-images/plain", "--infer-instancetype"}},
+			wantErr:  "the DataSource os-images/plain of the DataVolume template my-vm-ds-plain of volume my-vm-ds-plain has no label"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,9 +18,8 @@ import (
 )
 
 // createVMOptions are the flags of KubeVirt's `virtctl create vm` that Hangar's API can
-// express. Left out until it can: the DataVolume flags (--volume-import, --volume-datasource,
-// --volume-clone-pvc, --volume-blank: spec.dataVolumeTemplates), --volume-sysprep and
-// --access-cred (spec.template.spec.accessCredentials).
+// express. Left out until it can: --volume-sysprep and --access-cred
+// (spec.template.spec.accessCredentials).
 type createVMOptions struct {
 	name, runStrategy, memory, instancetype, preference string
 	terminationGracePeriod                              int64
@@ -53,8 +52,10 @@ func newCreateVMCommand(c *cliContext) *cobra.Command {
 			"disk with that boot order.\n\n" +
 			"Unless --instancetype, --preference or --memory says otherwise, the VM infers its instance type\n" +
 			"and preference from its boot volume (the lowest boot order, else the first volume) when that is\n" +
-			"a PVC: from the claim's instancetype.kubevirt.io/default-instancetype and default-preference\n" +
-			"labels, or goes on without them (inferFromVolumeFailurePolicy: Ignore, keeping --memory).\n" +
+			"a PVC, or a DataVolume from a DataSource, a PVC, a snapshot or a registry image: from the\n" +
+			"instancetype.kubevirt.io/default-instancetype and default-preference labels of the claim, or\n" +
+			"of the DataSource (else its claim), or goes on without them (inferFromVolumeFailurePolicy:\n" +
+			"Ignore, keeping --memory).\n" +
 			"--infer-instancetype and --infer-preference ask for it: a failure refuses the VM, and the\n" +
 			"instance type gives the memory.",
 		Example: `  # A VM of the u1.medium instance type and fedora preference, booting a container disk:

@@ -417,6 +417,22 @@ func TestInferFromVolume(t *testing.T) {
 		assert.Nil(t, created.Spec.Instancetype)
 	})
 
+	t.Run("virtctl create vm --volume-datasource infers from the DataSource by default", func(t *testing.T) {
+		dir := t.TempDir()
+		code, out := runVirtctl(filepath.Join(dir, "no-kubeconfig"), nil, "create", "vm", "--name=virtctl-ds",
+			"--volume-datasource=src:"+images+"/fedora,size:1Gi")
+		require.Equal(t, 0, code, out)
+		file := filepath.Join(dir, "vm.yaml")
+		require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
+		created, err := c.Kubectl("-n", ns, "create", "-f", file)
+		require.NoError(t, err, "%s\n%s", out, created)
+		vm, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "virtctl-ds", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, &v1.InstancetypeMatcher{Name: "infer.medium", Kind: "virtualmachineclusterinstancetype"}, vm.Spec.Instancetype)
+		assert.Equal(t, &v1.PreferenceMatcher{Name: "cores", Kind: "VirtualMachinePreference"}, vm.Spec.Preference)
+		assert.Nil(t, vm.Spec.Template.Spec.Domain.Memory, "the instance type's, not virtctl's default")
+	})
+
 	t.Run("attack: a user who may not get DataSources learns nothing of them", func(t *testing.T) {
 		for _, source := range []string{"fedora", "unlabelled", "nope"} {
 			for _, policy := range []*v1.InferFromVolumeFailurePolicy{nil, ptr.To(v1.IgnoreInferFromVolumeFailure)} {
