@@ -150,6 +150,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		}
 		vmDeps.DataVolumes = newCDILookup(kube.Discovery(), dyn)
 		vmDeps.Claims = claimGetter(kube)
+		vmDeps.VolumeSources = volumeSources{dynamic: dyn}
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).
 		checker := c.ExtraConfig.LauncherPods
 		genericServer.Handler.NonGoRestfulMux.Handle(eviction.Path, eviction.New(launcherPods{kube: kube},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/hangarvm/hangar/pkg/apis/instancetype"
 	instancetypeinstall "github.com/hangarvm/hangar/pkg/apis/instancetype/install"
@@ -34,18 +35,36 @@ type virtAPI struct {
 	decoder runtime.Decoder
 	// stored instance types and preferences, by namespace/name ("/name": cluster-wide).
 	instancetypes, preferences stored
-	// claims are the cluster's claims VMs infer from.
-	claims claimLabels
+	// sources are the cluster's objects VMs infer from.
+	sources volumeSources
 }
 
-// claimLabels are the labels of claims, by namespace/name; a claim not there does not exist.
-type claimLabels map[string]map[string]string
+// volumeSources are the labels of claims and DataSources, by namespace/name; an object not there
+// does not exist, nor do DataVolumes and VolumeSnapshots.
+type volumeSources struct {
+	claims, dataSources map[string]map[string]string
+}
 
-func (c claimLabels) ClaimLabels(_ context.Context, _ *field.Path, namespace, name string) (map[string]string, error) {
-	if labels, ok := c[namespace+"/"+name]; ok {
+func (v volumeSources) ClaimLabels(_ context.Context, _ *field.Path, namespace, name string) (map[string]string, error) {
+	if labels, ok := v.claims[namespace+"/"+name]; ok {
 		return labels, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
+}
+
+func (v volumeSources) DataSource(_ context.Context, _ *field.Path, namespace, name string) (*cdi.DataSource, error) {
+	if labels, ok := v.dataSources[namespace+"/"+name]; ok {
+		return &cdi.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}}, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "cdi.kubevirt.io", Resource: "datasources"}, name)
+}
+
+func (volumeSources) DataVolume(_ context.Context, _ *field.Path, _, name string) (*cdi.DataVolume, error) {
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "cdi.kubevirt.io", Resource: "datavolumes"}, name)
+}
+
+func (volumeSources) SnapshotLabels(_ context.Context, _ *field.Path, _, name string) (map[string]string, error) {
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshots"}, name)
 }
 
 // stored serves Get as a registry does, in the namespace of the context.
@@ -66,8 +85,12 @@ func newVirtAPI(t *testing.T) *virtAPI {
 	kubevirtinstall.Install(scheme)
 	instancetypeinstall.Install(scheme)
 	api := &virtAPI{scheme: scheme, decoder: serializer.NewCodecFactory(scheme).UniversalDecoder(),
-		instancetypes: stored{}, preferences: stored{}, claims: claimLabels{"default/fedora-root": {
-			instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}}}
+		instancetypes: stored{}, preferences: stored{}, sources: volumeSources{
+			claims: map[string]map[string]string{"default/fedora-root": {
+				instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}},
+			dataSources: map[string]map[string]string{"os-images/fedora": {
+				instancetype.DefaultInstancetypeLabel: "u1.medium", instancetype.DefaultPreferenceLabel: "fedora"}, "os-images/plain": {}},
+		}}
 	for _, o := range render.Catalogue() {
 		internal, err := scheme.ConvertToVersion(o.Object, runtime.InternalGroupVersioner)
 		require.NoError(t, err)
@@ -106,7 +129,7 @@ func (api *virtAPI) create(t *testing.T, manifest, namespace string) (field.Erro
 			Instancetypes: api.instancetypes, ClusterInstancetypes: api.instancetypes,
 			Preferences: api.preferences, ClusterPreferences: api.preferences,
 		})
-		if err := strategy.InferMatchers(ctx, obj, api.claims); err != nil {
+		if err := strategy.InferMatchers(ctx, obj, api.sources); err != nil {
 			errs = field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
 			break
 		}
@@ -225,6 +248,13 @@ func TestCreatedManifestsPassValidation(t *testing.T) {
 			commands: [][]string{{"vm", "--volume-pvc=src:plain"}}},
 		{name: "a claim that names nothing, asked for", commands: [][]string{{"vm", "--volume-pvc=src:plain", "--infer-instancetype-from=plain"}},
 			wantErr: "the claim plain of volume plain does not exist"},
+		{name: "inferred from a labelled DataSource by default",
+			commands: [][]string{{"vm", "--volume-datasource=src:os-images/fedora"}}},
+		{name: "a DataSource that names nothing, by default: the VM goes on with its memory",
+			commands: [][]string{{"vm", "--volume-datasource=src:os-images/plain"}}},
+		{name: "a DataSource that names nothing, asked for",
+			commands: [][]string{{"vm", "--name=my-vm", "--volume-datasource=src:os-images/plain", "--infer-instancetype"}},
+			wantErr:  "the DataSource os-images/plain of the DataVolume template my-vm-ds-plain of volume my-vm-ds-plain has no label"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

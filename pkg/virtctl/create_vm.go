@@ -18,9 +18,8 @@ import (
 )
 
 // createVMOptions are the flags of KubeVirt's `virtctl create vm` that Hangar's API can
-// express. Left out until it can: the DataVolume flags (--volume-import, --volume-datasource,
-// --volume-clone-pvc, --volume-blank: spec.dataVolumeTemplates), --volume-sysprep and
-// --access-cred (spec.template.spec.accessCredentials).
+// express. Left out until it can: --volume-sysprep and --access-cred
+// (spec.template.spec.accessCredentials).
 type createVMOptions struct {
 	name, runStrategy, memory, instancetype, preference string
 	terminationGracePeriod                              int64
@@ -48,13 +47,15 @@ func newCreateVMCommand(c *cliContext) *cobra.Command {
 		Use:   "vm",
 		Short: "Print a VirtualMachine manifest",
 		Long: "Print a VirtualMachine manifest, as KubeVirt's virtctl create vm does.\n\n" +
-			"Volumes come in the order containerdisk, pvc, cloud-init, each flag's in the order given,\n" +
-			"which is the boot order unless bootorder params say otherwise: a volume with one gets a\n" +
-			"disk with that boot order.\n\n" +
+			"Volumes come in the order containerdisk, pvc, the DataVolume flags, cloud-init, each flag's\n" +
+			"in the order given, which is the boot order unless bootorder params say otherwise: a volume\n" +
+			"with one gets a disk with that boot order.\n\n" +
 			"Unless --instancetype, --preference or --memory says otherwise, the VM infers its instance type\n" +
 			"and preference from its boot volume (the lowest boot order, else the first volume) when that is\n" +
-			"a PVC: from the claim's instancetype.kubevirt.io/default-instancetype and default-preference\n" +
-			"labels, or goes on without them (inferFromVolumeFailurePolicy: Ignore, keeping --memory).\n" +
+			"a PVC, or a DataVolume from a DataSource, a PVC, a snapshot or a registry image: from the\n" +
+			"instancetype.kubevirt.io/default-instancetype and default-preference labels of the claim, or\n" +
+			"of the DataSource (else its claim), or goes on without them (inferFromVolumeFailurePolicy:\n" +
+			"Ignore, keeping --memory).\n" +
 			"--infer-instancetype and --infer-preference ask for it: a failure refuses the VM, and the\n" +
 			"instance type gives the memory.",
 		Example: `  # A VM of the u1.medium instance type and fedora preference, booting a container disk:
@@ -70,6 +71,9 @@ func newCreateVMCommand(c *cliContext) *cobra.Command {
 
   # Instance type and preference from the labels of a PVC the VM boots from, or refused:
   virtctl create vm --volume-pvc=src:my-annotated-pvc --infer-instancetype --infer-preference
+
+  # The same from the DataSource a DataVolume is made from (its labels, else its claim's):
+  virtctl create vm --volume-datasource=src:os-images/fedora --infer-instancetype --infer-preference
 
   # Each from a volume of its own:
   virtctl create vm --volume-pvc=src:pvc-a --volume-pvc=src:pvc-b \

@@ -1,23 +1,33 @@
 package virtctl
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	cdiv1beta1 "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 )
 
 // inferOptions are KubeVirt's flags that make a VM infer its instance type and preference from
 // a volume (spec.instancetype.inferFromVolume, spec.preference.inferFromVolume), which virt-api
-// resolves from the labels of the volume's claim when the VM is written.
+// resolves from the labels of the volume's claim, or of its DataVolume's source, when the VM is
+// written.
 //
 // As in KubeVirt's v1.6, inference is on by default: a VM that names no instance type (nor
 // --memory) and no preference infers them from its boot volume under the Ignore policy, so a
 // volume without labels leaves a VM of the default memory. Asked for with a flag, a failure
 // fails the command (the volume cannot be inferred from) or is refused by virt-api (the
 // default Reject policy), and the instance type gives the memory.
+//
+// The volumes inferred from are KubeVirt's: a PVC, and a DataVolume whose template is made
+// from a DataSource (--volume-datasource, --volume-import=type:ds), a claim
+// (--volume-clone-pvc, type:pvc), a VolumeSnapshot (type:snapshot) or a registry image
+// (type:registry). virt-api reads no labels of a registry import (nor does KubeVirt's): such a
+// VM is stored without the matchers by default, and refused when inference was asked for; the
+// manifest is still the one KubeVirt's virtctl prints.
 type inferOptions struct {
 	instancetype, preference         bool
 	instancetypeFrom, preferenceFrom string
@@ -85,7 +95,7 @@ func inferFlag(flags *pflag.FlagSet, name string) string {
 }
 
 // inferVolume returns the volume to infer from: from when given, else the one of the lowest
-// boot order, else the first. It must be a PVC volume, whose claim has labels.
+// boot order, else the first. It must be one inferFrom accepts.
 func inferVolume(flag, from string, vm *v1.VirtualMachine, bootOrders map[uint]string) (string, error) {
 	volumes := vm.Spec.Template.Spec.Volumes
 	value := from
@@ -108,9 +118,33 @@ func inferVolume(flag, from string, vm *v1.VirtualMachine, bootOrders map[uint]s
 	if i < 0 {
 		return "", flagError(flag, value, "there is no volume named %s", from)
 	}
-	// A dataVolume volume is one more kind to accept when Hangar has them, as KubeVirt does.
-	if volumes[i].PersistentVolumeClaim == nil {
-		return "", flagError(flag, value, "volume %s is no PVC: instance types and preferences are inferred from a claim's labels", from)
+	if err := inferableVolume(vm, &volumes[i]); err != nil {
+		return "", flagError(flag, value, "volume %s %v", from, err)
 	}
 	return from, nil
+}
+
+// inferableVolume refuses a volume KubeVirt's virtctl does not infer from: one that is neither
+// a PVC nor a DataVolume, and a DataVolume whose template is made from an HTTP, S3, GCS, blank
+// or upload source. A DataVolume without a template is the cluster's, and virt-api's to read.
+func inferableVolume(vm *v1.VirtualMachine, volume *v1.Volume) error {
+	switch {
+	case volume.PersistentVolumeClaim != nil:
+		return nil
+	case volume.DataVolume == nil:
+		return errors.New("is no PVC or DataVolume: instance types and preferences are inferred from a claim's labels, or a DataVolume's source's")
+	}
+	for _, t := range vm.Spec.DataVolumeTemplates {
+		if t.Name != volume.DataVolume.Name {
+			continue
+		}
+		if s := t.Spec.Source; s != nil && (s.PVC != nil || s.Snapshot != nil || s.Registry != nil) {
+			return nil
+		}
+		if r := t.Spec.SourceRef; r != nil && r.Kind == cdiv1beta1.DataSourceKind {
+			return nil
+		}
+		return errors.New("is a DataVolume made from nothing to infer from: its source must be a DataSource, a PVC, a snapshot or a registry image")
+	}
+	return nil
 }

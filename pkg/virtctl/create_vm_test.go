@@ -364,6 +364,10 @@ func TestCreateVMRefusals(t *testing.T) {
 			"[infer-instancetype-from memory] were all set"},
 		{"a preference inferred two ways", []string{"--volume-pvc=src:my-pvc", "--infer-preference", "--infer-preference-from=my-pvc"},
 			"[infer-preference infer-preference-from] were all set"},
+		{"inference asked for from a blank DataVolume", []string{"--volume-blank=size:1Gi,name:scratch", "--infer-preference"},
+			`invalid --infer-preference "true": volume scratch is a DataVolume made from nothing to infer from`},
+		{"inference asked for from an HTTP import", []string{"--volume-import=type:http,url:https://example.org/d.img,size:1Gi,name:web",
+			"--infer-instancetype-from=web"}, `invalid --infer-instancetype-from "web": volume web is a DataVolume made from nothing`},
 		// Not in Hangar's API yet: sysprep, access credentials.
 		{"--volume-sysprep", []string{"--volume-sysprep=src:my-cm"}, "unknown flag: --volume-sysprep"},
 		{"--access-cred", []string{"--access-cred=type:ssh,src:my-keys,user:me"}, "unknown flag: --access-cred"},
@@ -374,6 +378,50 @@ func TestCreateVMRefusals(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.Empty(t, out, "no manifest")
+		})
+	}
+}
+
+// TestCreateVMInfersFromDataVolumes: as KubeVirt's virtctl, the boot volume is inferred from
+// when it is a DataVolume made from a DataSource, a claim, a VolumeSnapshot or a registry image;
+// not from other imports or a blank disk, silently unless asked for.
+func TestCreateVMInfersFromDataVolumes(t *testing.T) {
+	const registryImage = "--volume-import=type:registry,url:docker://quay.io/containerdisks/fedora:41,size:10Gi,name:root"
+	for _, tt := range []struct {
+		name string
+		args []string
+		// volume is the one inferred from, "" for none; explicit says inference was asked for.
+		volume   string
+		explicit bool
+	}{
+		{name: "a DataSource", args: []string{"--volume-datasource=src:os-images/fedora"}, volume: "my-vm-ds-fedora"},
+		{name: "a DataSource, asked for", args: []string{"--volume-datasource=src:fedora", "--infer-instancetype", "--infer-preference"},
+			volume: "my-vm-ds-fedora", explicit: true},
+		{name: "a cloned claim", args: []string{"--volume-clone-pvc=src:team-a/base"}, volume: "my-vm-pvc-base"},
+		{name: "an import of a DataSource", args: []string{"--volume-import=type:ds,src:fedora,name:root"}, volume: "root"},
+		{name: "an import of a claim", args: []string{"--volume-import=type:pvc,src:team-a/base,name:root"}, volume: "root"},
+		{name: "an import of a VolumeSnapshot", args: []string{"--volume-import=type:snapshot,src:team-a/snap,name:root"}, volume: "root"},
+		{name: "an import of a registry image (virt-api reads nothing of it)", args: []string{registryImage}, volume: "root"},
+		{name: "an HTTP import: nothing inferred", args: []string{"--volume-import=type:http,url:https://example.org/d.img,size:1Gi"}},
+		{name: "a blank disk: nothing inferred", args: []string{"--volume-blank=size:1Gi"}},
+		{name: "a blank disk first, the DataSource booting", args: []string{"--volume-datasource=src:fedora,bootorder:1", "--volume-blank=size:1Gi"},
+			volume: "my-vm-ds-fedora"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, err := runCreate(t, append([]string{"vm", "--name=my-vm"}, tt.args...)...)
+			require.NoError(t, err, stderr)
+			vm := decodeStrict[v1.VirtualMachine](t, out)
+			want := createdVM("my-vm", nil)
+			if tt.volume != "" {
+				inferring(want, tt.volume, tt.volume, !tt.explicit)
+			}
+			assert.Equal(t, want.Spec.Instancetype, vm.Spec.Instancetype)
+			assert.Equal(t, want.Spec.Preference, vm.Spec.Preference)
+			if tt.explicit {
+				assert.Nil(t, vm.Spec.Template.Spec.Domain.Memory, "the instance type's")
+			} else {
+				assert.Equal(t, "512Mi", vm.Spec.Template.Spec.Domain.Memory.Guest.String(), "kept for when the volume names none")
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,8 +17,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	cdiv1beta1 "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
@@ -47,6 +54,81 @@ func vmInferringFrom(name, claim string, policy *v1.InferFromVolumeFailurePolicy
 	spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
 	spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}
+	vm.Spec.Instancetype = &v1.InstancetypeMatcher{InferFromVolume: "root", InferFromVolumeFailurePolicy: policy}
+	vm.Spec.Preference = &v1.PreferenceMatcher{InferFromVolume: "root", InferFromVolumeFailurePolicy: policy}
+	return vm
+}
+
+// dataSourceCRD registers cdi.kubevirt.io/v1beta1 DataSources as CDI's CRD does (names, scope,
+// status subresource), with a permissive schema, as dataVolumeCRD does DataVolumes.
+const dataSourceCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: datasources.cdi.kubevirt.io
+spec:
+  group: cdi.kubevirt.io
+  scope: Namespaced
+  names: {kind: DataSource, listKind: DataSourceList, plural: datasources, singular: datasource, shortNames: [das]}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+
+// serveCDI registers CDI's DataVolumes and DataSources and waits until kube-apiserver serves
+// them (virt-api refuses DataVolume templates until discovery shows CDI).
+func serveCDI(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, crd := range map[string]string{"datavolumes": dataVolumeCRD, "datasources": dataSourceCRD} {
+		file := filepath.Join(dir, name+".yaml")
+		require.NoError(t, os.WriteFile(file, []byte(crd), 0o600))
+		out, err := c.Kubectl("apply", "-f", file)
+		require.NoError(t, err, out)
+		out, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/"+name+".cdi.kubevirt.io")
+		require.NoError(t, err, out)
+	}
+	require.Eventually(t, func() bool {
+		resources, err := c.Kube.Discovery().ServerResourcesForGroupVersion("cdi.kubevirt.io/v1beta1")
+		return err == nil && len(resources.APIResources) >= 2
+	}, 30*time.Second, 200*time.Millisecond, "kube-apiserver serves cdi.kubevirt.io/v1beta1")
+}
+
+// createDataSource creates the DataSource namespace/name with labels, made from the claim
+// claimNamespace/claim.
+func createDataSource(t *testing.T, dyn dynamic.Interface, namespace, name string, labels map[string]string, claimNamespace, claim string) {
+	t.Helper()
+	ds := &cdi.DataSource{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "cdi.kubevirt.io/v1beta1", Kind: "DataSource"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec:       cdi.DataSourceSpec{Source: cdi.DataSourceSource{PVC: &cdi.DataVolumeSourcePVC{Namespace: claimNamespace, Name: claim}}},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ds)
+	require.NoError(t, err)
+	gvr := schema.GroupVersionResource{Group: "cdi.kubevirt.io", Version: "v1beta1", Resource: "datasources"}
+	_, err = dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// vmFromDataSource is a VM booting from a DataVolume template made from the DataSource
+// namespace/name, whose instance type and preference infer from it under policy (nil: Reject).
+func vmFromDataSource(vmName, namespace, name string, policy *v1.InferFromVolumeFailurePolicy) *v1.VirtualMachine {
+	vm := newVM(vmName, v1.RunStrategyHalted)
+	spec := &vm.Spec.Template.Spec
+	spec.Domain.Resources = v1.ResourceRequirements{}
+	spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
+	spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: vmName + "-root"}}}}
+	vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: vmName + "-root"},
+		Spec: cdiv1beta1.DataVolumeSpec{
+			SourceRef: &cdiv1beta1.DataVolumeSourceRef{Kind: cdiv1beta1.DataSourceKind, Namespace: &namespace, Name: name},
+			Storage: &cdiv1beta1.StorageSpec{Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		}}}
 	vm.Spec.Instancetype = &v1.InstancetypeMatcher{InferFromVolume: "root", InferFromVolumeFailurePolicy: policy}
 	vm.Spec.Preference = &v1.PreferenceMatcher{InferFromVolume: "root", InferFromVolumeFailurePolicy: policy}
 	return vm
@@ -263,5 +345,105 @@ func TestInferFromVolume(t *testing.T) {
 			assert.Equal(t, "cores", vm.Spec.Preference.Name, name)
 			assert.Nil(t, vm.Spec.Template.Spec.Domain.Memory, name)
 		}
+	})
+
+	// A DataVolume template made from a DataSource of a namespace of boot images, as KubeVirt's
+	// documentation writes VMs: the DataSource's labels, else its claim's. Reading them takes
+	// the user's get on each, there.
+	serveCDI(t, c)
+	images := "infer-os-images"
+	createNamespace(t, c.Kube, images)
+	dyn, err := dynamic.NewForConfig(c.Admin)
+	require.NoError(t, err)
+	createDataSource(t, dyn, images, "fedora", map[string]string{
+		"instancetype.kubevirt.io/default-instancetype":    "infer.medium",
+		"instancetype.kubevirt.io/default-preference":      "cores",
+		"instancetype.kubevirt.io/default-preference-kind": "VirtualMachinePreference",
+	}, images, "fedora-root")
+	claimWithLabels(t, c, images, "fedora-root", map[string]string{
+		"instancetype.kubevirt.io/default-instancetype": "infer.medium",
+		"instancetype.kubevirt.io/default-preference":   "cores", "instancetype.kubevirt.io/default-preference-kind": "VirtualMachinePreference",
+	})
+	createDataSource(t, dyn, images, "unlabelled", nil, images, "fedora-root")
+	_, err = c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "datasource-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"cdi.kubevirt.io"}, Resources: []string{"datasources"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "datavolume-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"cdi.kubevirt.io"}, Resources: []string{"datavolumes"}, Verbs: []string{"get", "create"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	bindRole(t, c.Kube, ns, "alice", "datavolume-writer")
+	bindRole(t, c.Kube, images, "alice", "datasource-reader")
+	bindRole(t, c.Kube, images, "alice", "view") // the DataSources' claims
+	// mallory may write VMs and DataVolumes, and read the images' claims, not their DataSources.
+	bindRole(t, c.Kube, ns, "mallory", "datavolume-writer")
+	bindRole(t, c.Kube, images, "mallory", "view")
+
+	t.Run("a DataVolume template from a labelled DataSource names the instance type and preference", func(t *testing.T) {
+		var created *v1.VirtualMachine
+		var err error
+		// virt-api learns of CDI at its next discovery (a refusal is believed 10 s).
+		require.Eventually(t, func() bool {
+			created, err = alice.Create(ctx, vmFromDataSource("from-datasource", images, "fedora", nil), metav1.CreateOptions{})
+			return err == nil
+		}, 30*time.Second, time.Second, "last: %v", err)
+		assert.Equal(t, &v1.InstancetypeMatcher{Name: "infer.medium", Kind: "virtualmachineclusterinstancetype"}, created.Spec.Instancetype)
+		assert.Equal(t, &v1.PreferenceMatcher{Name: "cores", Kind: "VirtualMachinePreference"}, created.Spec.Preference)
+		stored, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "from-datasource", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, created.Spec.Instancetype, stored.Spec.Instancetype, "stored resolved")
+		assert.Equal(t, created.Spec.Preference, stored.Spec.Preference)
+		require.Len(t, stored.Spec.DataVolumeTemplates, 1, "the template kept as written")
+	})
+
+	t.Run("a DataSource without labels: its claim's", func(t *testing.T) {
+		created, err := alice.Create(ctx, vmFromDataSource("from-unlabelled", images, "unlabelled", nil), metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "infer.medium", created.Spec.Instancetype.Name)
+		assert.Equal(t, "cores", created.Spec.Preference.Name)
+	})
+
+	t.Run("a missing DataSource: 422 under Reject, dropped under Ignore", func(t *testing.T) {
+		_, err := alice.Create(ctx, vmFromDataSource("missing-ds", images, "nope", nil), metav1.CreateOptions{})
+		require.True(t, apierrors.IsInvalid(err), "got %v", err)
+		assert.Contains(t, err.Error(), "the DataSource "+images+"/nope of the DataVolume template missing-ds-root of volume root does not exist")
+		vm := vmFromDataSource("missing-ds", images, "nope", ptr.To(v1.IgnoreInferFromVolumeFailure))
+		vm.Spec.Template.Spec.Domain.Memory = &v1.Memory{Guest: ptr.To(resource.MustParse("1Gi"))}
+		created, err := alice.Create(ctx, vm, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Nil(t, created.Spec.Instancetype)
+	})
+
+	t.Run("virtctl create vm --volume-datasource infers from the DataSource by default", func(t *testing.T) {
+		dir := t.TempDir()
+		code, out := runVirtctl(filepath.Join(dir, "no-kubeconfig"), nil, "create", "vm", "--name=virtctl-ds",
+			"--volume-datasource=src:"+images+"/fedora,size:1Gi")
+		require.Equal(t, 0, code, out)
+		file := filepath.Join(dir, "vm.yaml")
+		require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
+		created, err := c.Kubectl("-n", ns, "create", "-f", file)
+		require.NoError(t, err, "%s\n%s", out, created)
+		vm, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "virtctl-ds", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, &v1.InstancetypeMatcher{Name: "infer.medium", Kind: "virtualmachineclusterinstancetype"}, vm.Spec.Instancetype)
+		assert.Equal(t, &v1.PreferenceMatcher{Name: "cores", Kind: "VirtualMachinePreference"}, vm.Spec.Preference)
+		assert.Nil(t, vm.Spec.Template.Spec.Domain.Memory, "the instance type's, not virtctl's default")
+	})
+
+	t.Run("attack: a user who may not get DataSources learns nothing of them", func(t *testing.T) {
+		for _, source := range []string{"fedora", "unlabelled", "nope"} {
+			for _, policy := range []*v1.InferFromVolumeFailurePolicy{nil, ptr.To(v1.IgnoreInferFromVolumeFailure)} {
+				_, err := mallory.Create(ctx, vmFromDataSource("mallorys-ds", images, source, policy), metav1.CreateOptions{})
+				require.Error(t, err)
+				assert.True(t, apierrors.IsForbidden(err), "want 403, got %v", err)
+				assert.Contains(t, err.Error(), "spec.instancetype.inferFromVolume")
+				assert.Contains(t, err.Error(), `user "mallory" may not get datasources.cdi.kubevirt.io in namespace "`+images+`"`)
+			}
+		}
+		_, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "mallorys-ds", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "nothing stored, got %v", err)
 	})
 }

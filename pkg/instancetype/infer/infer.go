@@ -4,8 +4,9 @@
 // name and kind, as KubeVirt's virt-api does when a VM is written. The stored VM names its
 // instance type like any other; inferFromVolume is not kept.
 //
-// Reading the objects is the caller's: virt-api reads them with its own client after asking
-// whether the requesting user may (pkg/registry/virtualmachine/infer.go).
+// The objects are a claim, or a DataVolume and what it is made from (volume.go). Reading them
+// is the caller's: virt-api reads them with its own client after asking whether the requesting
+// user may (pkg/registry/virtualmachine/infer.go).
 package infer
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/hangarvm/hangar/pkg/apis/instancetype"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -26,13 +28,21 @@ const (
 	clusterPreferenceKind   = "virtualmachineclusterpreference"
 )
 
-// Reader reads the objects behind a VM's volumes, one method per kind of source. path is the
-// matcher's inferFromVolume field, for errors that name it. A *field.Error is the VM's fault
-// (a 422); an API status (403 for a user who may not read it, 404 for a missing object) is
-// kept as it is; anything else is an internal error.
+// Reader reads the objects behind a VM's volumes, one method per kind of object: the labels of
+// the kinds inference reads only labels of, the object of the kinds it may follow further. path
+// is the matcher's inferFromVolume field, for errors that name it. A *field.Error is the VM's
+// fault (a 422); an API status (403 for a user who may not read it, 404 for a missing object)
+// is kept as it is; anything else is an internal error.
 type Reader interface {
 	// ClaimLabels returns the labels of the PersistentVolumeClaim namespace/name.
 	ClaimLabels(ctx context.Context, path *field.Path, namespace, name string) (map[string]string, error)
+	// SnapshotLabels returns the labels of the VolumeSnapshot (snapshot.storage.k8s.io)
+	// namespace/name.
+	SnapshotLabels(ctx context.Context, path *field.Path, namespace, name string) (map[string]string, error)
+	// DataVolume returns the DataVolume (cdi.kubevirt.io) namespace/name.
+	DataVolume(ctx context.Context, path *field.Path, namespace, name string) (*cdi.DataVolume, error)
+	// DataSource returns the DataSource (cdi.kubevirt.io) namespace/name.
+	DataSource(ctx context.Context, path *field.Path, namespace, name string) (*cdi.DataSource, error)
 }
 
 // Result says what inference did besides rewriting matchers.
@@ -51,9 +61,9 @@ func Wanted(vm *kubevirt.VirtualMachine) bool {
 // labels give (the cluster-wide kind when no kind label), dropping inferFromVolume and its
 // policy. When inference fails:
 //   - a volume the template does not have, or a matcher that also sets name or kind: a 422;
-//   - a volume of a kind that carries no labels, a claim that does not exist or has no name
-//     label: a 422 naming the field under the Reject policy (the default); under Ignore the
-//     matcher is removed and the VM goes on without it;
+//   - a volume of a kind that carries no labels, an object that does not exist, or objects
+//     without the name label all the way (volume.go): a 422 naming the field under the Reject
+//     policy (the default); under Ignore the matcher is removed and the VM goes on without it;
 //   - a read the reader refuses (403) or cannot do: that error, whatever the policy.
 //
 // An instance type inferred under Ignore removes the template's domain.memory, as KubeVirt's
@@ -63,7 +73,7 @@ func VirtualMachine(ctx context.Context, vm *kubevirt.VirtualMachine, reader Rea
 	if errs := validateMatchers(vm); len(errs) > 0 {
 		return Result{}, apierrors.NewInvalid(kubevirt.Kind("VirtualMachine"), vm.Name, errs)
 	}
-	in := &inference{vm: vm, reader: reader, claims: map[string]claimRead{}}
+	in := &inference{vm: vm, reader: reader, reads: map[string]read{}}
 	var result Result
 	var allErrs field.ErrorList
 	if m := vm.Spec.Instancetype; m != nil && m.InferFromVolume != "" {
@@ -178,16 +188,12 @@ type nothingNamed string
 
 func (e nothingNamed) Error() string { return string(e) }
 
-// claimRead is a claim read once for both matchers (one authorization, one read).
-type claimRead struct {
-	labels map[string]string
-	err    error
-}
-
 type inference struct {
 	vm     *kubevirt.VirtualMachine
 	reader Reader
-	claims map[string]claimRead
+	// reads are the objects read so far, by kind and namespace/name: both matchers usually
+	// infer from one volume, which is authorized and read once.
+	reads map[string]read
 }
 
 // resolve returns the name and kind w's volume gives, or drop under Ignore, or the error:
@@ -228,42 +234,4 @@ func (in *inference) resolve(ctx context.Context, w wanted) (name, kind string, 
 		return "", "", false, err
 	}
 	return "", "", false, apierrors.NewInternalError(fmt.Errorf("infer %s from volume %s: %w", w.path, w.volume, err))
-}
-
-// fromVolume reads the name and kind labels of the object behind a volume. A dataVolume
-// volume is one more case here when Hangar has the source: the labels of the DataVolume (or of
-// its template in spec.dataVolumeTemplates), else of the claim or DataSource it is made from,
-// as KubeVirt reads them; the Reader gains a method per kind it reads.
-func (in *inference) fromVolume(ctx context.Context, path *field.Path, w wanted, volume *kubevirt.Volume) (name, kind string, err error) {
-	switch {
-	case volume.PersistentVolumeClaim != nil:
-		return in.fromClaim(ctx, path, w, volume.PersistentVolumeClaim.ClaimName)
-	}
-	return "", "", nothingNamed(fmt.Sprintf("volume %s has no labels to infer from: only persistentVolumeClaim volumes have", w.volume))
-}
-
-func (in *inference) fromClaim(ctx context.Context, path *field.Path, w wanted, claim string) (name, kind string, err error) {
-	key := in.vm.Namespace + "/" + claim
-	read, done := in.claims[key]
-	if !done {
-		read.labels, read.err = in.reader.ClaimLabels(ctx, path, in.vm.Namespace, claim)
-		in.claims[key] = read
-	}
-	if apierrors.IsNotFound(read.err) {
-		// KubeVirt v1.6 refuses this under Ignore too. Hangar forgives it: virtctl create vm
-		// infers from every boot claim under Ignore, and a VM may be written before its claim.
-		return "", "", nothingNamed(fmt.Sprintf("the claim %s of volume %s does not exist", claim, w.volume))
-	} else if read.err != nil {
-		return "", "", read.err
-	}
-	return fromLabels(read.labels, w, "the claim "+claim)
-}
-
-// fromLabels reads w's labels of an object (described as what, for messages).
-func fromLabels(labels map[string]string, w wanted, what string) (name, kind string, err error) {
-	name = labels[w.nameLabel]
-	if name == "" {
-		return "", "", nothingNamed(fmt.Sprintf("%s of volume %s has no label %s", what, w.volume, w.nameLabel))
-	}
-	return name, labels[w.kindLabel], nil
 }

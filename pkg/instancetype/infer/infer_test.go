@@ -13,37 +13,88 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 )
 
-// claims is a Reader of claims in namespace ns; forbidden claims answer 403, broken ones
-// fail, and every read is counted.
-type claims struct {
-	labels    map[string]map[string]string
-	forbidden map[string]bool
-	broken    map[string]bool
-	reads     map[string]int
+// objects is a Reader of claims, VolumeSnapshots, DataVolumes and DataSources, by
+// "resource namespace/name" (the keys of read); forbidden ones answer 403, broken ones fail,
+// missing ones 404, and every read is counted.
+type objects struct {
+	claims, snapshots map[string]map[string]string
+	dataVolumes       map[string]*cdi.DataVolume
+	dataSources       map[string]*cdi.DataSource
+	forbidden, broken map[string]bool
+	reads             map[string]int
 }
 
-func (c *claims) ClaimLabels(_ context.Context, path *field.Path, namespace, name string) (map[string]string, error) {
-	if c.reads == nil {
-		c.reads = map[string]int{}
+// read counts the read of resource namespace/name and says whether it fails.
+func (o *objects) read(path *field.Path, resource, namespace, name string) (string, error) {
+	if o.reads == nil {
+		o.reads = map[string]int{}
 	}
-	c.reads[namespace+"/"+name]++
+	key := resource + " " + namespace + "/" + name
+	o.reads[key]++
 	switch {
-	case namespace != "ns":
-		return nil, errors.New("read a claim of another namespace")
-	case c.forbidden[name]:
-		return nil, apierrors.NewForbidden(kubevirt.Resource("virtualmachines"), "vm", field.Forbidden(path, "may not get persistentvolumeclaims"))
-	case c.broken[name]:
-		return nil, errors.New("connection refused")
+	case o.forbidden[key]:
+		return key, apierrors.NewForbidden(kubevirt.Resource("virtualmachines"), "vm", field.Forbidden(path, "may not get "+resource))
+	case o.broken[key]:
+		return key, errors.New("connection refused")
 	}
-	labels, ok := c.labels[name]
+	return key, nil
+}
+
+func notFound(resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+}
+
+func (o *objects) ClaimLabels(_ context.Context, path *field.Path, namespace, name string) (map[string]string, error) {
+	key, err := o.read(path, "persistentvolumeclaims", namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	labels, ok := o.claims[key]
 	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
+		return nil, notFound("persistentvolumeclaims", name)
 	}
 	return labels, nil
+}
+
+func (o *objects) SnapshotLabels(_ context.Context, path *field.Path, namespace, name string) (map[string]string, error) {
+	key, err := o.read(path, "volumesnapshots", namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	labels, ok := o.snapshots[key]
+	if !ok {
+		return nil, notFound("volumesnapshots", name)
+	}
+	return labels, nil
+}
+
+func (o *objects) DataVolume(_ context.Context, path *field.Path, namespace, name string) (*cdi.DataVolume, error) {
+	key, err := o.read(path, "datavolumes", namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	dv, ok := o.dataVolumes[key]
+	if !ok {
+		return nil, notFound("datavolumes", name)
+	}
+	return dv, nil
+}
+
+func (o *objects) DataSource(_ context.Context, path *field.Path, namespace, name string) (*cdi.DataSource, error) {
+	key, err := o.read(path, "datasources", namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	ds, ok := o.dataSources[key]
+	if !ok {
+		return nil, notFound("datasources", name)
+	}
+	return ds, nil
 }
 
 // standalone is the Reader of a virt-api without a cluster.
@@ -53,6 +104,18 @@ func (standalone) ClaimLabels(_ context.Context, path *field.Path, _, name strin
 	return nil, field.Invalid(path, name, "no claims here")
 }
 
+func (standalone) SnapshotLabels(_ context.Context, path *field.Path, _, name string) (map[string]string, error) {
+	return nil, field.Invalid(path, name, "no VolumeSnapshots here")
+}
+
+func (standalone) DataVolume(_ context.Context, path *field.Path, _, name string) (*cdi.DataVolume, error) {
+	return nil, field.Invalid(path, name, "no DataVolumes here")
+}
+
+func (standalone) DataSource(_ context.Context, path *field.Path, _, name string) (*cdi.DataSource, error) {
+	return nil, field.Invalid(path, name, "no DataSources here")
+}
+
 var (
 	labelled = map[string]string{
 		"instancetype.kubevirt.io/default-instancetype":      "u1.medium",
@@ -60,10 +123,11 @@ var (
 		"instancetype.kubevirt.io/default-preference":        "fedora",
 	}
 	onlyPreference = map[string]string{"instancetype.kubevirt.io/default-preference": "fedora"}
-	reader         = func() *claims {
-		return &claims{labels: map[string]map[string]string{"root": labelled, "bare": {}, "pref-only": onlyPreference,
-			"nokind": {"instancetype.kubevirt.io/default-instancetype": "u1.small"}},
-			forbidden: map[string]bool{"secret": true}, broken: map[string]bool{"flaky": true}}
+	reader         = func() *objects {
+		return &objects{claims: map[string]map[string]string{"persistentvolumeclaims ns/root": labelled, "persistentvolumeclaims ns/bare": {},
+			"persistentvolumeclaims ns/pref-only": onlyPreference,
+			"persistentvolumeclaims ns/nokind":    {"instancetype.kubevirt.io/default-instancetype": "u1.small"}},
+			forbidden: map[string]bool{"persistentvolumeclaims ns/secret": true}, broken: map[string]bool{"persistentvolumeclaims ns/flaky": true}}
 	}
 	ignore = ptr.To(kubevirt.IgnoreInferFromVolumeFailure)
 	reject = ptr.To(kubevirt.RejectInferFromVolumeFailure)
@@ -173,7 +237,7 @@ func TestVirtualMachine(t *testing.T) {
 		name:        "a volume that is no claim, Reject",
 		vm:          vmInferring("", nil, "disk", nil),
 		wantInvalid: []string{"spec.preference.inferFromVolume"},
-		wantMessage: "only persistentVolumeClaim volumes",
+		wantMessage: "only persistentVolumeClaim and dataVolume volumes",
 	}, {
 		name:        "a volume that is no claim, Ignore",
 		vm:          vmInferring("disk", ignore, "", nil),
@@ -229,13 +293,18 @@ func TestVirtualMachineReadsAClaimOnce(t *testing.T) {
 	r := reader()
 	_, err := VirtualMachine(context.Background(), vmInferring("root", nil, "root", nil), r)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int{"ns/root": 1}, r.reads, "one authorization and read for both matchers")
+	assert.Equal(t, map[string]int{"persistentvolumeclaims ns/root": 1}, r.reads, "one authorization and read for both matchers")
 }
 
 func TestVirtualMachineStandalone(t *testing.T) {
 	_, err := VirtualMachine(context.Background(), vmInferring("root", ignore, "", nil), standalone{})
 	require.True(t, apierrors.IsInvalid(err), "a reader's field error is the VM's 422, whatever the policy: got %v", err)
 	assert.Equal(t, []string{"spec.instancetype.inferFromVolume"}, causes(err))
+
+	_, err = VirtualMachine(context.Background(), vmInferring("root", nil, "root", nil), standalone{})
+	require.True(t, apierrors.IsInvalid(err), "got %v", err)
+	assert.Equal(t, []string{"spec.instancetype.inferFromVolume", "spec.preference.inferFromVolume"}, causes(err),
+		"each matcher's own error, not the first one's twice")
 
 	vm := vmInferring("disk", ignore, "", nil)
 	_, err = VirtualMachine(context.Background(), vm, standalone{})

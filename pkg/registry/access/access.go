@@ -19,6 +19,8 @@ import (
 type Need struct {
 	// Verb, Group, Version and Resource name the right, in Namespace.
 	Verb, Group, Version, Resource, Namespace string
+	// Name, when set, narrows the right to that object (a role's resourceNames may grant it).
+	Name string
 	// Field is the field of the object that asks for it.
 	Field *field.Path
 	// Why says what the right is for, in the refusal.
@@ -39,7 +41,7 @@ func Check(ctx context.Context, authz authorizer.Authorizer, resource schema.Gro
 	for _, n := range needs {
 		decision, reason, err := authz.Authorize(ctx, authorizer.AttributesRecord{
 			User: user, Verb: n.Verb, Namespace: n.Namespace, APIGroup: n.Group, APIVersion: n.Version,
-			Resource: n.Resource, ResourceRequest: true,
+			Resource: n.Resource, Name: n.Name, ResourceRequest: true,
 		})
 		if decision == authorizer.DecisionAllow {
 			continue

@@ -7,78 +7,139 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/instancetype/infer"
+	"github.com/hangarvm/hangar/pkg/registry/access"
 )
 
-// A VM may take its instance type and preference from the labels of a volume's claim
-// (spec.instancetype.inferFromVolume, spec.preference.inferFromVolume; pkg/instancetype/infer).
+// A VM may take its instance type and preference from the labels of what a volume is made of
+// (spec.instancetype.inferFromVolume, spec.preference.inferFromVolume; pkg/instancetype/infer):
+// a claim, or a DataVolume and the DataSource, claim or VolumeSnapshot it is made from.
 // virt-api resolves them when the VM is written, on create and on an update that sets
-// inferFromVolume again (a manifest applied again, too: infer.ForgetMerged), so the stored VM names its instance type and preference as any other
-// and expand-spec, the controller and the launcher pod checks never see inferFromVolume.
-// expand-vm-spec resolves them the same way for the VM it previews.
+// inferFromVolume again (a manifest applied again, too: infer.ForgetMerged), so the stored VM
+// names its instance type and preference as any other and expand-spec, the controller and the
+// launcher pod checks never see inferFromVolume. expand-vm-spec resolves them the same way for
+// the VM it previews.
 //
-// virt-api reads the claim with its own client, which may read every namespace's claims, but
+// virt-api reads those objects with its own client, which may read every namespace's, but
 // only after asking the cluster's authorizer (a SubjectAccessReview, as the requesting user)
-// whether the user may get that claim: what a VM is stored with, and whether it is refused,
-// must not tell its writer a claim's labels, or that it exists, when the writer could not read
-// the claim. A user who may not is refused with 403 whatever the failure policy.
+// whether the user may get that object: what a VM is stored with, and whether it is refused,
+// must not tell its writer an object's labels, or that it exists, when the writer could not
+// read the object. A user who may not is refused with 403 whatever the failure policy.
 
 // ClaimGetter reads a PersistentVolumeClaim of kube-apiserver.
 type ClaimGetter func(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
 
-// claimsAsUser reads claims for the user of the request in ctx: authorized, then read with
-// virt-api's client.
-type claimsAsUser struct {
+// VolumeSourceGetter reads what DataVolumes are made of, from kube-apiserver: CDI's DataVolumes
+// and DataSources, and VolumeSnapshots. A kind the cluster does not serve is not found.
+type VolumeSourceGetter interface {
+	DataVolume(ctx context.Context, namespace, name string) (*cdi.DataVolume, error)
+	DataSource(ctx context.Context, namespace, name string) (*cdi.DataSource, error)
+	// SnapshotLabels returns the labels of a VolumeSnapshot, all inference reads of it.
+	SnapshotLabels(ctx context.Context, namespace, name string) (map[string]string, error)
+}
+
+// What inference reads, as the authorizer names it; DataVolumes are DataVolumeResource.
+var (
+	claimsResource      = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	dataVolumesResource = schema.GroupVersionResource{Group: CDIGroup, Version: "v1beta1", Resource: DataVolumeResource}
+	dataSourcesResource = schema.GroupVersionResource{Group: CDIGroup, Version: "v1beta1", Resource: DataSourceResource}
+	snapshotsResource   = schema.GroupVersionResource{Group: SnapshotGroup, Version: "v1", Resource: VolumeSnapshotResource}
+)
+
+// DataSourceResource is CDI's DataSources; VolumeSnapshotResource the CSI snapshotter's
+// VolumeSnapshots, of SnapshotGroup.
+const (
+	DataSourceResource     = "datasources"
+	SnapshotGroup          = "snapshot.storage.k8s.io"
+	VolumeSnapshotResource = "volumesnapshots"
+)
+
+// sourcesAsUser reads the objects behind volumes for the user of the request in ctx:
+// authorized, then read with virt-api's client.
+type sourcesAsUser struct {
 	authorizer authorizer.Authorizer // nil: no check (standalone, every client an admin)
-	get        ClaimGetter           // nil: no claims to read (standalone)
+	claims     ClaimGetter           // nil: no claims to read (standalone)
+	sources    VolumeSourceGetter    // nil: no DataVolumes and the like to read (standalone)
 	vm         string
 }
 
-var _ infer.Reader = claimsAsUser{}
+var _ infer.Reader = sourcesAsUser{}
 
 // ClaimLabels returns the labels of a claim the requesting user may get.
-func (c claimsAsUser) ClaimLabels(ctx context.Context, path *field.Path, namespace, name string) (map[string]string, error) {
-	if c.get == nil {
-		return nil, field.Invalid(path, name, "claims are kept in the cluster, which this virt-api cannot read: name the instance type or preference")
+func (s sourcesAsUser) ClaimLabels(ctx context.Context, path *field.Path, namespace, name string) (map[string]string, error) {
+	if s.claims == nil {
+		return nil, notInCluster(path, name, "claims")
 	}
-	if c.authorizer != nil {
-		user, ok := genericapirequest.UserFrom(ctx)
-		if !ok {
-			return nil, apierrors.NewInternalError(fmt.Errorf("no user in the request to authorize reading claim %s/%s", namespace, name))
-		}
-		decision, reason, err := c.authorizer.Authorize(ctx, authorizer.AttributesRecord{
-			User: user, Verb: "get", Namespace: namespace, Resource: "persistentvolumeclaims", Name: name,
-			APIVersion: "v1", ResourceRequest: true,
-		})
-		if decision != authorizer.DecisionAllow {
-			if err != nil {
-				return nil, apierrors.NewInternalError(fmt.Errorf("authorize reading claim %s/%s: %w", namespace, name, err))
-			}
-			if reason != "" {
-				reason = " (" + reason + ")"
-			}
-			return nil, apierrors.NewForbidden(kubevirt.Resource("virtualmachines"), c.vm, field.Forbidden(path,
-				fmt.Sprintf("inferring from the claim %s needs to read it: user %q may not get persistentvolumeclaims in namespace %q%s",
-					name, user.GetName(), namespace, reason)))
-		}
+	if err := s.authorize(ctx, path, claimsResource, "claim", namespace, name); err != nil {
+		return nil, err
 	}
-	claim, err := c.get(ctx, namespace, name)
+	claim, err := s.claims(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
 	return claim.Labels, nil
 }
 
-// inferMatchers resolves vm's matchers that infer from a volume, in place, reading claims as
-// the requesting user; the error is the VM's 422, a 403, or an internal error.
+// SnapshotLabels returns the labels of a VolumeSnapshot the requesting user may get.
+func (s sourcesAsUser) SnapshotLabels(ctx context.Context, path *field.Path, namespace, name string) (map[string]string, error) {
+	if s.sources == nil {
+		return nil, notInCluster(path, name, "VolumeSnapshots")
+	}
+	if err := s.authorize(ctx, path, snapshotsResource, "VolumeSnapshot", namespace, name); err != nil {
+		return nil, err
+	}
+	return s.sources.SnapshotLabels(ctx, namespace, name)
+}
+
+// DataVolume returns a DataVolume the requesting user may get.
+func (s sourcesAsUser) DataVolume(ctx context.Context, path *field.Path, namespace, name string) (*cdi.DataVolume, error) {
+	if s.sources == nil {
+		return nil, notInCluster(path, name, "DataVolumes")
+	}
+	if err := s.authorize(ctx, path, dataVolumesResource, "DataVolume", namespace, name); err != nil {
+		return nil, err
+	}
+	return s.sources.DataVolume(ctx, namespace, name)
+}
+
+// DataSource returns a DataSource the requesting user may get.
+func (s sourcesAsUser) DataSource(ctx context.Context, path *field.Path, namespace, name string) (*cdi.DataSource, error) {
+	if s.sources == nil {
+		return nil, notInCluster(path, name, "DataSources")
+	}
+	if err := s.authorize(ctx, path, dataSourcesResource, "DataSource", namespace, name); err != nil {
+		return nil, err
+	}
+	return s.sources.DataSource(ctx, namespace, name)
+}
+
+// authorize asks whether the requesting user may get resource namespace/name (a kind, for
+// messages): nil if so, else a 403 on path naming the user and the right.
+func (s sourcesAsUser) authorize(ctx context.Context, path *field.Path, resource schema.GroupVersionResource, kind, namespace, name string) error {
+	return access.Check(ctx, s.authorizer, kubevirt.Resource("virtualmachines"), s.vm, access.Need{
+		Verb: "get", Group: resource.Group, Version: resource.Version, Resource: resource.Resource, Namespace: namespace, Name: name,
+		Field: path, Why: fmt.Sprintf("inferring from the %s %s needs to read it", kind, name),
+	})
+}
+
+// notInCluster is the VM's error where virt-api runs without a cluster to read what (plural) from.
+func notInCluster(path *field.Path, name, what string) error {
+	return field.Invalid(path, name, what+" are kept in the cluster, which this virt-api cannot read: name the instance type or preference")
+}
+
+// inferMatchers resolves vm's matchers that infer from a volume, in place, reading what the
+// volumes are made of as the requesting user; the error is the VM's 422, a 403, or an internal
+// error.
 func (r *REST) inferMatchers(ctx context.Context, vm *kubevirt.VirtualMachine) error {
-	return r.expander.inferMatchers(ctx, vm, claimsAsUser{authorizer: r.authorizer, get: r.claims, vm: vm.Name})
+	return r.expander.inferMatchers(ctx, vm, sourcesAsUser{authorizer: r.authorizer, claims: r.claims, sources: r.volumeSources, vm: vm.Name})
 }
 
 // InferMatchers resolves vm's matchers that infer from a volume with reader, as a write

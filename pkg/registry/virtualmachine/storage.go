@@ -54,6 +54,9 @@ type Dependencies struct {
 	// Claims reads the claims VMs infer their instance type and preference from (infer.go),
 	// once the requesting user is authorized; nil standalone.
 	Claims ClaimGetter
+	// VolumeSources reads the DataVolumes, DataSources and VolumeSnapshots VMs infer from, as
+	// Claims does claims; nil standalone.
+	VolumeSources VolumeSourceGetter
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
 	// Instancetypes reads the instance types and preferences VMs name.
@@ -72,8 +75,9 @@ type REST struct {
 	claimExists ClaimExists
 	// dataVolumes is what virt-api knows of CDI (datavolumes.go); nil standalone.
 	dataVolumes DataVolumeLookup
-	// claims reads the claims VMs infer from (infer.go); nil standalone.
-	claims ClaimGetter
+	// claims and volumeSources read what VMs infer from (infer.go); nil standalone.
+	claims        ClaimGetter
+	volumeSources VolumeSourceGetter
 	// expander defaults the template of a VM the Ignore policy left without matchers.
 	expander *expander
 }
@@ -111,7 +115,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		return nil, err
 	}
 
-	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists, dataVolumes: deps.DataVolumes, claims: deps.Claims, expander: strategy.expander}
+	vms := &REST{Store: store, authorizer: deps.Authorizer, claimExists: deps.ClaimExists, dataVolumes: deps.DataVolumes, claims: deps.Claims,
+		volumeSources: deps.VolumeSources, expander: strategy.expander}
 	status := statusrest.New(store, NewStatusStrategy(strategy))
 	return &Storage{
 		VirtualMachine: vms,
