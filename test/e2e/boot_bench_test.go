@@ -226,6 +226,13 @@ func quantiles(d []time.Duration) (median, p95 time.Duration) {
 // usedMemory is the host's memory in use (MemTotal - MemAvailable), in bytes.
 func usedMemory(t *testing.T) int64 {
 	t.Helper()
+	fields := hostMemory(t)
+	return fields["MemTotal"] - fields["MemAvailable"]
+}
+
+// hostMemory is /proc/meminfo, each field in bytes.
+func hostMemory(t *testing.T) map[string]int64 {
+	t.Helper()
 	data, err := os.ReadFile("/proc/meminfo")
 	require.NoError(t, err)
 	fields := map[string]int64{}
@@ -236,7 +243,7 @@ func usedMemory(t *testing.T) int64 {
 			fields[strings.TrimSuffix(parts[0], ":")] = v * 1024
 		}
 	}
-	return fields["MemTotal"] - fields["MemAvailable"]
+	return fields
 }
 
 // qemuRSS sums the resident memory of the benchmark's QEMU processes.

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -339,15 +338,7 @@ func requestCount(body string, labels ...string) float64 {
 // availableMemory is the host's MemAvailable, in bytes.
 func availableMemory(t *testing.T) int64 {
 	t.Helper()
-	data, err := os.ReadFile("/proc/meminfo")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	require.Fail(t, "no MemAvailable in /proc/meminfo")
-	return 0
+	available, ok := hostMemory(t)["MemAvailable"]
+	require.True(t, ok, "no MemAvailable in /proc/meminfo")
+	return available
 }
