@@ -29,6 +29,7 @@ import (
 	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apiserver/openapi"
 	"github.com/hangarvm/hangar/pkg/registry/action"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineclone"
@@ -101,18 +102,26 @@ func (c CompletedConfig) New() (*Server, error) {
 		streams = virtualmachineinstance.NewStreamLimits(virtualmachineinstance.DefaultStreamsPerUser, virtualmachineinstance.DefaultStreamsPerInstance)
 	}
 	var kube kubernetes.Interface
+	var dyn dynamic.Interface
 	var addresses virtualmachineinstance.LauncherAddresses
+	var cdiServed cdi.Served // a nil interface without a cluster
+	var dataVolumes *cdiLookup
 	if c.ExtraConfig.KubeClientConfig != nil {
 		if kube, err = kubernetes.NewForConfig(c.ExtraConfig.KubeClientConfig); err != nil {
 			return nil, err
 		}
+		if dyn, err = dynamic.NewForConfig(c.ExtraConfig.KubeClientConfig); err != nil {
+			return nil, err
+		}
 		addresses = launcherPods{kube: kube}
+		dataVolumes = newCDILookup(kube.Discovery(), dyn)
+		cdiServed = dataVolumes
 	}
-	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, addresses, authz, streams)
+	vmis, err := virtualmachineinstance.NewStorage(Scheme, optsGetter, c.ExtraConfig.Nodes, addresses, authz, streams, cdiServed)
 	if err != nil {
 		return nil, err
 	}
-	replicaSets, err := virtualmachineinstancereplicaset.NewStorage(Scheme, optsGetter)
+	replicaSets, err := virtualmachineinstancereplicaset.NewStorage(Scheme, optsGetter, cdiServed)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +153,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			return kube.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
 		}
 		vmDeps.ClaimExists = claimExists(kube)
-		dyn, err := dynamic.NewForConfig(c.ExtraConfig.KubeClientConfig)
-		if err != nil {
-			return nil, err
-		}
-		vmDeps.DataVolumes = newCDILookup(kube.Discovery(), dyn)
+		vmDeps.DataVolumes = dataVolumes
 		vmDeps.Claims = claimGetter(kube)
 		vmDeps.VolumeSources = volumeSources{dynamic: dyn}
 		// Evictions of launcher pods become evacuations (needs the pods of kube-apiserver).

@@ -11,11 +11,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 )
 
 // dataVolumesGVR is CDI's DataVolumes.
-var dataVolumesGVR = schema.GroupVersionResource{Group: virtualmachine.CDIGroup, Version: "v1beta1", Resource: virtualmachine.DataVolumeResource}
+var dataVolumesGVR = schema.GroupVersionResource{Group: cdi.Group, Version: "v1beta1", Resource: cdi.DataVolumeResource}
 
 // How long an answer of discovery is believed: a cluster that serves CDI rarely stops, one
 // that does not may install it any minute (and the user retries the refused VM).

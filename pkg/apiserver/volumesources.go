@@ -16,7 +16,7 @@ import (
 // The kinds a DataVolume is made of that virt-api reads for inferFromVolume, besides
 // DataVolumes (dataVolumesGVR).
 var (
-	dataSourcesGVR     = schema.GroupVersionResource{Group: virtualmachine.CDIGroup, Version: "v1beta1", Resource: virtualmachine.DataSourceResource}
+	dataSourcesGVR     = cdi.SchemeGroupVersion.WithResource(virtualmachine.DataSourceResource)
 	volumeSnapshotsGVR = schema.GroupVersionResource{Group: virtualmachine.SnapshotGroup, Version: "v1", Resource: virtualmachine.VolumeSnapshotResource}
 )
 

@@ -259,6 +259,33 @@ func TestDataVolumeFlow(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
 	})
 
+	t.Run("without CDI: an instance or replica set naming a DataVolume gets the same 422", func(t *testing.T) {
+		onDataVolume := func(spec *v1.VirtualMachineInstanceSpec) {
+			spec.Volumes[0].VolumeSource = v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "made-elsewhere"}}
+		}
+		vmi := newVMI("on-dv")
+		onDataVolume(&vmi.Spec)
+		_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, vmi, metav1.CreateOptions{})
+		require.Error(t, err)
+		assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+		assert.Contains(t, err.Error(), `spec.volumes[0].dataVolume.name: Invalid value: "made-elsewhere": DataVolumes need CDI`)
+
+		rs := newReplicaSet("on-dv", 1)
+		onDataVolume(&rs.Spec.Template.Spec)
+		_, err = c.Hangar.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+		require.Error(t, err)
+		assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+		assert.Contains(t, err.Error(), "spec.template.spec.volumes[0].dataVolume.name")
+
+		// A replica set stored without DataVolumes cannot be given one by an update either.
+		rs, err = c.Hangar.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Create(ctx, newReplicaSet("later-dv", 0), metav1.CreateOptions{})
+		require.NoError(t, err)
+		onDataVolume(&rs.Spec.Template.Spec)
+		_, err = c.Hangar.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Update(ctx, rs, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+		require.NoError(t, c.Hangar.KubevirtV1().VirtualMachineInstanceReplicaSets(ns).Delete(ctx, "later-dv", metav1.DeleteOptions{}))
+	})
+
 	// virt-controller starts before CDI is installed, as it does on a cluster that installs
 	// CDI later: it must notice.
 	runVirtController(t, c)

@@ -11,6 +11,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 )
 
 // DataVolumes are CDI's (cdi.kubevirt.io), served by the cluster, not by virt-api. A VM that
@@ -21,16 +22,9 @@ import (
 // datavolumes.cdi.kubevirt.io in the VM's namespace, whenever a write adds a template; a
 // DataVolume that already exists needs no right (virt-controller creates nothing then).
 
-// CDIGroup is CDI's API group; DataVolumeResource its DataVolumes.
-const (
-	CDIGroup           = "cdi.kubevirt.io"
-	DataVolumeResource = "datavolumes"
-)
-
 // DataVolumeLookup is what virt-api asks the cluster about CDI.
 type DataVolumeLookup interface {
-	// Served says whether the cluster serves cdi.kubevirt.io/v1beta1 datavolumes.
-	Served(ctx context.Context) (bool, error)
+	cdi.Served
 	// Exists says whether the DataVolume namespace/name exists.
 	Exists(ctx context.Context, namespace, name string) (bool, error)
 }
@@ -77,19 +71,12 @@ func (r *REST) checkDataVolumes(ctx context.Context, old, vm *kubevirt.VirtualMa
 		return nil
 	}
 	first := firstPath(use, newTemplates, newVolumes)
-	invalid := func(errs ...*field.Error) error {
-		return apierrors.NewInvalid(kubevirt.Kind("VirtualMachine"), vm.Name, errs)
+	var served cdi.Served // a nil interface when standalone, not a nil DataVolumeLookup
+	if r.dataVolumes != nil {
+		served = r.dataVolumes
 	}
-	if r.dataVolumes == nil {
-		return invalid(field.Invalid(first, nameAt(use, first), "DataVolumes need CDI (cdi.kubevirt.io), and this virt-api runs without a cluster"))
-	}
-	served, err := r.dataVolumes.Served(ctx)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("find out whether the cluster serves %s: %w", CDIGroup, err))
-	}
-	if !served {
-		return invalid(field.Invalid(first, nameAt(use, first),
-			"DataVolumes need CDI (the Containerized Data Importer, cdi.kubevirt.io), which this cluster does not serve: install CDI, or use persistentVolumeClaim volumes"))
+	if err := cdi.RequireServed(ctx, served, kubevirt.Kind("VirtualMachine"), vm.Name, first, nameAt(use, first)); err != nil {
+		return err
 	}
 	ns := vm.Namespace
 	if ns == "" {
@@ -106,7 +93,7 @@ func (r *REST) checkDataVolumes(ctx context.Context, old, vm *kubevirt.VirtualMa
 		}
 	}
 	if len(missing) > 0 {
-		return invalid(missing...)
+		return apierrors.NewInvalid(kubevirt.Kind("VirtualMachine"), vm.Name, missing)
 	}
 	for _, name := range sets.List(newTemplates) {
 		if err := r.authorizeDataVolume(ctx, vm, ns, name, use.templates[name]); err != nil {
@@ -126,8 +113,8 @@ func (r *REST) authorizeDataVolume(ctx context.Context, vm *kubevirt.VirtualMach
 		return apierrors.NewInternalError(fmt.Errorf("no user in the request to check the DataVolume %s against", name))
 	}
 	decision, reason, authErr := r.authorizer.Authorize(ctx, authorizer.AttributesRecord{
-		User: user, Verb: "create", Namespace: ns, APIGroup: CDIGroup, APIVersion: "v1beta1",
-		Resource: DataVolumeResource, Name: name, ResourceRequest: true,
+		User: user, Verb: "create", Namespace: ns, APIGroup: cdi.Group, APIVersion: "v1beta1",
+		Resource: cdi.DataVolumeResource, Name: name, ResourceRequest: true,
 	})
 	if decision == authorizer.DecisionAllow {
 		return nil
@@ -148,7 +135,7 @@ func (r *REST) authorizeDataVolume(ctx context.Context, vm *kubevirt.VirtualMach
 	}
 	return apierrors.NewForbidden(kubevirt.Resource("virtualmachines"), vm.Name,
 		field.Forbidden(path, fmt.Sprintf("the DataVolume %s is created for the VM by Hangar: user %q may not create datavolumes.%s in namespace %q%s",
-			name, user.GetName(), CDIGroup, ns, detail)))
+			name, user.GetName(), cdi.Group, ns, detail)))
 }
 
 // firstPath is the path of the first new use, templates first, for a 422 about all of them.

@@ -12,11 +12,12 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	cdiv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/instancetype/infer"
 	"github.com/hangarvm/hangar/pkg/registry/access"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 )
 
 // A VM may take its instance type and preference from the labels of what a volume is made of
@@ -40,17 +41,17 @@ type ClaimGetter func(ctx context.Context, namespace, name string) (*corev1.Pers
 // VolumeSourceGetter reads what DataVolumes are made of, from kube-apiserver: CDI's DataVolumes
 // and DataSources, and VolumeSnapshots. A kind the cluster does not serve is not found.
 type VolumeSourceGetter interface {
-	DataVolume(ctx context.Context, namespace, name string) (*cdi.DataVolume, error)
-	DataSource(ctx context.Context, namespace, name string) (*cdi.DataSource, error)
+	DataVolume(ctx context.Context, namespace, name string) (*cdiv1beta1.DataVolume, error)
+	DataSource(ctx context.Context, namespace, name string) (*cdiv1beta1.DataSource, error)
 	// SnapshotLabels returns the labels of a VolumeSnapshot, all inference reads of it.
 	SnapshotLabels(ctx context.Context, namespace, name string) (map[string]string, error)
 }
 
-// What inference reads, as the authorizer names it; DataVolumes are DataVolumeResource.
+// What inference reads, as the authorizer names it; DataVolumes are cdi.DataVolumeResource.
 var (
 	claimsResource      = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
-	dataVolumesResource = schema.GroupVersionResource{Group: CDIGroup, Version: "v1beta1", Resource: DataVolumeResource}
-	dataSourcesResource = schema.GroupVersionResource{Group: CDIGroup, Version: "v1beta1", Resource: DataSourceResource}
+	dataVolumesResource = schema.GroupVersionResource{Group: cdi.Group, Version: "v1beta1", Resource: cdi.DataVolumeResource}
+	dataSourcesResource = schema.GroupVersionResource{Group: cdi.Group, Version: "v1beta1", Resource: DataSourceResource}
 	snapshotsResource   = schema.GroupVersionResource{Group: SnapshotGroup, Version: "v1", Resource: VolumeSnapshotResource}
 )
 
@@ -100,7 +101,7 @@ func (s sourcesAsUser) SnapshotLabels(ctx context.Context, path *field.Path, nam
 }
 
 // DataVolume returns a DataVolume the requesting user may get.
-func (s sourcesAsUser) DataVolume(ctx context.Context, path *field.Path, namespace, name string) (*cdi.DataVolume, error) {
+func (s sourcesAsUser) DataVolume(ctx context.Context, path *field.Path, namespace, name string) (*cdiv1beta1.DataVolume, error) {
 	if s.sources == nil {
 		return nil, notInCluster(path, name, "DataVolumes")
 	}
@@ -111,7 +112,7 @@ func (s sourcesAsUser) DataVolume(ctx context.Context, path *field.Path, namespa
 }
 
 // DataSource returns a DataSource the requesting user may get.
-func (s sourcesAsUser) DataSource(ctx context.Context, path *field.Path, namespace, name string) (*cdi.DataSource, error) {
+func (s sourcesAsUser) DataSource(ctx context.Context, path *field.Path, namespace, name string) (*cdiv1beta1.DataSource, error) {
 	if s.sources == nil {
 		return nil, notInCluster(path, name, "DataSources")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
@@ -31,6 +32,8 @@ type Storage struct {
 // REST serves virtualmachineinstances.
 type REST struct {
 	*genericregistry.Store
+	// cdi says whether the cluster serves DataVolumes (datavolumes.go); nil standalone.
+	cdi cdi.Served
 }
 
 var (
@@ -48,8 +51,8 @@ func (*REST) Categories() []string { return []string{"all"} }
 // given etcd-backed options. nodes reaches the node agents for guest commands and streams
 // (nil when there are none); addresses finds the launcher pods' IPs for port-forwards (nil
 // without a cluster); authz authorizes the streams' second check; streams bounds the
-// streams open at once.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, addresses LauncherAddresses, authz authorizer.Authorizer, streams *StreamLimits) (*Storage, error) {
+// streams open at once; served says whether the cluster serves CDI (nil without a cluster).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, nodes Nodes, addresses LauncherAddresses, authz authorizer.Authorizer, streams *StreamLimits, served cdi.Served) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachineInstance{} },
@@ -73,7 +76,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, no
 		return nil, err
 	}
 
-	vmis := &REST{store}
+	vmis := &REST{Store: store, cdi: served}
 	return &Storage{
 		VirtualMachineInstance: vmis,
 		Status:                 statusrest.New(store, NewStatusStrategy(strategy)),

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
 )
@@ -21,6 +22,8 @@ type Storage struct {
 // REST serves virtualmachineinstancereplicasets.
 type REST struct {
 	*genericregistry.Store
+	// cdi says whether the cluster serves DataVolumes (datavolumes.go); nil standalone.
+	cdi cdi.Served
 }
 
 var (
@@ -34,8 +37,9 @@ func (*REST) ShortNames() []string { return []string{"vmirs", "vmirss"} }
 // Categories puts VMI replica sets in `kubectl get all`.
 func (*REST) Categories() []string { return []string{"all"} }
 
-// NewStorage returns the storage of virtualmachineinstancereplicasets on the given etcd-backed options.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+// NewStorage returns the storage of virtualmachineinstancereplicasets on the given etcd-backed
+// options; served says whether the cluster serves CDI (nil without a cluster).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, served cdi.Served) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kubevirt.VirtualMachineInstanceReplicaSet{} },
@@ -58,7 +62,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 		return nil, err
 	}
 
-	return &Storage{VirtualMachineInstanceReplicaSet: &REST{store}, Status: statusrest.New(store, NewStatusStrategy(strategy)),
+	return &Storage{VirtualMachineInstanceReplicaSet: &REST{Store: store, cdi: served}, Status: statusrest.New(store, NewStatusStrategy(strategy)),
 		Scale: &ScaleREST{store: store},
 	}, nil
 }
