@@ -211,8 +211,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	snapshotted := virtualmachinesnapshot.Snapshotted{Snapshots: snapshots.VirtualMachineSnapshot,
+		Contents: contents.VirtualMachineSnapshotContent, VMs: vms.VirtualMachine}
 	restores, err := virtualmachinerestore.NewStorage(Scheme, optsGetter, virtualmachinerestore.Dependencies{
-		Authorizer: authz, Snapshots: snapshots.VirtualMachineSnapshot, VMs: vms.VirtualMachine})
+		Authorizer: authz, Snapshots: snapshots.VirtualMachineSnapshot, VMs: vms.VirtualMachine, Snapshotted: &snapshotted})
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +226,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	// clone.kubevirt.io/v1beta1: clones, made by virt-controller's clone controller.
-	clones, err := virtualmachineclone.NewStorage(Scheme, optsGetter, authz)
+	clones, err := virtualmachineclone.NewStorage(Scheme, optsGetter, authz, &virtualmachineclone.Sources{VMs: vms.VirtualMachine, Snapshotted: snapshotted})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,12 +28,15 @@ import (
 	cdi "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	vmcontroller "github.com/hangarvm/hangar/pkg/controller/vm"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
+	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/operator/render"
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
@@ -330,6 +334,36 @@ func TestDataVolumeFlow(t *testing.T) {
 	})
 
 	dvs := standIn.dyn.Resource(dataVolumesGVR).Namespace(ns)
+	t.Run("attack: restoring or cloning a VM with DataVolume templates needs create on datavolumes", func(t *testing.T) {
+		// virt-controller makes the restored or cloned VM's DataVolumes with its own rights.
+		snapshots, err := vmsnapshotclient.NewForConfig(c.Admin)
+		require.NoError(t, err)
+		_, err = snapshots.SnapshotV1beta1().VirtualMachineSnapshots(ns).Create(ctx, &snapshotv1beta1.VirtualMachineSnapshot{
+			ObjectMeta: metav1.ObjectMeta{Name: "it1-snap"}, Spec: snapshotv1beta1.VirtualMachineSnapshotSpec{Source: vmRef("it1")}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		bindRole(t, c.Kube, ns, "dv-less", "edit")
+		grantVolumeSnapshots(t, c, ns, "dv-less")
+		dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+		restore := &snapshotv1beta1.VirtualMachineRestore{ObjectMeta: metav1.ObjectMeta{Name: "it1-back"},
+			Spec: snapshotv1beta1.VirtualMachineRestoreSpec{Target: vmRef("it1-restored"), VirtualMachineSnapshotName: "it1-snap"}}
+		vmClone := &clonev1beta1.VirtualMachineClone{ObjectMeta: metav1.ObjectMeta{Name: "it1-clone"},
+			Spec: clonev1beta1.VirtualMachineCloneSpec{Source: ptr.To(vmRef("it1")), Target: ptr.To(vmRef("it1-copy"))}}
+		restoreAs, cloneAs := snapshotClientAs(t, c, "dv-less"), cloneClientAs(t, c, "dv-less")
+		eventually(t, "edit without datavolumes is refused both", func() (bool, string) {
+			_, rerr := restoreAs.SnapshotV1beta1().VirtualMachineRestores(ns).Create(ctx, restore, dryRun)
+			_, cerr := cloneAs.CloneV1beta1().VirtualMachineClones(ns).Create(ctx, vmClone, dryRun)
+			want := `user "dv-less" may not create datavolumes.cdi.kubevirt.io in namespace "dv-flow"`
+			return apierrors.IsForbidden(rerr) && strings.Contains(rerr.Error(), "DataVolume templates are made again") && strings.Contains(rerr.Error(), want) &&
+				apierrors.IsForbidden(cerr) && strings.Contains(cerr.Error(), want), fmt.Sprint(rerr, "; ", cerr)
+		})
+		bindRole(t, c.Kube, ns, "dv-less", "datavolume-author")
+		eventually(t, "with create on datavolumes, both are allowed", func() (bool, string) {
+			_, rerr := restoreAs.SnapshotV1beta1().VirtualMachineRestores(ns).Create(ctx, restore, dryRun)
+			_, cerr := cloneAs.CloneV1beta1().VirtualMachineClones(ns).Create(ctx, vmClone, dryRun)
+			return rerr == nil && cerr == nil, fmt.Sprint(rerr, "; ", cerr)
+		})
+	})
+
 	t.Run("the DataVolume is created for the halted VM, owned by it", func(t *testing.T) {
 		vm, err := alice.KubevirtV1().VirtualMachines(ns).Get(ctx, "it1", metav1.GetOptions{})
 		require.NoError(t, err)

@@ -427,3 +427,14 @@ func TestSnapshotOutlivesItsVM(t *testing.T) {
 	require.NoError(t, f.c.syncSnapshot(context.Background(), ns+"/before-delete"))
 	assert.Equal(t, snapshotv1beta1.Succeeded, getSnapshot(t, f, "before-delete").Status.Phase)
 }
+
+// TestVolumesOf: claim and DataVolume volumes are snapshotted (a DataVolume's claim has its
+// name); the others are left out.
+func TestVolumesOf(t *testing.T) {
+	m := vm("db", v1.RunStrategyAlways)
+	m.Spec.Template.Spec.Volumes = append(m.Spec.Template.Spec.Volumes,
+		v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "db-data"}}})
+	claims, excluded := volumesOf(m)
+	assert.Equal(t, []claimVolume{{volume: "root", claim: "root-disk"}, {volume: "data", claim: "db-data"}}, claims)
+	assert.Equal(t, []string{"cloudinit"}, excluded)
+}

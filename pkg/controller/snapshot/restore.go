@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -30,6 +31,68 @@ func RestoredClaimName(r *snapshotv1beta1.VirtualMachineRestore, volume string) 
 		}
 	}
 	return fmt.Sprintf("restore-%s-%s", r.UID, volume)
+}
+
+// PopulatedForAnnotation on a claim names the DataVolume it is already the filled claim of:
+// CDI then marks that DataVolume Succeeded without importing, as for KubeVirt's restores.
+const PopulatedForAnnotation = "cdi.kubevirt.io/storage.populatedFor"
+
+// templatedVolumes are the names of spec's volumes whose DataVolume comes from one of its
+// templates.
+func templatedVolumes(spec *v1.VirtualMachineSpec) sets.Set[string] {
+	volumes := sets.New[string]()
+	if spec.Template == nil {
+		return volumes
+	}
+	for _, v := range spec.Template.Spec.Volumes {
+		if v.DataVolume != nil && templateIndex(spec, v.DataVolume.Name) >= 0 {
+			volumes.Insert(v.Name)
+		}
+	}
+	return volumes
+}
+
+func templateIndex(spec *v1.VirtualMachineSpec, dataVolume string) int {
+	for i, t := range spec.DataVolumeTemplates {
+		if t.Name == dataVolume {
+			return i
+		}
+	}
+	return -1
+}
+
+// restoredSpec is the snapshotted spec with each restored volume on its restored claim, as
+// KubeVirt restores: a claim volume names the claim; a DataVolume volume from a template
+// names a copy of the template renamed to the claim (which CDI adopts, PopulatedForAnnotation);
+// any other DataVolume volume becomes a claim volume, for its DataVolume is not the VM's to
+// make again.
+func restoredSpec(snapshotted *v1.VirtualMachineSpec, restores []snapshotv1beta1.VolumeRestore) *v1.VirtualMachineSpec {
+	spec := snapshotted.DeepCopy()
+	if spec.Template == nil {
+		return spec
+	}
+	for i := range spec.Template.Spec.Volumes {
+		v := &spec.Template.Spec.Volumes[i]
+		for _, vr := range restores {
+			if v.Name != vr.VolumeName {
+				continue
+			}
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				v.PersistentVolumeClaim.ClaimName = vr.PersistentVolumeClaimName
+			case v.DataVolume != nil && vr.DataVolumeName != nil:
+				if t := templateIndex(snapshotted, v.DataVolume.Name); t >= 0 {
+					spec.DataVolumeTemplates[t].Name = *vr.DataVolumeName
+				}
+				v.DataVolume.Name = *vr.DataVolumeName
+			case v.DataVolume != nil:
+				v.VolumeSource = v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: vr.PersistentVolumeClaimName},
+					Hotpluggable:                      v.DataVolume.Hotpluggable}}
+			}
+		}
+	}
+	return spec
 }
 
 // restoredFromLabel marks what Hangar made for a restore.
@@ -122,29 +185,24 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 	}
 
 	// The claims, one per volume backup, from its VolumeSnapshot.
+	templated := templatedVolumes(&source.Spec)
 	r.Status.Restores = nil
 	for _, b := range content.Spec.VolumeBackups {
 		claimName := RestoredClaimName(r, b.VolumeName)
-		if err := c.restoreClaim(ctx, r, source, b, claimName); err != nil {
+		if err := c.restoreClaim(ctx, r, source, b, claimName, templated.Has(b.VolumeName)); err != nil {
 			return err
 		}
-		r.Status.Restores = append(r.Status.Restores, snapshotv1beta1.VolumeRestore{
+		vr := snapshotv1beta1.VolumeRestore{
 			VolumeName: b.VolumeName, PersistentVolumeClaimName: claimName, VolumeSnapshotName: ptr.Deref(b.VolumeSnapshotName, ""),
-		})
+		}
+		if templated.Has(b.VolumeName) {
+			vr.DataVolumeName = ptr.To(claimName)
+		}
+		r.Status.Restores = append(r.Status.Restores, vr)
 	}
 
-	// The VM: the snapshotted spec, its claim volumes pointing at the restored claims.
-	spec := source.Spec.DeepCopy()
-	if spec.Template != nil {
-		for i := range spec.Template.Spec.Volumes {
-			v := &spec.Template.Spec.Volumes[i]
-			for _, vr := range r.Status.Restores {
-				if v.Name == vr.VolumeName && v.PersistentVolumeClaim != nil {
-					v.PersistentVolumeClaim.ClaimName = vr.PersistentVolumeClaimName
-				}
-			}
-		}
-	}
+	// The VM: the snapshotted spec, its volumes pointing at the restored claims.
+	spec := restoredSpec(&source.Spec, r.Status.Restores)
 	if existing {
 		restored := spec.DeepCopy()
 		restored.RunStrategy, restored.Running = target.Spec.RunStrategy, target.Spec.Running
@@ -206,7 +264,7 @@ func (c *Controller) notStopped(vm *v1.VirtualMachine) string {
 // restoreClaim creates a claim like the snapshotted one, with the VolumeSnapshot as its data
 // source.
 func (c *Controller) restoreClaim(ctx context.Context, r *snapshotv1beta1.VirtualMachineRestore, source *snapshotv1beta1.VirtualMachine,
-	b snapshotv1beta1.VolumeBackup, name string) error {
+	b snapshotv1beta1.VolumeBackup, name string, forDataVolume bool) error {
 	if _, err := c.claims.PersistentVolumeClaims(r.Namespace).Get(name); err == nil {
 		return nil
 	}
@@ -223,6 +281,10 @@ func (c *Controller) restoreClaim(ctx context.Context, r *snapshotv1beta1.Virtua
 			DataSource: &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"),
 				Kind: "VolumeSnapshot", Name: ptr.Deref(b.VolumeSnapshotName, "")},
 		},
+	}
+	if forDataVolume {
+		// CDI takes the claim as the DataVolume's, already filled, and imports nothing.
+		claim.Annotations[PopulatedForAnnotation] = name
 	}
 	for _, o := range r.Spec.VolumeRestoreOverrides {
 		if o.VolumeName != b.VolumeName {

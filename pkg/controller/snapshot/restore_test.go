@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -188,4 +189,64 @@ func TestCloneRestoreOnlyCreates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestoredSpec: each restored volume names its restored claim, as KubeVirt restores: a
+// DataVolume from a template through a copy of the template renamed to the claim, any other
+// DataVolume as a claim volume.
+func TestRestoredSpec(t *testing.T) {
+	dataVolume := func(volume, dv string) v1.Volume {
+		return v1.Volume{Name: volume, VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: dv, Hotpluggable: true}}}
+	}
+	claimVolume := func(volume, claim string, hotpluggable bool) v1.Volume {
+		return v1.Volume{Name: volume, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}, Hotpluggable: hotpluggable}}}
+	}
+	template := func(name string) v1.DataVolumeTemplateSpec {
+		return v1.DataVolumeTemplateSpec{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"os": "fedora"}}}
+	}
+	snapshotted := &v1.VirtualMachineSpec{
+		DataVolumeTemplates: []v1.DataVolumeTemplateSpec{template("vm-root"), template("vm-unused")},
+		Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: v1.VirtualMachineInstanceSpec{Volumes: []v1.Volume{
+			dataVolume("root", "vm-root"), dataVolume("shared", "made-elsewhere"), claimVolume("data", "data-claim", false),
+			{Name: "cloudinit", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &v1.CloudInitNoCloudSource{UserData: "#cloud-config"}}},
+		}}},
+	}
+	assert.Equal(t, []string{"root"}, sets.List(templatedVolumes(snapshotted)))
+	restores := []snapshotv1beta1.VolumeRestore{
+		{VolumeName: "root", PersistentVolumeClaimName: "restore-u-root", DataVolumeName: ptr.To("restore-u-root")},
+		{VolumeName: "shared", PersistentVolumeClaimName: "restore-u-shared"},
+		{VolumeName: "data", PersistentVolumeClaimName: "restore-u-data"},
+	}
+	got := restoredSpec(snapshotted, restores)
+
+	wantTemplate := template("restore-u-root")
+	assert.Equal(t, []v1.DataVolumeTemplateSpec{wantTemplate, template("vm-unused")}, got.DataVolumeTemplates)
+	assert.Equal(t, []v1.Volume{dataVolume("root", "restore-u-root"), claimVolume("shared", "restore-u-shared", true),
+		claimVolume("data", "restore-u-data", false), snapshotted.Template.Spec.Volumes[3]}, got.Template.Spec.Volumes)
+	assert.Equal(t, "vm-root", snapshotted.DataVolumeTemplates[0].Name, "the snapshotted spec untouched")
+}
+
+// TestRestoreDataVolumeTemplate: a snapshotted DataVolume template's volume is restored into a
+// claim that CDI adopts for the renamed template, and the status names that DataVolume.
+func TestRestoreDataVolumeTemplate(t *testing.T) {
+	s, content := readySnapshot()
+	source := content.Spec.Source.VirtualMachine
+	source.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "root-disk"}}}
+	source.Spec.Template.Spec.Volumes[0].VolumeSource = v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "root-disk"}}
+	f := newFixture(t, s, content, vmRestore("copy", "db-copy"))
+	ctx := context.Background()
+	require.NoError(t, f.c.syncRestore(ctx, ns+"/copy"))
+
+	r, err := f.vms.SnapshotV1beta1().VirtualMachineRestores(ns).Get(ctx, "copy", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []snapshotv1beta1.VolumeRestore{{VolumeName: "root", PersistentVolumeClaimName: "restore-restore-uid-root",
+		VolumeSnapshotName: "vmsnapshot-snap-uid-volume-root", DataVolumeName: ptr.To("restore-restore-uid-root")}}, r.Status.Restores)
+	claim, err := f.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "restore-restore-uid-root", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "restore-restore-uid-root", claim.Annotations[PopulatedForAnnotation])
+	target, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(ctx, "db-copy", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "restore-restore-uid-root", target.Spec.DataVolumeTemplates[0].Name)
+	assert.Equal(t, "restore-restore-uid-root", target.Spec.Template.Spec.Volumes[0].DataVolume.Name)
 }

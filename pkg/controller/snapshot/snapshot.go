@@ -45,15 +45,19 @@ type claimVolume struct {
 	volume, claim string
 }
 
-// volumesOf splits the VM's volumes into those backed by a claim and the others.
+// volumesOf splits the VM's volumes into those backed by a claim and the others. A
+// DataVolume's claim has the DataVolume's name.
 func volumesOf(vm *v1.VirtualMachine) (claims []claimVolume, excluded []string) {
 	if vm.Spec.Template == nil {
 		return nil, nil
 	}
 	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
+		switch {
+		case v.PersistentVolumeClaim != nil:
 			claims = append(claims, claimVolume{volume: v.Name, claim: v.PersistentVolumeClaim.ClaimName})
-		} else {
+		case v.DataVolume != nil:
+			claims = append(claims, claimVolume{volume: v.Name, claim: v.DataVolume.Name})
+		default:
 			excluded = append(excluded, v.Name)
 		}
 	}

@@ -9612,7 +9612,7 @@ func schema_pkg_apis_snapshot_v1beta1_VolumeRestore(ref common.ReferenceCallback
 					},
 					"dataVolumeName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "DataVolumeName names a DataVolume made for the claim (Hangar makes none).",
+							Description: "DataVolumeName names the DataVolume of the claim, for a volume whose DataVolume came from a template: the restored VM's template of that name, which CDI fills with the restored claim.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

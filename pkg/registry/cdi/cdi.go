@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	"github.com/hangarvm/hangar/pkg/registry/access"
 )
 
 // Group is CDI's API group; DataVolumeResource its DataVolumes.
@@ -64,4 +65,29 @@ func RequireServedFor(ctx context.Context, served Served, kind schema.GroupKind,
 		return nil
 	}
 	return RequireServed(ctx, served, kind, name, at, dataVolume)
+}
+
+// MakesDataVolumes says whether a VM of spec has virt-controller make DataVolumes: whether one
+// of its volumes names one of its DataVolume templates.
+func MakesDataVolumes(spec *kubevirt.VirtualMachineSpec) bool {
+	if spec == nil || spec.Template == nil {
+		return false
+	}
+	for _, v := range spec.Template.Spec.Volumes {
+		if v.DataVolume == nil {
+			continue
+		}
+		for _, t := range spec.DataVolumeTemplates {
+			if t.Name == v.DataVolume.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CreateNeed is the right to create DataVolumes in ns, for what makes a VM whose DataVolume
+// templates virt-controller fills with its own rights (path: the field that asks; why: how).
+func CreateNeed(ns string, path *field.Path, why string) access.Need {
+	return access.Need{Verb: "create", Group: Group, Version: "v1beta1", Resource: DataVolumeResource, Namespace: ns, Field: path, Why: why}
 }

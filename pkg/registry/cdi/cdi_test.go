@@ -3,11 +3,13 @@ package cdi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -52,4 +54,25 @@ func TestRequireServedFor(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.message)
 		})
 	}
+}
+
+func TestMakesDataVolumes(t *testing.T) {
+	spec := func(templates []string, volumes ...kubevirt.VolumeSource) *kubevirt.VirtualMachineSpec {
+		s := &kubevirt.VirtualMachineSpec{Template: &kubevirt.VirtualMachineInstanceTemplateSpec{}}
+		for _, n := range templates {
+			s.DataVolumeTemplates = append(s.DataVolumeTemplates, kubevirt.DataVolumeTemplateSpec{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		for i, v := range volumes {
+			s.Template.Spec.Volumes = append(s.Template.Spec.Volumes, kubevirt.Volume{Name: fmt.Sprint("v", i), VolumeSource: v})
+		}
+		return s
+	}
+	dv := func(name string) kubevirt.VolumeSource {
+		return kubevirt.VolumeSource{DataVolume: &kubevirt.DataVolumeSource{Name: name}}
+	}
+	assert.True(t, MakesDataVolumes(spec([]string{"root"}, dv("root"))))
+	assert.False(t, MakesDataVolumes(spec(nil, dv("made-elsewhere"))), "a DataVolume without a template is not made")
+	assert.False(t, MakesDataVolumes(spec([]string{"unused"}, dv("other"))), "a template no volume names is not used")
+	assert.False(t, MakesDataVolumes(nil))
+	assert.False(t, MakesDataVolumes(&kubevirt.VirtualMachineSpec{}))
 }

@@ -2,7 +2,9 @@ package virtualmachineclone
 
 import (
 	"context"
+	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,8 +17,10 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/snapshot"
 	"github.com/hangarvm/hangar/pkg/registry/access"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinesnapshot"
 )
 
 // Storage holds the REST endpoints of virtualmachineclones and their status.
@@ -30,6 +34,32 @@ type REST struct {
 	*genericregistry.Store
 	// authz (nil standalone) checks the requesting user's own rights.
 	authz authorizer.Authorizer
+	// sources reads what the clone's source is a VM of (nil: nothing read).
+	sources *Sources
+}
+
+// Sources reads a clone's source: a VirtualMachine, or the VM a snapshot keeps.
+type Sources struct {
+	VMs         rest.Getter
+	Snapshotted virtualmachinesnapshot.Snapshotted
+}
+
+// spec is the VM spec the clone copies; nil when its source does not exist (the clone waits).
+func (s *Sources) spec(ctx context.Context, c *clone.VirtualMachineClone) (*kubevirt.VirtualMachineSpec, error) {
+	if c.Spec.Source == nil {
+		return nil, nil
+	}
+	if c.Spec.Source.Kind == "VirtualMachineSnapshot" {
+		return s.Snapshotted.Spec(ctx, c.Spec.Source.Name)
+	}
+	obj, err := s.VMs.Get(ctx, c.Spec.Source.Name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &obj.(*kubevirt.VirtualMachine).Spec, nil
 }
 
 var (
@@ -40,8 +70,9 @@ var (
 // ShortNames are KubeVirt's: `kubectl get vmclone`.
 func (*REST) ShortNames() []string { return []string{"vmclone", "vmclones"} }
 
-// NewStorage returns the storage of virtualmachineclones on the given etcd-backed options.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer) (*Storage, error) {
+// NewStorage returns the storage of virtualmachineclones on the given etcd-backed options;
+// sources (nil: none) reads clones' sources for the DataVolume right.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, sources *Sources) (*Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clone.VirtualMachineClone{} },
@@ -61,7 +92,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, au
 		return nil, err
 	}
 	return &Storage{
-		VirtualMachineClone: &REST{Store: store, authz: authz},
+		VirtualMachineClone: &REST{Store: store, authz: authz, sources: sources},
 		Status:              statusrest.New(store, statusStrategy{strategy}),
 	}, nil
 }
@@ -79,12 +110,22 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 			}
 		}
 		c := obj.(*clone.VirtualMachineClone)
-		return access.Check(ctx, r.authz, clone.Resource("virtualmachineclones"), c.Name, Needs(c, access.Namespace(ctx, c.Namespace))...)
+		ns := access.Namespace(ctx, c.Namespace)
+		makesDataVolumes := false
+		if r.sources != nil {
+			spec, err := r.sources.spec(ctx, c)
+			if err != nil {
+				return apierrors.NewInternalError(fmt.Errorf("read the source of VirtualMachineClone %s/%s: %w", ns, c.Name, err))
+			}
+			makesDataVolumes = cdi.MakesDataVolumes(spec)
+		}
+		return access.Check(ctx, r.authz, clone.Resource("virtualmachineclones"), c.Name, Needs(c, ns, makesDataVolumes)...)
 	}, options)
 }
 
-// Needs are the rights a user must have in ns to create the clone c.
-func Needs(c *clone.VirtualMachineClone, ns string) []access.Need {
+// Needs are the rights a user must have in ns to create the clone c; makesDataVolumes when
+// the VM it copies has DataVolume templates, which the new VM makes again.
+func Needs(c *clone.VirtualMachineClone, ns string, makesDataVolumes bool) []access.Need {
 	source, target := field.NewPath("spec", "source"), field.NewPath("spec", "target")
 	needs := []access.Need{{Verb: "create", Group: kubevirt.GroupName, Version: "v1", Resource: "virtualmachines", Namespace: ns,
 		Field: target, Why: "a clone creates the target VirtualMachine"}}
@@ -100,8 +141,12 @@ func Needs(c *clone.VirtualMachineClone, ns string) []access.Need {
 			access.Need{Verb: "create", Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots", Namespace: ns,
 				Field: source, Why: "the clone's snapshot takes VolumeSnapshots of the VirtualMachine's claims"})
 	}
-	return append(needs, access.Need{Verb: "create", Version: "v1", Resource: "persistentvolumeclaims", Namespace: ns,
+	needs = append(needs, access.Need{Verb: "create", Version: "v1", Resource: "persistentvolumeclaims", Namespace: ns,
 		Field: target, Why: "a clone creates the target's claims from VolumeSnapshots"})
+	if makesDataVolumes {
+		needs = append(needs, cdi.CreateNeed(ns, source, "the new VirtualMachine makes the source's DataVolume templates again as DataVolumes"))
+	}
+	return needs
 }
 
 // Serving lists what virtualmachineclones serve: status.

@@ -97,13 +97,14 @@ func TestTargetDefaulted(t *testing.T) {
 // TestNeeds: a clone of a VM needs the rights of a snapshot and of a restore to a new VM; a
 // clone of a snapshot those of the restore only.
 func TestNeeds(t *testing.T) {
-	rights := func(c *clone.VirtualMachineClone) []string {
+	rightsOf := func(c *clone.VirtualMachineClone, makesDataVolumes bool) []string {
 		var out []string
-		for _, n := range Needs(c, "default") {
+		for _, n := range Needs(c, "default", makesDataVolumes) {
 			out = append(out, n.Verb+" "+n.Resource+"."+n.Group)
 		}
 		return out
 	}
+	rights := func(c *clone.VirtualMachineClone) []string { return rightsOf(c, false) }
 	assert.Equal(t, []string{"create virtualmachines.kubevirt.io", "get virtualmachines.kubevirt.io",
 		"create virtualmachinesnapshots.snapshot.kubevirt.io", "create volumesnapshots.snapshot.storage.k8s.io",
 		"create persistentvolumeclaims."}, rights(vmClone(nil, clone.VirtualMachineCloneStatus{})))
@@ -111,4 +112,7 @@ func TestNeeds(t *testing.T) {
 	fromSnapshot.Spec.Source = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.kubevirt.io"), Kind: "VirtualMachineSnapshot", Name: "s"}
 	assert.Equal(t, []string{"create virtualmachines.kubevirt.io", "get virtualmachinesnapshots.snapshot.kubevirt.io",
 		"create persistentvolumeclaims."}, rights(fromSnapshot))
+	assert.Equal(t, []string{"create virtualmachines.kubevirt.io", "get virtualmachinesnapshots.snapshot.kubevirt.io",
+		"create persistentvolumeclaims.", "create datavolumes.cdi.kubevirt.io"}, rightsOf(fromSnapshot, true),
+		"a source with DataVolume templates: the new VM makes DataVolumes")
 }

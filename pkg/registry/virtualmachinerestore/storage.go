@@ -16,8 +16,10 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/snapshot"
 	"github.com/hangarvm/hangar/pkg/registry/access"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/statusrest"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachinesnapshot"
 )
 
 // Storage holds the REST endpoints of virtualmachinerestores and their status.
@@ -38,6 +40,8 @@ type Dependencies struct {
 	Authorizer authorizer.Authorizer
 	// Snapshots reads the snapshot a restore names; VMs its target.
 	Snapshots, VMs rest.Getter
+	// Snapshotted reads the VM spec the snapshot keeps (nil: none read).
+	Snapshotted *virtualmachinesnapshot.Snapshotted
 }
 
 var (
@@ -78,7 +82,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 // VirtualMachine), then the user's own rights: virt-controller creates claims from the
 // snapshot's VolumeSnapshots and writes or creates the target VM with its own rights, so the
 // user must be allowed to create persistentvolumeclaims in the namespace, and to update the
-// target VM (or create one, for a new name).
+// target VM (or create one, for a new name), and, when the snapshotted VM has DataVolume
+// templates (which the restored VM makes again), to create datavolumes.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	return r.Store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
 		if createValidation != nil {
@@ -105,7 +110,18 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		if !targetExists {
 			vmNeed.Verb, vmNeed.Why = "create", "a restore to a new name creates the VirtualMachine"
 		}
-		return access.Check(ctx, r.deps.Authorizer, snapshot.Resource("virtualmachinerestores"), restore.Name, append(needs, vmNeed)...)
+		needs = append(needs, vmNeed)
+		if r.deps.Snapshotted != nil {
+			spec, err := r.deps.Snapshotted.Spec(ctx, restore.Spec.VirtualMachineSnapshotName)
+			if err != nil {
+				return apierrors.NewInternalError(fmt.Errorf("read what VirtualMachineSnapshot %s/%s keeps: %w", ns, restore.Spec.VirtualMachineSnapshotName, err))
+			}
+			if cdi.MakesDataVolumes(spec) {
+				needs = append(needs, cdi.CreateNeed(ns, field.NewPath("spec", "virtualMachineSnapshotName"),
+					"the restored VirtualMachine's DataVolume templates are made again as DataVolumes"))
+			}
+		}
+		return access.Check(ctx, r.deps.Authorizer, snapshot.Resource("virtualmachinerestores"), restore.Name, needs...)
 	}, options)
 }
 

@@ -403,7 +403,9 @@ type VolumeRestore struct {
 	PersistentVolumeClaimName string `json:"persistentVolumeClaim" protobuf:"bytes,2,opt,name=persistentVolumeClaim"`
 	// VolumeSnapshotName names the VolumeSnapshot the claim is restored from.
 	VolumeSnapshotName string `json:"volumeSnapshotName" protobuf:"bytes,3,opt,name=volumeSnapshotName"`
-	// DataVolumeName names a DataVolume made for the claim (Hangar makes none).
+	// DataVolumeName names the DataVolume of the claim, for a volume whose DataVolume came
+	// from a template: the restored VM's template of that name, which CDI fills with the
+	// restored claim.
 	// +optional
 	DataVolumeName *string `json:"dataVolumeName,omitempty" protobuf:"bytes,4,opt,name=dataVolumeName"`
 }
