@@ -102,6 +102,10 @@ type Launcher struct {
 	incomingSeen bool
 	devices      deviceNames // for Stats
 	stats        *statsCall  // the one under way
+	// handedOver are descriptors virt-handler handed over for volumes not attached yet;
+	// hotplugged the volumes attached to the running guest (hotplug.go).
+	handedOver map[string]*os.File
+	hotplugged map[string]*hotplugged
 }
 
 const keptEvents = 64
@@ -251,17 +255,21 @@ func (l *Launcher) Sync(ctx context.Context, req api.SyncRequest) (api.State, er
 	}
 	l.mu.Unlock()
 	if started {
-		return l.State(), nil
+		// A running guest follows the spec's hotplugged volumes; nothing else of a running
+		// instance's spec changes.
+		err := l.syncHotplug(vmi)
+		return l.State(), err
 	}
 	seeded := l.seedQEMUCapabilities(req.QEMUCapabilities, vmi)
-	if err := l.start(ctx, vmi); err != nil {
+	if err := l.start(ctx, withoutHotplug(vmi)); err != nil {
 		l.logFailureDetails(err)
 		l.setState(api.PhaseFailed, failureReason(err), err.Error())
 		_ = l.hv.Destroy(l.DomainName())
 		return l.State(), err
 	}
 	seeded.report()
-	return l.State(), nil
+	err := l.syncHotplug(vmi)
+	return l.State(), err
 }
 
 func (l *Launcher) start(ctx context.Context, vmi *v1.VirtualMachineInstance) error {

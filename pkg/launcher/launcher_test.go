@@ -42,6 +42,8 @@ type fakeHypervisor struct {
 	statsBlock chan struct{} // Stats waits for it to close
 	statsCalls int
 	mig        fakeMigration
+	devices    []string // the XML of AttachDevice calls
+	detached   []string // the XML of DetachDevice calls
 }
 
 func newFake() *fakeHypervisor {
@@ -129,6 +131,18 @@ func (f *fakeHypervisor) Suspend(string) error {
 func (f *fakeHypervisor) Reboot(string) error   { return f.call("Reboot") }
 func (f *fakeHypervisor) Reset(string) error    { return f.call("Reset") }
 func (f *fakeHypervisor) Shutdown(string) error { return f.call("Shutdown") }
+func (f *fakeHypervisor) AttachDevice(_, xml string) error {
+	f.mu.Lock()
+	f.devices = append(f.devices, xml)
+	f.mu.Unlock()
+	return f.call("AttachDevice")
+}
+func (f *fakeHypervisor) DetachDevice(_, xml string) error {
+	f.mu.Lock()
+	f.detached = append(f.detached, xml)
+	f.mu.Unlock()
+	return f.call("DetachDevice")
+}
 func (f *fakeHypervisor) Destroy(string) error  { return f.call("Destroy") }
 func (f *fakeHypervisor) Undefine(string) error { return f.call("Undefine") }
 func (f *fakeHypervisor) State(string) (virt.DomainState, error) {

@@ -146,6 +146,10 @@ func (l *Launcher) Migrate(req api.MigrateRequest) (api.State, error) {
 	if l.state.Phase != api.PhaseRunning {
 		return l.state, fmt.Errorf("%w: only a running guest migrates; the guest is %q", errConflict, l.state.Phase)
 	}
+	if len(l.hotplugged) > 0 {
+		// Its disks' sources are this launcher's descriptors, which the target does not hold.
+		return l.state, fmt.Errorf("%w: a guest with hotplugged volumes (%s) cannot migrate yet", errConflict, strings.Join(sortedKeys(l.hotplugged), ", "))
+	}
 	o := &outgoing{uid: req.UID, opts: req.Options, upstreams: make(chan *upstream, maxIdleUpstreams), done: make(chan struct{})}
 	if err := l.listenForStreams(o); err != nil {
 		o.close()

@@ -150,8 +150,8 @@ func (l *Launcher) Handler() http.Handler {
 // maxUnfreezeTimeout is the longest unfreeze timeout: KubeVirt's is an int32 of seconds.
 const maxUnfreezeTimeout = 1<<31 - 1
 
-// Serve listens on <SocketDir>/launcher.sock for commands and on the migration socket for
-// the migration tunnel until ctx ends.
+// Serve listens on <SocketDir>/launcher.sock for commands, on the migration socket for the
+// migration tunnel and on the handover socket for hotplugged volumes until ctx ends.
 func (l *Launcher) Serve(ctx context.Context) error {
 	ln, err := listenPrivate(l.SocketPath())
 	if err != nil {
@@ -164,6 +164,14 @@ func (l *Launcher) Serve(ctx context.Context) error {
 	}
 	defer os.Remove(l.MigrationSocketPath())
 	go l.serveTunnel(ctx, mig)
+	handovers, err := listenPrivate(l.HandoverSocketPath())
+	if err != nil {
+		ln.Close()
+		mig.Close()
+		return err
+	}
+	defer os.Remove(l.HandoverSocketPath())
+	go l.serveHandovers(ctx, handovers)
 	srv := &http.Server{Handler: l.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

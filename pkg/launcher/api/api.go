@@ -129,11 +129,21 @@ type State struct {
 	Agent *Agent `json:"agent,omitempty"`
 	// FSFrozen says a freeze of the guest's file systems is in effect.
 	FSFrozen bool `json:"fsFrozen,omitempty"`
+	// Hotplugged are the volumes hotplugged into the running guest (docs/hotplug.md).
+	Hotplugged []HotpluggedVolume `json:"hotplugged,omitempty"`
 	// Migration is the latest migration of the guest, out of this launcher (source) or into
 	// it (target); nil when there was none.
 	Migration *Migration `json:"migration,omitempty"`
 	// Seq is the sequence number of the latest event.
 	Seq uint64 `json:"seq"`
+}
+
+// HotpluggedVolume is a volume the guest has as a disk since it was hotplugged.
+type HotpluggedVolume struct {
+	// Name is the instance's volume.
+	Name string `json:"name"`
+	// Target is the disk's name in the domain (sda, sdb, ...).
+	Target string `json:"target"`
 }
 
 // Interface is a guest network interface.

@@ -145,3 +145,20 @@ func descriptors(oob []byte) ([]int, error) {
 	}
 	return fds, nil
 }
+
+// HandOver sends h with f over c and waits for the launcher's answer (the caller sets c's
+// deadline): nil once the launcher took the descriptor.
+func HandOver(c *net.UnixConn, h Handover, f *os.File) error {
+	if err := SendHandover(c, h, f); err != nil {
+		return err
+	}
+	answer := make([]byte, maxHandover)
+	n, err := c.Read(answer)
+	switch {
+	case err != nil && n == 0:
+		return fmt.Errorf("hand over volume %s: no answer: %w", h.Volume, err)
+	case n == 1 && answer[0] == HandoverOK:
+		return nil
+	}
+	return fmt.Errorf("hand over volume %s: the launcher refused: %q", h.Volume, answer[:n])
+}

@@ -15,7 +15,6 @@ func setDisks(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Options
 		volumes[vmi.Spec.Volumes[i].Name] = &vmi.Spec.Volumes[i]
 	}
 	names := targetNames{}
-	scsi := false
 	for _, disk := range vmi.Spec.Domain.Devices.Disks {
 		vol, ok := volumes[disk.Name]
 		if !ok {
@@ -37,15 +36,14 @@ func setDisks(d *libvirtxml.Domain, vmi *v1.VirtualMachineInstance, opts Options
 				dd.Driver.Queues = ptrUint(queues(d))
 			}
 		}
-		scsi = scsi || dd.Target.Bus == "scsi"
 		d.Devices.Disks = append(d.Devices.Disks, dd)
 	}
-	if scsi {
-		index := uint(0)
-		d.Devices.Controllers = append(d.Devices.Controllers, libvirtxml.DomainController{
-			Type: "scsi", Index: &index, Model: "virtio-scsi",
-		})
-	}
+	// Always a SCSI controller, as KubeVirt's domains have: hotplugged disks go on it, and a
+	// running guest cannot be given a controller.
+	index := uint(0)
+	d.Devices.Controllers = append(d.Devices.Controllers, libvirtxml.DomainController{
+		Type: "scsi", Index: &index, Model: "virtio-scsi",
+	})
 	return nil
 }
 

@@ -230,6 +230,20 @@ func (c *Conn) Reset(name string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error { return d.Reset(0) })
 }
 
+// AttachDevice changes only the running guest: a hotplugged device is not part of the
+// domain's definition, which a launcher never starts again.
+func (c *Conn) AttachDevice(name, xml string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		return d.AttachDeviceFlags(xml, libvirt.DOMAIN_DEVICE_MODIFY_LIVE)
+	})
+}
+
+func (c *Conn) DetachDevice(name, xml string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		return d.DetachDeviceFlags(xml, libvirt.DOMAIN_DEVICE_MODIFY_LIVE)
+	})
+}
+
 func (c *Conn) Shutdown(name string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error {
 		return d.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN)

@@ -65,6 +65,9 @@ type Hypervisor interface {
 	Reset(name string) error
 	// Shutdown presses the guest's ACPI power button.
 	Shutdown(name string) error
+	// AttachDevice adds the device of xml to the running guest; DetachDevice removes it.
+	AttachDevice(name, xml string) error
+	DetachDevice(name, xml string) error
 	// Destroy stops QEMU at once.
 	Destroy(name string) error
 	// Undefine removes a stopped domain's definition.

@@ -1,0 +1,121 @@
+package launcher
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+)
+
+// withHotplugged adds a hotplugged claim volume and its SCSI disk to vmi.
+func withHotplugged(vmi *v1.VirtualMachineInstance, name string) *v1.VirtualMachineInstance {
+	vmi = vmi.DeepCopy()
+	vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks,
+		v1.Disk{Name: name, Serial: name, DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSCSI}}})
+	vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: name + "-claim"}, Hotpluggable: true}}})
+	return vmi
+}
+
+// handOver hands the file path over to l's handover socket, as virt-handler does.
+func handOver(t *testing.T, l *Launcher, volume, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	var c net.Conn
+	require.Eventually(t, func() bool {
+		c, err = net.Dial("unix", l.HandoverSocketPath())
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, api.HandOver(c.(*net.UnixConn), api.Handover{Volume: volume, Writable: true}, f))
+}
+
+// TestHotplug: a hotplugged volume is left out of the domain's start, attached once its
+// descriptor is handed over and a sync names it (its source the launcher's own descriptor),
+// reported in the state, in the way of a migration, and detached when the spec drops it.
+func TestHotplug(t *testing.T) {
+	hv := newFake()
+	l := newTestLauncher(t, hv)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Serve(ctx) }()
+
+	vmi := withHotplugged(testVMI(), "hot")
+	s, err := l.Sync(ctx, api.SyncRequest{VMI: vmi})
+	require.NoError(t, err)
+	assert.Equal(t, api.PhaseRunning, s.Phase)
+	assert.NotContains(t, hv.defined, "hot", "not part of the domain it starts with")
+	assert.Empty(t, s.Hotplugged, "nothing handed over yet")
+	assert.Zero(t, countOf(hv.Calls(), "AttachDevice"))
+
+	disk := filepath.Join(t.TempDir(), "disk.img")
+	require.NoError(t, os.WriteFile(disk, make([]byte, 1<<20), 0o600))
+	handOver(t, l, "hot", disk)
+	s, err = l.Sync(ctx, api.SyncRequest{VMI: vmi})
+	require.NoError(t, err)
+	assert.Equal(t, []api.HotpluggedVolume{{Name: "hot", Target: "sda"}}, s.Hotplugged)
+	require.Len(t, hv.devices, 1)
+	attached := hv.devices[0]
+	assert.Contains(t, attached, `<source file="/proc/`+strconv.Itoa(os.Getpid())+`/fd/`)
+	assert.Contains(t, attached, `<target dev="sda" bus="scsi">`)
+	assert.Contains(t, attached, `<serial>hot</serial>`)
+	l.mu.Lock()
+	source := l.hotplugged["hot"].file
+	l.mu.Unlock()
+	same, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(source.Fd())))
+	require.NoError(t, err)
+	assert.Equal(t, disk, same, "the source is the handed-over file")
+
+	// Again: nothing more to do.
+	_, err = l.Sync(ctx, api.SyncRequest{VMI: vmi})
+	require.NoError(t, err)
+	assert.Equal(t, 1, countOf(hv.Calls(), "AttachDevice"))
+
+	_, err = l.Migrate(api.MigrateRequest{UID: "m1"})
+	assert.ErrorContains(t, err, "a guest with hotplugged volumes (hot) cannot migrate yet")
+
+	s, err = l.Sync(ctx, api.SyncRequest{VMI: testVMI()})
+	require.NoError(t, err)
+	assert.Empty(t, s.Hotplugged)
+	assert.Equal(t, []string{attached}, hv.detached, "detached as it was attached")
+}
+
+// TestHotplugHandoverRefused: a handover of a name that is no volume name is refused and
+// the launcher says why.
+func TestHotplugHandoverRefused(t *testing.T) {
+	l := newTestLauncher(t, newFake())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Serve(ctx) }()
+	var c net.Conn
+	var err error
+	require.Eventually(t, func() bool {
+		c, err = net.Dial("unix", l.HandoverSocketPath())
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	defer c.Close()
+	// Without a descriptor: the launcher answers with the reason.
+	_, err = c.Write(append([]byte{0, 0, 0, 2}, "{}"...))
+	require.NoError(t, err)
+	answer := make([]byte, 256)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, _ := c.Read(answer)
+	assert.Contains(t, string(answer[:n]), "exactly one descriptor")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Empty(t, l.handedOver)
+}
