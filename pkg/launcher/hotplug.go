@@ -101,6 +101,9 @@ func hotplugVolumes(vmi *v1.VirtualMachineInstance) map[string]v1.Disk {
 func (l *Launcher) syncHotplug(vmi *v1.VirtualMachineInstance) error {
 	wanted := hotplugVolumes(vmi)
 	l.mu.Lock()
+	for name := range l.coldHotpluggable {
+		delete(wanted, name) // the domain started with it
+	}
 	name, running := l.state.Domain, l.state.Phase == api.PhaseRunning || l.state.Phase == api.PhasePaused
 	used := map[string]bool{}
 	for target := range l.diskBuses {
@@ -175,11 +178,18 @@ func (l *Launcher) syncHotplug(vmi *v1.VirtualMachineInstance) error {
 	return errors.Join(errs...)
 }
 
-// withoutHotplug is vmi without its hotplugged volumes and their disks: what the domain
-// starts with. Hotplugged volumes are attached once it runs, as they would be to a guest
-// that runs already.
-func withoutHotplug(vmi *v1.VirtualMachineInstance) *v1.VirtualMachineInstance {
+// withoutHotplug is vmi without the hotplugged volumes (and their disks) that the launcher
+// pod does not have: what the domain starts with. Those are attached once it runs, as they
+// would be to a guest that runs already. A hotpluggable volume the pod has (a claim
+// virt-controller mounted, as for a VM that persisted its hotplugged volume) is an ordinary
+// disk of the domain.
+func withoutHotplug(vmi *v1.VirtualMachineInstance, lay domain.Layout) *v1.VirtualMachineInstance {
 	hot := hotplugVolumes(vmi)
+	for name := range hot {
+		if inPod(lay, name) {
+			delete(hot, name)
+		}
+	}
 	if len(hot) == 0 {
 		return vmi
 	}
@@ -187,6 +197,14 @@ func withoutHotplug(vmi *v1.VirtualMachineInstance) *v1.VirtualMachineInstance {
 	cold.Spec.Volumes = slices.DeleteFunc(cold.Spec.Volumes, func(v v1.Volume) bool { _, ok := hot[v.Name]; return ok })
 	cold.Spec.Domain.Devices.Disks = slices.DeleteFunc(cold.Spec.Domain.Devices.Disks, func(d v1.Disk) bool { _, ok := hot[d.Name]; return ok })
 	return cold
+}
+
+// inPod says whether the launcher pod has the claim of volume: its image file or its device.
+func inPod(lay domain.Layout, volume string) bool {
+	if _, err := os.Stat(lay.PVCFile(volume)); err == nil {
+		return true
+	}
+	return isBlockDevice(lay.PVCBlock(volume))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -119,3 +119,22 @@ func TestHotplugHandoverRefused(t *testing.T) {
 	defer l.mu.Unlock()
 	assert.Empty(t, l.handedOver)
 }
+
+// TestHotpluggableVolumeThePodHas: a hotpluggable volume whose claim the launcher pod has (a
+// VM that persisted a hotplugged volume, a claim virt-controller mounted) is an ordinary disk
+// of the domain from its start, never hotplugged or detached.
+func TestHotpluggableVolumeThePodHas(t *testing.T) {
+	hv := newFake()
+	l := newTestLauncher(t, hv)
+	l.cfg.PVCDir = filepath.Join(t.TempDir(), "pvcs")
+	require.NoError(t, os.MkdirAll(filepath.Join(l.cfg.PVCDir, "hot"), 0o755))
+	require.NoError(t, os.WriteFile(l.Layout().PVCFile("hot"), make([]byte, 4096), 0o600))
+
+	s, err := l.Sync(context.Background(), api.SyncRequest{VMI: withHotplugged(testVMI(), "hot")})
+	require.NoError(t, err)
+	assert.Contains(t, hv.defined, l.Layout().PVCFile("hot"), "in the domain it starts with")
+	assert.Empty(t, s.Hotplugged)
+	_, err = l.Sync(context.Background(), api.SyncRequest{VMI: testVMI()})
+	require.NoError(t, err)
+	assert.Zero(t, countOf(hv.Calls(), "AttachDevice")+countOf(hv.Calls(), "DetachDevice"))
+}

@@ -106,6 +106,8 @@ type Launcher struct {
 	// hotplugged the volumes attached to the running guest (hotplug.go).
 	handedOver map[string]*os.File
 	hotplugged map[string]*hotplugged
+	// coldHotpluggable are hotpluggable volumes the domain started with (the pod had them).
+	coldHotpluggable map[string]bool
 }
 
 const keptEvents = 64
@@ -261,7 +263,14 @@ func (l *Launcher) Sync(ctx context.Context, req api.SyncRequest) (api.State, er
 		return l.State(), err
 	}
 	seeded := l.seedQEMUCapabilities(req.QEMUCapabilities, vmi)
-	if err := l.start(ctx, withoutHotplug(vmi)); err != nil {
+	cold := withoutHotplug(vmi, l.Layout())
+	l.mu.Lock()
+	l.coldHotpluggable = map[string]bool{}
+	for name := range hotplugVolumes(cold) {
+		l.coldHotpluggable[name] = true
+	}
+	l.mu.Unlock()
+	if err := l.start(ctx, cold); err != nil {
 		l.logFailureDetails(err)
 		l.setState(api.PhaseFailed, failureReason(err), err.Error())
 		_ = l.hv.Destroy(l.DomainName())
