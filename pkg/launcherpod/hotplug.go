@@ -45,10 +45,16 @@ func AttachmentPodName(vmi *v1.VirtualMachineInstance, volume string) string {
 // launcher's user, under Pod Security restricted: it makes the disk image of a file system
 // claim if there is none (size bytes, sparse) and waits.
 func AttachmentPod(vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, volume, claim string, mode corev1.PersistentVolumeMode, size int64, image string) *corev1.Pod {
+	pull := corev1.PullIfNotPresent
+	for _, c := range launcher.Spec.Containers {
+		if c.Image == image {
+			pull = c.ImagePullPolicy // as the launcher's own image is pulled
+		}
+	}
 	container := corev1.Container{
 		Name:            hotplugContainer,
 		Image:           image,
-		ImagePullPolicy: launcher.Spec.Containers[0].ImagePullPolicy,
+		ImagePullPolicy: pull,
 		Command:         []string{CopyHelperImagePath, "-hold", HotplugMountPath + "/" + HotplugImage, strconv.FormatInt(size, 10)},
 		SecurityContext: containerSecurityContext(),
 		Resources: corev1.ResourceRequirements{

@@ -62,7 +62,9 @@ func (vmiStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) 
 // the only writes that may change an instance's volumes.
 type hotplugKey struct{}
 
-func withHotplug(ctx context.Context) context.Context { return context.WithValue(ctx, hotplugKey{}, true) }
+func withHotplug(ctx context.Context) context.Context {
+	return context.WithValue(ctx, hotplugKey{}, true)
+}
 
 func hotplugging(ctx context.Context) bool { v, _ := ctx.Value(hotplugKey{}).(bool); return v }
 
