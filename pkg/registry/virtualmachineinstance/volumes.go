@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -26,11 +27,15 @@ type Volumes struct {
 	vmis      *REST
 	admission *action.Admission
 	cdi       cdi.Served // nil: no cluster, no DataVolumes
+	// claimExists says whether a claim exists; nil: no cluster, nothing checked.
+	claimExists func(ctx context.Context, namespace, name string) (bool, error)
 }
 
-// NewVolumes returns the hotplug actions of vmis, whose writes run admission.
-func NewVolumes(vmis *REST, admission *action.Admission, served cdi.Served) *Volumes {
-	return &Volumes{vmis: vmis, admission: admission, cdi: served}
+// NewVolumes returns the hotplug actions of vmis, whose writes run admission; claimExists
+// (nil without a cluster) refuses a claim that does not exist at once, rather than leaving the
+// volume Pending.
+func NewVolumes(vmis *REST, admission *action.Admission, served cdi.Served, claimExists func(ctx context.Context, namespace, name string) (bool, error)) *Volumes {
+	return &Volumes{vmis: vmis, admission: admission, cdi: served, claimExists: claimExists}
 }
 
 var vmiTarget = action.Target{Resource: v1.SchemeGroupVersion.WithResource("virtualmachineinstances"),
@@ -134,6 +139,16 @@ func (v *Volumes) hotplugged(ctx context.Context, name string, opts *v1.AddVolum
 		return nil, nil, apierrors.NewInvalid(kubevirt.Kind("VirtualMachineInstance"), name, errs)
 	}
 	in := v1.Volume{Name: opts.Name}
+	if src.PersistentVolumeClaim != nil && v.claimExists != nil {
+		ns, _ := genericapirequest.NamespaceFrom(ctx)
+		exists, err := v.claimExists(ctx, ns, src.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			return nil, nil, apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, src.PersistentVolumeClaim.ClaimName, err))
+		}
+		if !exists {
+			return nil, nil, invalid(name, field.NotFound(source.Child("persistentVolumeClaim", "claimName"), src.PersistentVolumeClaim.ClaimName))
+		}
+	}
 	if src.PersistentVolumeClaim != nil {
 		pvc := *src.PersistentVolumeClaim
 		pvc.Hotpluggable = true
