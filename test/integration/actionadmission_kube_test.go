@@ -84,6 +84,14 @@ func TestActionsRunAdmission(t *testing.T) {
 		_, err = alice.Update(ctx, vm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsInvalid(err)
 	}, 30*time.Second, 200*time.Millisecond, "the policy applies to updates")
+	// And the second, on the status, which virt-api may learn of a moment later.
+	require.Eventually(t, func() bool {
+		vm, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "manual", metav1.GetOptions{})
+		require.NoError(t, err)
+		vm.Status.StateChangeRequests = []v1.VirtualMachineStateChangeRequest{{Action: v1.StartRequest}}
+		_, err = c.Hangar.KubevirtV1().VirtualMachines(ns).UpdateStatus(ctx, vm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err)
+	}, 30*time.Second, 200*time.Millisecond, "the policy applies to status updates")
 
 	for _, name := range []string{"halted", "manual"} {
 		before, err := alice.Get(ctx, name, metav1.GetOptions{})
