@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
 // hotplugSize is the hotplugged claim's size: 64 MiB, 131072 sectors in the guest.
@@ -89,7 +90,7 @@ func TestHotplugVolume(t *testing.T) {
 	marker := "HANGAR-HOTPLUG-" + utilrand.String(8)
 	console.typeUntil(t, "echo hot-size-$(cat /sys/block/sda/size)", fmt.Sprintf("hot-size-%d", hotplugSize/512))
 	console.typeUntil(t, "printf %s "+marker+" | dd of=/dev/sda bs=1M seek=1 conv=fsync 2>/dev/null && sync && echo wrote-$((6*7))", "wrote-42")
-	image := claimImage(t, ns, "hot")
+	image := claimImage(t, ns, "hot", pod.Spec.NodeName)
 	require.Eventually(t, func() bool { return readAt(t, image, 1<<20, len(marker)) == marker },
 		10*time.Second, 200*time.Millisecond, "the guest's marker in the claim's image %s", image)
 
@@ -103,8 +104,10 @@ func TestHotplugVolume(t *testing.T) {
 	}, 60*time.Second, time.Second, "the attachment pod goes")
 }
 
-// claimImage is the disk image of a bound file system claim of local-path, on this node.
-func claimImage(t *testing.T, ns, claim string) string {
+// claimImage is the disk image of a bound file system claim of local-path on node, as the
+// host sees it: the local cluster's node keeps local-path's directory in
+// _cluster/nodes/<node>/local-path.
+func claimImage(t *testing.T, ns, claim, node string) string {
 	t.Helper()
 	c, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -119,7 +122,7 @@ func claimImage(t *testing.T, ns, claim string) string {
 	default:
 		t.Fatalf("claim %s: PV %s is neither hostPath nor local", claim, pv.Name)
 	}
-	image := filepath.Join(dir, launcherpod.HotplugImage)
+	image := filepath.Join(framework.RepoRoot(), "_cluster", "nodes", node, "local-path", filepath.Base(dir), launcherpod.HotplugImage)
 	_, err = os.Stat(image)
 	require.NoError(t, err)
 	return image
