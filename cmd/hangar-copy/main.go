@@ -7,6 +7,10 @@
 // `hangar-copy -install DIR` copies the binary itself into DIR, so that first init container
 // needs no cp either.
 //
+// `hangar-copy -hold [FILE SIZE]` is an attachment pod's one process (docs/hotplug.md): it
+// makes FILE, a sparse disk image of SIZE bytes, on the pod's file system claim if there is
+// none yet (as the launcher does for its cold-plugged claims), then waits until the pod ends.
+//
 // A PATH the image does not have is skipped with a note, not an error: the launcher then says
 // what is missing in the instance's status, naming the image and the path (a containerDisk
 // image without /disk, a kernelBoot image without its kernelPath), where an init container
@@ -24,10 +28,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
+	"syscall"
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "-hold" {
+		exit(hold(os.Args[2:]))
+		return
+	}
 	if len(os.Args) == 3 && os.Args[1] == "-install" {
 		self, err := os.Executable()
 		if err == nil {
@@ -159,4 +170,43 @@ func copyFile(src, dst string, mode os.FileMode) (err error) {
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// hold makes the disk image args name (FILE SIZE) if it is missing, then waits for SIGTERM.
+func hold(args []string) error {
+	switch len(args) {
+	case 0:
+	case 2:
+		size, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil || size <= 0 {
+			return fmt.Errorf("-hold %s: the size is not a positive number of bytes", args[1])
+		}
+		if err := createImage(args[0], size); err != nil {
+			return err
+		}
+	default:
+		return errors.New("usage: hangar-copy -hold [FILE SIZE]")
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	<-stop
+	return nil
+}
+
+// createImage makes path a sparse file of size bytes, unless something is there already: an
+// image the claim holds is the guest's data.
+func createImage(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }

@@ -67,3 +67,23 @@ func TestMissingPathIsSkipped(t *testing.T) {
 	assert.False(t, isMissing(filepath.Join(src, "dangling")))
 	require.Error(t, copyPath(filepath.Join(src, "dangling"), underRoot(dst, "dangling")))
 }
+
+// TestCreateImage: an attachment pod makes a sparse image of the claim's size, and never
+// touches one that is there.
+func TestCreateImage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "disk.img")
+	require.NoError(t, createImage(path, 1<<30))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<30), fi.Size())
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(path, &st))
+	assert.Less(t, st.Blocks, int64(16), "sparse")
+
+	require.NoError(t, os.WriteFile(path, []byte("the guest's data"), 0o600))
+	require.NoError(t, createImage(path, 1<<30))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "the guest's data", string(data))
+	assert.ErrorContains(t, hold([]string{path, "-1"}), "not a positive number")
+}

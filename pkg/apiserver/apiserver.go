@@ -142,8 +142,14 @@ func (c CompletedConfig) New() (*Server, error) {
 		Preferences: preferences.VirtualMachinePreference, ClusterPreferences: preferences.VirtualMachineClusterPreference,
 		Decoder: Codecs.UniversalDecoder(),
 	}
+	actionAdmission := &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}
+	var hotplugClaims func(ctx context.Context, namespace, name string) (bool, error)
+	if kube != nil {
+		hotplugClaims = claimExists(kube)
+	}
+	vmis.Volumes = virtualmachineinstance.NewVolumes(vmis.VirtualMachineInstance, actionAdmission, cdiServed, hotplugClaims)
 	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, Decoder: Codecs.UniversalDecoder(), VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
-		Authorizer: authz, Admission: &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}}
+		Authorizer: authz, Admission: actionAdmission}
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	informers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	listers "github.com/hangarvm/hangar/pkg/generated/listers/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/handler/podfiles"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
@@ -51,6 +52,8 @@ type Config struct {
 	// handler pod's init container; each launcher seeds its libvirt's cache with it instead
 	// of probing QEMU again. Empty: the launchers probe.
 	QEMUCapabilities string
+	// Files opens hotplugged claims' files in their attachment pods; nil: no hotplug.
+	Files *podfiles.Opener
 	// Calls bounds the calls to launchers in flight, per instance and on the node, which the
 	// controller and the Server share; nil: api.DefaultCallsPerInstance and
 	// api.DefaultAnswersPerNode.
@@ -359,6 +362,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			l.mu.Lock()
 			l.stopping, l.stopGrace = true, grace
 			l.mu.Unlock()
+		}
+	}
+	if vmi.DeletionTimestamp == nil && vmi.Status.Phase == v1.Running {
+		if err := c.syncHotplug(ctx, vmi, l); err != nil {
+			klog.ErrorS(err, "hotplug", "vmi", key)
+			return launcherSocketRecheck, nil // the attachment pod's process may be starting
 		}
 	}
 	requeue, err := c.syncOutgoing(ctx, key, vmi, l)

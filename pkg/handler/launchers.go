@@ -26,9 +26,13 @@ type launcher struct {
 	synced    bool   // Sync answered, or the launcher was already running (handler restart)
 	stopping  bool   // Shutdown sent
 	stopGrace *int64 // with this grace period
-	unwatch   func() // ends the wait for the command socket (socketWatch)
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// handedOver are the hotplugged volumes handed to the launcher, with the attachment pod
+	// each came from; hotplugSynced the hotplugged volumes of its last sync (hotplug.go).
+	handedOver    map[string]types.UID
+	hotplugSynced string
+	unwatch       func() // ends the wait for the command socket (socketWatch)
+	cancel        context.CancelFunc
+	done          chan struct{}
 }
 
 // newLauncher tracks the launcher whose pod's socket directory is dir; every connection to

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -34,6 +35,7 @@ type cliContext struct {
 	// flags (unit tests set fake clientsets).
 	kubevirt   versioned.Interface
 	kubernetes kubernetes.Interface
+	dynamic    dynamic.Interface // tests set it; else made from the flags
 	// run runs a local client (ssh, scp); nil: exec it. Tests see the command line.
 	run func(*exec.Cmd) error
 }
@@ -93,6 +95,19 @@ func (c *cliContext) kube() (kubernetes.Interface, string, error) {
 	return kube, ns, err
 }
 
+// dynamicClient reads what Hangar has no types for (CDI's DataVolumes).
+func (c *cliContext) dynamicClient() (dynamic.Interface, string, error) {
+	cfg, ns, err := c.target()
+	if err != nil {
+		return nil, "", err
+	}
+	if c.dynamic != nil {
+		return c.dynamic, ns, nil
+	}
+	d, err := dynamic.NewForConfig(cfg)
+	return d, ns, err
+}
+
 // NewCommand returns virtctl's root command. Called as kubectl-virt (a kubectl plugin), it
 // names itself "kubectl virt".
 func NewCommand(streams Streams) *cobra.Command {
@@ -117,6 +132,7 @@ func newCommand(c *cliContext) *cobra.Command {
 	root.AddCommand(
 		newStartCommand(c), newStopCommand(c), newRestartCommand(c),
 		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c), newResetCommand(c),
+		newAddVolumeCommand(c), newRemoveVolumeCommand(c),
 		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
 		newPortForwardCommand(c), newSSHCommand(c), newSCPCommand(c),

@@ -333,6 +333,7 @@ func TestOpenAPIDocumentsActionsAndStreams(t *testing.T) {
 		{"virtualmachines", "restart", "v1.RestartOptions"}, {"virtualmachines", "migrate", "v1.MigrateOptions"},
 		{"virtualmachineinstances", "pause", "v1.PauseOptions"}, {"virtualmachineinstances", "unpause", "v1.UnpauseOptions"},
 		{"virtualmachineinstances", "softreboot", "v1.SoftRebootOptions"},
+		{"virtualmachineinstances", "addvolume", "v1.AddVolumeOptions"}, {"virtualmachineinstances", "removevolume", "v1.RemoveVolumeOptions"},
 	}
 	subresourcesOnly := []action{
 		{"virtualmachineinstances", "freeze", "v1.FreezeUnfreezeTimeout"}, {"virtualmachineinstances", "unfreeze", ""},

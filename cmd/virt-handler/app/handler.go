@@ -23,11 +23,13 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/handler"
 	"github.com/hangarvm/hangar/pkg/handler/deviceplugin"
+	"github.com/hangarvm/hangar/pkg/handler/podfiles"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/handler/vmimetrics"
 	"github.com/hangarvm/hangar/pkg/kubeclient"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
 	"github.com/hangarvm/hangar/pkg/launcher/libvirtd"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 	"github.com/hangarvm/hangar/pkg/metricsserver"
 )
 
@@ -66,6 +68,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	defer cfg.Pods.Close()
+	// Hotplugged claims' files, opened in their attachment pods for the launchers, which run
+	// as KubeVirt's qemu user.
+	cfg.Files = &podfiles.Opener{Peers: podsockets.ProcPeers{}, UID: layout.LauncherUID, GID: layout.LauncherUID}
 
 	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()

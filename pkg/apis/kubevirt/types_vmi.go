@@ -499,7 +499,42 @@ type VirtualMachineInstanceStatus struct {
 	// EvacuationNodeName is the node the instance is to leave: set when an eviction of its
 	// launcher pod is turned into a migration. Only Hangar's components set it.
 	EvacuationNodeName string
+	// VolumeStatus is the state of the instance's hotplugged volumes.
+	VolumeStatus []VolumeStatus
 }
+
+// VolumeStatus is the state of one of the instance's volumes.
+type VolumeStatus struct {
+	// Name is the volume's.
+	Name string
+	// Target is the disk's name in the domain once attached.
+	Target string
+	// Phase is where the volume is on its way into the guest.
+	Phase VolumePhase
+	// Reason is a brief CamelCase explanation of the phase.
+	Reason string
+	// Message says more of the phase, for people.
+	Message string
+	// HotplugVolume names the attachment pod that brings a hotplugged claim to the node.
+	HotplugVolume *HotplugVolumeStatus
+}
+
+// HotplugVolumeStatus names the attachment pod of a hotplugged volume.
+type HotplugVolumeStatus struct {
+	AttachPodName string
+	AttachPodUID  types.UID
+}
+
+// VolumePhase is where a volume is on its way into the guest.
+type VolumePhase string
+
+// The phases of a hotplugged volume.
+const (
+	VolumePending               VolumePhase = "Pending"
+	HotplugVolumeAttachedToNode VolumePhase = "AttachedToNode"
+	VolumeReady                 VolumePhase = "Ready"
+	HotplugVolumeDetaching      VolumePhase = "Detaching"
+)
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.
 type VirtualMachineInstanceCondition struct {

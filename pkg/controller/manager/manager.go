@@ -49,6 +49,7 @@ import (
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
 	vmsnapshotinformers "github.com/hangarvm/hangar/pkg/generated/snapshot/informers/externalversions"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 func init() {
@@ -201,6 +202,15 @@ func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	// Attachment pods of hotplugged volumes, apart from launcher pods (docs/hotplug.md).
+	attachmentFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+		informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = labels.Set{v1.AppLabel: launcherpod.HotplugAppLabelValue}.String()
+		}))
+	if err := vmiController.EnableHotplug(attachmentFactory.Core().V1().Pods()); err != nil {
+		return err
+	}
 	if dvFactory != nil {
 		if err := vmiController.EnableDataVolumes(dvFactory.ForResource(vm.DataVolumesGVR)); err != nil {
 			return err
@@ -299,6 +309,7 @@ func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	}
 	kvFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
+	attachmentFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
 	handlerFactory.Start(ctx.Done())
 	defer handlerFactory.Shutdown()
@@ -308,6 +319,7 @@ func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 	}
 	defer kvFactory.Shutdown()
 	defer podFactory.Shutdown()
+	defer attachmentFactory.Shutdown()
 	defer kubeFactory.Shutdown()
 
 	errs := make(chan error, len(runners))

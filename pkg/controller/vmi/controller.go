@@ -52,7 +52,10 @@ type Controller struct {
 	// dataVolumes is CDI's DataVolumes; nil where the cluster does not serve them
 	// (datavolumes.go).
 	dataVolumes cache.GenericLister
-	synced      []cache.InformerSynced
+	// attachmentPods are the attachment pods of hotplugged volumes; nil does no hotplug
+	// (hotplug.go).
+	attachmentPods corelisters.PodLister
+	synced         []cache.InformerSynced
 
 	config       *clusterconfig.Store
 	recorder     record.EventRecorder

@@ -127,6 +127,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	status := nextStatus(vmi, pod, creationPending, nodeDown, waiting, mountFailure, now)
 	c.setMigratable(vmi, &status, now)
+	if c.attachmentPods != nil && pod != nil && status.Phase == v1.Running {
+		volumes, err := c.hotplug(ctx, vmi, pod)
+		status.VolumeStatus = volumes
+		syncErr = errors.Join(syncErr, err)
+		if len(volumes) > 0 {
+			// The guest's hotplugged disks come from descriptors its launcher holds, which a
+			// target's launcher would not (docs/hotplug.md).
+			status.SetCondition(v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse,
+				Reason: v1.VirtualMachineInstanceReasonNotMigratable, Message: "the instance has hotplugged volumes, which cannot migrate yet"}, now)
+		}
+	}
 	if !apiequality.Semantic.DeepEqual(status, vmi.Status) {
 		old := vmi.Status.Phase
 		vmi.Status = status

@@ -88,6 +88,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.FeatureVendorIDApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Firmware"):
 		return &kubevirtv1.FirmwareApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("HotplugVolumeStatus"):
+		return &kubevirtv1.HotplugVolumeStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("HPETTimer"):
 		return &kubevirtv1.HPETTimerApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("HypervTimer"):
@@ -192,6 +194,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.VolumeApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VolumeSource"):
 		return &kubevirtv1.VolumeSourceApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("VolumeStatus"):
+		return &kubevirtv1.VolumeStatusApplyConfiguration{}
 
 	}
 	return nil

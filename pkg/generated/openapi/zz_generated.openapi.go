@@ -90,6 +90,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceList":                   schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceList(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VirtualMachinePreferenceSpec":                   schema_pkg_apis_instancetype_v1beta1_VirtualMachinePreferenceSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.VolumePreferences":                              schema_pkg_apis_instancetype_v1beta1_VolumePreferences(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.AddVolumeOptions":                                        schema_pkg_apis_kubevirt_v1_AddVolumeOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.BIOS":                                                    schema_pkg_apis_kubevirt_v1_BIOS(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Bootloader":                                              schema_pkg_apis_kubevirt_v1_Bootloader(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CDRomTarget":                                             schema_pkg_apis_kubevirt_v1_CDRomTarget(ref),
@@ -122,6 +123,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.FreezeUnfreezeTimeout":                                   schema_pkg_apis_kubevirt_v1_FreezeUnfreezeTimeout(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.GuestAgentCommandInfo":                                   schema_pkg_apis_kubevirt_v1_GuestAgentCommandInfo(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HPETTimer":                                               schema_pkg_apis_kubevirt_v1_HPETTimer(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeSource":                                     schema_pkg_apis_kubevirt_v1_HotplugVolumeSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeStatus":                                     schema_pkg_apis_kubevirt_v1_HotplugVolumeStatus(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HypervTimer":                                             schema_pkg_apis_kubevirt_v1_HypervTimer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Input":                                                   schema_pkg_apis_kubevirt_v1_Input(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeMatcher":                                     schema_pkg_apis_kubevirt_v1_InstancetypeMatcher(ref),
@@ -146,6 +149,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Port":                                                    schema_pkg_apis_kubevirt_v1_Port(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PreferenceMatcher":                                       schema_pkg_apis_kubevirt_v1_PreferenceMatcher(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RTCTimer":                                                schema_pkg_apis_kubevirt_v1_RTCTimer(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RemoveVolumeOptions":                                     schema_pkg_apis_kubevirt_v1_RemoveVolumeOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ResourceRequirements":                                    schema_pkg_apis_kubevirt_v1_ResourceRequirements(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.RestartOptions":                                          schema_pkg_apis_kubevirt_v1_RestartOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Rng":                                                     schema_pkg_apis_kubevirt_v1_Rng(ref),
@@ -194,6 +198,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStatus":                                    schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Volume":                                                  schema_pkg_apis_kubevirt_v1_Volume(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VolumeSource":                                            schema_pkg_apis_kubevirt_v1_VolumeSource(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VolumeStatus":                                            schema_pkg_apis_kubevirt_v1_VolumeStatus(ref),
 		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertConfig":                                        schema_pkg_apis_operator_v1alpha1_CertConfig(ref),
 		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.CertificateRotateStrategy":                         schema_pkg_apis_operator_v1alpha1_CertificateRotateStrategy(ref),
 		"github.com/hangarvm/hangar/pkg/apis/operator/v1alpha1.ComponentConfig":                                   schema_pkg_apis_operator_v1alpha1_ComponentConfig(ref),
@@ -3219,6 +3224,76 @@ func schema_pkg_apis_instancetype_v1beta1_VolumePreferences(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_AddVolumeOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AddVolumeOptions are the body of the addvolume action of a VirtualMachine or an instance: the volume to hotplug and its disk.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the new volume's (and its disk's).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"disk": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Disk is how the guest sees it: a disk on the scsi bus.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk"),
+						},
+					},
+					"volumeSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeSource is the claim or DataVolume to hotplug.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeSource"),
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "disk", "volumeSource"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeSource"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_BIOS(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -4424,6 +4499,60 @@ func schema_pkg_apis_kubevirt_v1_HPETTimer(ref common.ReferenceCallback) common.
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_HotplugVolumeSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HotplugVolumeSource is what may be hotplugged: a claim or a DataVolume.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"persistentVolumeClaim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PersistentVolumeClaim names a claim of the instance's namespace.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"),
+						},
+					},
+					"dataVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataVolume names a DataVolume of the instance's namespace (where CDI is served).",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_HotplugVolumeStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HotplugVolumeStatus names the attachment pod of a hotplugged volume.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"attachPodName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AttachPodName is the attachment pod's name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"attachPodUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AttachPodUID is the attachment pod's UID.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_HypervTimer(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -5267,6 +5396,62 @@ func schema_pkg_apis_kubevirt_v1_RTCTimer(ref common.ReferenceCallback) common.O
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_RemoveVolumeOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RemoveVolumeOptions are the body of the removevolume action: the hotplugged volume to take out of the guest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the volume's.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dryRun": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when All, checks the request without changing anything.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
 			},
 		},
 	}
@@ -7547,11 +7732,30 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref common.Referen
 							Format:      "",
 						},
 					},
+					"volumeStatus": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeStatus is the state of the instance's hotplugged volumes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VolumeStatus"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSInfo", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceMigrationState", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceNetworkInterface", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstancePhaseTransitionTimestamp"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceGuestOSInfo", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceMigrationState", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceNetworkInterface", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstancePhaseTransitionTimestamp", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VolumeStatus"},
 	}
 }
 
@@ -8010,6 +8214,65 @@ func schema_pkg_apis_kubevirt_v1_VolumeSource(ref common.ReferenceCallback) comm
 		},
 		Dependencies: []string{
 			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_VolumeStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VolumeStatus is the state of one of the instance's volumes. KubeVirt reports every volume here; Hangar reports the hotplugged ones.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the volume's.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the disk's name in the domain (sda, sdb, ...) once attached.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is where the volume is on its way into the guest.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is a brief CamelCase explanation of the phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says more of the phase, for people.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"hotplugVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HotplugVolume names the attachment pod that brings a hotplugged claim to the node.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeStatus"),
+						},
+					},
+				},
+				Required: []string{"name", "target"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeStatus"},
 	}
 }
 

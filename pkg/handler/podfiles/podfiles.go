@@ -54,6 +54,8 @@ const (
 	RegularFile Kind = iota
 	// BlockDevice: a block claim's device.
 	BlockDevice
+	// Disk: either, as a claim's volumeMode makes it.
+	Disk
 )
 
 // Open opens path, relative to the root of process pid, which must be a process of pod podUID,
@@ -117,6 +119,7 @@ func (o Opener) check(st *unix.Stat_t, kind Kind) error {
 	switch format := st.Mode & unix.S_IFMT; {
 	case kind == RegularFile && format == unix.S_IFREG:
 	case kind == BlockDevice && format == unix.S_IFBLK:
+	case kind == Disk && (format == unix.S_IFREG || format == unix.S_IFBLK):
 	default:
 		return fmt.Errorf("not a %s (mode %#o)", kind, format)
 	}
@@ -137,8 +140,55 @@ func (o Opener) check(st *unix.Stat_t, kind Kind) error {
 }
 
 func (k Kind) String() string {
-	if k == BlockDevice {
+	switch k {
+	case BlockDevice:
 		return "block device"
+	case Disk:
+		return "regular file or block device"
 	}
 	return "regular file"
+}
+
+// Processes are the processes of pod podUID, by the cgroups /proc lists for every process
+// of the handler's (the host's) PID namespace, lowest PID first.
+func (o Opener) Processes(podUID types.UID) ([]int, error) {
+	proc := o.Proc
+	if proc == "" {
+		proc = "/proc"
+	}
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cgroups, err := os.ReadFile(fmt.Sprintf("%s/%d/cgroup", proc, pid))
+		if err == nil && podsockets.InPodCgroup(cgroups, podUID) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// OpenInPod opens path (relative to a container's root) in whichever process of pod podUID
+// has it: a pod's processes have their containers' roots (the pause container's has no
+// volume). The last refusal says why none did.
+func (o Opener) OpenInPod(podUID types.UID, path string, kind Kind) (*os.File, error) {
+	pids, err := o.Processes(podUID)
+	if err != nil {
+		return nil, err
+	}
+	lastErr := fmt.Errorf("%w: no process of pod %s", ErrRefused, podUID)
+	for _, pid := range pids {
+		f, err := o.Open(pid, podUID, path, kind)
+		if err == nil {
+			return f, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
 }

@@ -27,6 +27,9 @@ type Storage struct {
 	GuestOSInfo, UserList, FileSystemList *GuestAgentREST
 	// PortForward forwards a connection to a port of the guest (ForVMs gives the VMs' own).
 	PortForward *PortForwardREST
+	// Volumes are addvolume and removevolume; nil serves neither (set by the server, which
+	// holds the admission chain their writes run).
+	Volumes *Volumes
 }
 
 // REST serves virtualmachineinstances.
@@ -98,7 +101,7 @@ func (s *Storage) Serving() serving.Resource {
 	// KubeVirt's softreboot takes no body; the kubevirt.io one takes a dry run as pause does.
 	softReboot := serving.Action("softreboot", "v1SoftReboot", c.SoftReboot, v1.SoftRebootOptions{}, "ask the guest to reboot (ACPI)")
 	softReboot.Subresources.Options = nil
-	return serving.Resource{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Storage: s.VirtualMachineInstance, Subresources: []serving.Subresource{
+	r := serving.Resource{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Storage: s.VirtualMachineInstance, Subresources: []serving.Subresource{
 		{Name: "status", KubeVirt: s.Status},
 		serving.Action("pause", "v1Pause", c.Pause, v1.PauseOptions{}, "pause a running instance"),
 		serving.Action("unpause", "v1Unpause", c.Unpause, v1.UnpauseOptions{}, "unpause a paused instance"),
@@ -119,4 +122,10 @@ func (s *Storage) Serving() serving.Resource {
 			Operation: "v1Filesystemlist", Stream: s.FileSystemList, Returns: v1.VirtualMachineInstanceFileSystemList{}}},
 		{Name: "portforward", Subresources: &serving.Route{Doc: PortForwardDoc, Stream: s.PortForward, Websocket: true, Below: PortForwardPaths("vmi")}},
 	}}
+	if v := s.Volumes; v != nil {
+		r.Subresources = append(r.Subresources,
+			serving.Action("addvolume", "v1vmi-addvolume", v.Add, v1.AddVolumeOptions{}, "hotplug a claim or DataVolume into the running guest"),
+			serving.Action("removevolume", "v1vmi-removevolume", v.Remove, v1.RemoveVolumeOptions{}, "take a hotplugged volume out of the running guest"))
+	}
+	return r
 }

@@ -51,9 +51,22 @@ func (vmiStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 
 func (vmiStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
 
-func (vmiStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+func (vmiStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	if hotplugging(ctx) {
+		return validation.ValidateVirtualMachineInstanceHotplugUpdate(obj.(*kubevirt.VirtualMachineInstance), old.(*kubevirt.VirtualMachineInstance))
+	}
 	return validation.ValidateVirtualMachineInstanceUpdate(obj.(*kubevirt.VirtualMachineInstance), old.(*kubevirt.VirtualMachineInstance))
 }
+
+// hotplugKey marks the context of an update made by the addvolume and removevolume actions,
+// the only writes that may change an instance's volumes.
+type hotplugKey struct{}
+
+func withHotplug(ctx context.Context) context.Context {
+	return context.WithValue(ctx, hotplugKey{}, true)
+}
+
+func hotplugging(ctx context.Context) bool { v, _ := ctx.Value(hotplugKey{}).(bool); return v }
 
 func (vmiStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil

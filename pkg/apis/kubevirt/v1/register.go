@@ -52,7 +52,7 @@ func ActionOptionTypes() []runtime.Object {
 	return []runtime.Object{
 		&StartOptions{}, &StopOptions{}, &RestartOptions{},
 		&PauseOptions{}, &UnpauseOptions{}, &SoftRebootOptions{},
-		&MigrateOptions{},
+		&MigrateOptions{}, &AddVolumeOptions{}, &RemoveVolumeOptions{},
 	}
 }
 

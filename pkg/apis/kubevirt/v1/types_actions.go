@@ -107,3 +107,45 @@ type MigrateOptions struct {
 	// +optional
 	AddedNodeSelector map[string]string `json:"addedNodeSelector,omitempty" protobuf:"bytes,2,rep,name=addedNodeSelector"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// AddVolumeOptions are the body of the addvolume action of a VirtualMachine or an instance:
+// the volume to hotplug and its disk.
+type AddVolumeOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// Name is the new volume's (and its disk's).
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Disk is how the guest sees it: a disk on the scsi bus.
+	Disk *Disk `json:"disk" protobuf:"bytes,2,opt,name=disk"`
+	// VolumeSource is the claim or DataVolume to hotplug.
+	VolumeSource *HotplugVolumeSource `json:"volumeSource" protobuf:"bytes,3,opt,name=volumeSource"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,4,rep,name=dryRun"`
+}
+
+// HotplugVolumeSource is what may be hotplugged: a claim or a DataVolume.
+type HotplugVolumeSource struct {
+	// PersistentVolumeClaim names a claim of the instance's namespace.
+	// +optional
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty" protobuf:"bytes,1,opt,name=persistentVolumeClaim"`
+	// DataVolume names a DataVolume of the instance's namespace (where CDI is served).
+	// +optional
+	DataVolume *DataVolumeSource `json:"dataVolume,omitempty" protobuf:"bytes,2,opt,name=dataVolume"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// RemoveVolumeOptions are the body of the removevolume action: the hotplugged volume to take
+// out of the guest.
+type RemoveVolumeOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// Name is the volume's.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// DryRun, when All, checks the request without changing anything.
+	// +optional
+	// +listType=atomic
+	DryRun []string `json:"dryRun,omitempty" protobuf:"bytes,2,rep,name=dryRun"`
+}

@@ -655,7 +655,57 @@ type VirtualMachineInstanceStatus struct {
 	// FSFreezeStatus is "frozen" while a freeze of the guest's filesystems is in effect.
 	// +optional
 	FSFreezeStatus string `json:"fsFreezeStatus,omitempty" protobuf:"bytes,13,opt,name=fsFreezeStatus"`
+	// VolumeStatus is the state of the instance's hotplugged volumes.
+	// +optional
+	// +listType=atomic
+	VolumeStatus []VolumeStatus `json:"volumeStatus,omitempty" protobuf:"bytes,14,rep,name=volumeStatus"`
 }
+
+// VolumeStatus is the state of one of the instance's volumes. KubeVirt reports every volume
+// here; Hangar reports the hotplugged ones.
+type VolumeStatus struct {
+	// Name is the volume's.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Target is the disk's name in the domain (sda, sdb, ...) once attached.
+	Target string `json:"target" protobuf:"bytes,2,opt,name=target"`
+	// Phase is where the volume is on its way into the guest.
+	// +optional
+	Phase VolumePhase `json:"phase,omitempty" protobuf:"bytes,3,opt,name=phase,casttype=VolumePhase"`
+	// Reason is a brief CamelCase explanation of the phase.
+	// +optional
+	Reason string `json:"reason,omitempty" protobuf:"bytes,4,opt,name=reason"`
+	// Message says more of the phase, for people.
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,5,opt,name=message"`
+	// HotplugVolume names the attachment pod that brings a hotplugged claim to the node.
+	// +optional
+	HotplugVolume *HotplugVolumeStatus `json:"hotplugVolume,omitempty" protobuf:"bytes,6,opt,name=hotplugVolume"`
+}
+
+// HotplugVolumeStatus names the attachment pod of a hotplugged volume.
+type HotplugVolumeStatus struct {
+	// AttachPodName is the attachment pod's name.
+	// +optional
+	AttachPodName string `json:"attachPodName,omitempty" protobuf:"bytes,1,opt,name=attachPodName"`
+	// AttachPodUID is the attachment pod's UID.
+	// +optional
+	AttachPodUID types.UID `json:"attachPodUID,omitempty" protobuf:"bytes,2,opt,name=attachPodUID,casttype=k8s.io/apimachinery/pkg/types.UID"`
+}
+
+// VolumePhase is where a volume is on its way into the guest, as KubeVirt names it.
+type VolumePhase string
+
+// The phases of a hotplugged volume.
+const (
+	// VolumePending: the volume waits for its attachment pod.
+	VolumePending VolumePhase = "Pending"
+	// HotplugVolumeAttachedToNode: the attachment pod runs on the instance's node with the claim.
+	HotplugVolumeAttachedToNode VolumePhase = "AttachedToNode"
+	// VolumeReady: the guest has the disk.
+	VolumeReady VolumePhase = "Ready"
+	// HotplugVolumeDetaching: the volume is leaving the guest.
+	HotplugVolumeDetaching VolumePhase = "Detaching"
+)
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.
 type VirtualMachineInstanceCondition struct {

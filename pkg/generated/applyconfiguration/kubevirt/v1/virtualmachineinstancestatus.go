@@ -40,6 +40,7 @@ type VirtualMachineInstanceStatusApplyConfiguration struct {
 	MigrationMethod           *kubevirtv1.VirtualMachineInstanceMigrationMethod                  `json:"migrationMethod,omitempty"`
 	EvacuationNodeName        *string                                                            `json:"evacuationNodeName,omitempty"`
 	FSFreezeStatus            *string                                                            `json:"fsFreezeStatus,omitempty"`
+	VolumeStatus              []VolumeStatusApplyConfiguration                                   `json:"volumeStatus,omitempty"`
 }
 
 // VirtualMachineInstanceStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineInstanceStatus type for use with
@@ -170,5 +171,18 @@ func (b *VirtualMachineInstanceStatusApplyConfiguration) WithEvacuationNodeName(
 // If called multiple times, the FSFreezeStatus field is set to the value of the last call.
 func (b *VirtualMachineInstanceStatusApplyConfiguration) WithFSFreezeStatus(value string) *VirtualMachineInstanceStatusApplyConfiguration {
 	b.FSFreezeStatus = &value
+	return b
+}
+
+// WithVolumeStatus adds the given value to the VolumeStatus field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the VolumeStatus field.
+func (b *VirtualMachineInstanceStatusApplyConfiguration) WithVolumeStatus(values ...*VolumeStatusApplyConfiguration) *VirtualMachineInstanceStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithVolumeStatus")
+		}
+		b.VolumeStatus = append(b.VolumeStatus, *values[i])
+	}
 	return b
 }

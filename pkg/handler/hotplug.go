@@ -1,0 +1,147 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/handler/podfiles"
+	"github.com/hangarvm/hangar/pkg/launcher/api"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
+)
+
+// Hotplug on the node (docs/hotplug.md): for each hotplugged volume whose attachment pod runs
+// on this node (AttachedToNode, virt-controller's word), the handler opens the claim's file
+// through that pod's process (package podfiles), hands the descriptor to the launcher on its
+// handover socket, and syncs the launcher with the instance's spec; the launcher attaches
+// what the spec names and detaches what it dropped, and its state says which are in the
+// guest. The status then says Ready (with the disk's target), and a dropped volume's entry
+// goes once the guest no longer has it, which lets virt-controller delete its pod.
+
+// hotplugPath is the claim's file in the attachment pod, relative to its container's root.
+var hotplugPath = strings.TrimPrefix(launcherpod.HotplugMountPath+"/"+launcherpod.HotplugImage, "/")
+
+// handoverTimeout bounds one handover: the launcher answers at once.
+const handoverTimeout = 10 * time.Second
+
+// hotplugSpec is what of the spec the launcher follows while the guest runs: the hotplugged
+// volumes, as a comparable string.
+func hotplugSpec(vmi *v1.VirtualMachineInstance) string {
+	var names []string
+	for _, v := range vmi.Spec.Volumes {
+		if (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable) || (v.DataVolume != nil && v.DataVolume.Hotpluggable) {
+			names = append(names, v.Name)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// syncHotplug hands over the descriptors of the volumes whose attachment pods run, and syncs
+// the launcher when that or the spec's hotplugged volumes changed since its last sync.
+func (c *Controller) syncHotplug(ctx context.Context, vmi *v1.VirtualMachineInstance, l *launcher) error {
+	if c.cfg.Files == nil {
+		return nil
+	}
+	inSpec := map[string]bool{}
+	for _, name := range strings.Split(hotplugSpec(vmi), ",") {
+		inSpec[name] = true
+	}
+	handed := false
+	for _, s := range vmi.Status.VolumeStatus {
+		if s.Phase != v1.HotplugVolumeAttachedToNode || s.HotplugVolume == nil || s.HotplugVolume.AttachPodUID == "" || !inSpec[s.Name] {
+			continue
+		}
+		l.mu.Lock()
+		done := l.handedOver[s.Name] == s.HotplugVolume.AttachPodUID
+		l.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := c.handOver(l, s.Name, s.HotplugVolume.AttachPodUID); err != nil {
+			return fmt.Errorf("volume %s: %w", s.Name, err)
+		}
+		handed = true
+	}
+	spec := hotplugSpec(vmi)
+	l.mu.Lock()
+	changed := handed || l.hotplugSynced != spec
+	l.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	state, err := l.client.Sync(ctx, api.SyncRequest{VMI: vmi})
+	if err == nil {
+		err = checkState(state, vmi.UID)
+	}
+	if err != nil {
+		return fmt.Errorf("launcher sync of hotplugged volumes: %w", err)
+	}
+	l.setState(state)
+	l.mu.Lock()
+	l.hotplugSynced = spec
+	l.mu.Unlock()
+	return nil
+}
+
+// handOver opens the claim's file in the attachment pod podUID and hands it to the launcher.
+func (c *Controller) handOver(l *launcher, volume string, podUID types.UID) error {
+	f, err := c.cfg.Files.OpenInPod(podUID, hotplugPath, podfiles.Disk)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	conn, err := l.dir.Dial(api.HandoverSocket)
+	if err != nil {
+		return fmt.Errorf("launcher: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(handoverTimeout)); err != nil {
+		return err
+	}
+	if err := api.HandOver(conn.UnixConn, api.Handover{Volume: volume, Writable: true}, f); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.handedOver == nil {
+		l.handedOver = map[string]types.UID{}
+	}
+	l.handedOver[volume] = podUID
+	l.mu.Unlock()
+	klog.InfoS("handed a hotplugged volume to the launcher", "vmi", l.key, "volume", volume, "attachmentPod", podUID)
+	return nil
+}
+
+// targetName is what a launcher may call a hotplugged disk: a SCSI disk's name.
+var targetName = regexp.MustCompile(`^sd[a-z]{1,3}$`)
+
+// volumeStatuses are the instance's volume statuses given the launcher's hotplugged volumes:
+// those in the guest Ready with their target, and a dropped one (Detaching) gone once the
+// guest no longer has it. Only volumes the status lists count: the launcher adds none.
+func volumeStatuses(statuses []v1.VolumeStatus, hotplugged []api.HotpluggedVolume) []v1.VolumeStatus {
+	inGuest := map[string]string{}
+	for _, h := range hotplugged {
+		if targetName.MatchString(h.Target) {
+			inGuest[h.Name] = h.Target
+		}
+	}
+	var out []v1.VolumeStatus
+	for _, s := range statuses {
+		target, attached := inGuest[s.Name]
+		switch {
+		case s.Phase == v1.HotplugVolumeDetaching && !attached:
+			continue
+		case s.Phase == v1.HotplugVolumeAttachedToNode && attached:
+			s.Phase, s.Target, s.Reason, s.Message = v1.VolumeReady, target, "", ""
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package virtualmachineinstance
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/apis/kubevirt/validation"
+	"github.com/hangarvm/hangar/pkg/registry/action"
+	"github.com/hangarvm/hangar/pkg/registry/cdi"
+)
+
+// Volumes serves virtualmachineinstances/addvolume and removevolume (docs/hotplug.md): they
+// add a hotplugged volume and its disk to a running instance's spec, or take one out, as an
+// update of the instance that runs virt-api's admission chain; virt-controller and the node
+// agent bring the claim to the guest. Nothing else may change an instance's volumes.
+type Volumes struct {
+	vmis      *REST
+	admission *action.Admission
+	cdi       cdi.Served // nil: no cluster, no DataVolumes
+	// claimExists says whether a claim exists; nil: no cluster, nothing checked.
+	claimExists func(ctx context.Context, namespace, name string) (bool, error)
+}
+
+// NewVolumes returns the hotplug actions of vmis, whose writes run admission; claimExists
+// (nil without a cluster) refuses a claim that does not exist at once, rather than leaving the
+// volume Pending.
+func NewVolumes(vmis *REST, admission *action.Admission, served cdi.Served, claimExists func(ctx context.Context, namespace, name string) (bool, error)) *Volumes {
+	return &Volumes{vmis: vmis, admission: admission, cdi: served, claimExists: claimExists}
+}
+
+var vmiTarget = action.Target{Resource: v1.SchemeGroupVersion.WithResource("virtualmachineinstances"),
+	Kind: v1.SchemeGroupVersion.WithKind("VirtualMachineInstance")}
+
+// Add serves virtualmachineinstances/addvolume.
+func (v *Volumes) Add(ctx context.Context, name string, body action.Body) error {
+	opts := v1.AddVolumeOptions{}
+	if err := body.Decode(&opts); err != nil {
+		return err
+	}
+	volume, disk, err := v.hotplugged(ctx, name, &opts)
+	if err != nil {
+		return err
+	}
+	return v.update(ctx, name, opts.DryRun, func(vmi *kubevirt.VirtualMachineInstance) error {
+		if err := running(vmi); err != nil {
+			return err
+		}
+		for _, existing := range vmi.Spec.Volumes {
+			if existing.Name == volume.Name {
+				return invalid(name, field.Duplicate(field.NewPath("name"), volume.Name))
+			}
+			if claim := claimOf(&existing); claim != "" && claim == claimOf(volume) {
+				return invalid(name, field.Invalid(field.NewPath("volumeSource"), claim,
+					fmt.Sprintf("the instance has this claim already, as volume %s", existing.Name)))
+			}
+		}
+		for _, existing := range vmi.Spec.Domain.Devices.Disks {
+			if existing.Name == volume.Name {
+				return invalid(name, field.Duplicate(field.NewPath("name"), volume.Name))
+			}
+		}
+		vmi.Spec.Volumes = append(vmi.Spec.Volumes, *volume)
+		vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, *disk)
+		return nil
+	})
+}
+
+// Remove serves virtualmachineinstances/removevolume: only a hotplugged volume may go.
+func (v *Volumes) Remove(ctx context.Context, name string, body action.Body) error {
+	opts := v1.RemoveVolumeOptions{}
+	if err := body.Decode(&opts); err != nil {
+		return err
+	}
+	if opts.Name == "" {
+		return invalid(name, field.Required(field.NewPath("name"), "the volume to remove"))
+	}
+	return v.update(ctx, name, opts.DryRun, func(vmi *kubevirt.VirtualMachineInstance) error {
+		if err := running(vmi); err != nil {
+			return err
+		}
+		for i := range vmi.Spec.Volumes {
+			if vol := &vmi.Spec.Volumes[i]; vol.Name == opts.Name {
+				if !validation.Hotplugged(vol) {
+					return invalid(name, field.Invalid(field.NewPath("name"), opts.Name, "only a hotplugged volume can be removed from a running instance"))
+				}
+				vmi.Spec.Volumes = append(vmi.Spec.Volumes[:i], vmi.Spec.Volumes[i+1:]...)
+				for j, d := range vmi.Spec.Domain.Devices.Disks {
+					if d.Name == opts.Name {
+						vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks[:j], vmi.Spec.Domain.Devices.Disks[j+1:]...)
+						break
+					}
+				}
+				return nil
+			}
+		}
+		return invalid(name, field.NotFound(field.NewPath("name"), opts.Name))
+	})
+}
+
+// hotplugged checks opts and makes the volume and disk it asks for: a claim or DataVolume
+// marked hotpluggable, on a SCSI disk whose serial defaults to the volume's name.
+func (v *Volumes) hotplugged(ctx context.Context, name string, opts *v1.AddVolumeOptions) (*kubevirt.Volume, *kubevirt.Disk, error) {
+	var errs field.ErrorList
+	if msgs := utilvalidation.IsDNS1123Label(opts.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("name"), opts.Name, msgs[0]))
+	}
+	source := field.NewPath("volumeSource")
+	src := opts.VolumeSource
+	switch {
+	case src == nil || (src.PersistentVolumeClaim == nil && src.DataVolume == nil):
+		errs = append(errs, field.Required(source, "a persistentVolumeClaim or a dataVolume"))
+	case src.PersistentVolumeClaim != nil && src.DataVolume != nil:
+		errs = append(errs, field.Invalid(source, "persistentVolumeClaim, dataVolume", "one of persistentVolumeClaim and dataVolume"))
+	case src.PersistentVolumeClaim != nil && src.PersistentVolumeClaim.ClaimName == "":
+		errs = append(errs, field.Required(source.Child("persistentVolumeClaim", "claimName"), ""))
+	case src.DataVolume != nil && src.DataVolume.Name == "":
+		errs = append(errs, field.Required(source.Child("dataVolume", "name"), ""))
+	}
+	diskPath := field.NewPath("disk")
+	switch d := opts.Disk; {
+	case d == nil:
+		errs = append(errs, field.Required(diskPath, "a disk on the scsi bus"))
+	case d.CDRom != nil:
+		errs = append(errs, field.Invalid(diskPath.Child("cdrom"), "cdrom", "a CD-ROM cannot be hotplugged"))
+	case d.Disk != nil && d.Disk.Bus != "" && d.Disk.Bus != v1.DiskBusSCSI:
+		errs = append(errs, field.NotSupported(diskPath.Child("disk", "bus"), d.Disk.Bus, []string{string(v1.DiskBusSCSI)}))
+	}
+	if len(errs) > 0 {
+		return nil, nil, apierrors.NewInvalid(kubevirt.Kind("VirtualMachineInstance"), name, errs)
+	}
+	in := v1.Volume{Name: opts.Name}
+	if src.PersistentVolumeClaim != nil && v.claimExists != nil {
+		ns, _ := genericapirequest.NamespaceFrom(ctx)
+		exists, err := v.claimExists(ctx, ns, src.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			return nil, nil, apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, src.PersistentVolumeClaim.ClaimName, err))
+		}
+		if !exists {
+			return nil, nil, invalid(name, field.NotFound(source.Child("persistentVolumeClaim", "claimName"), src.PersistentVolumeClaim.ClaimName))
+		}
+	}
+	if src.PersistentVolumeClaim != nil {
+		pvc := *src.PersistentVolumeClaim
+		pvc.Hotpluggable = true
+		in.PersistentVolumeClaim = &pvc
+	} else {
+		if err := cdi.RequireServed(ctx, v.cdi, kubevirt.Kind("VirtualMachineInstance"), name, source.Child("dataVolume", "name"), src.DataVolume.Name); err != nil {
+			return nil, nil, err
+		}
+		dv := *src.DataVolume
+		dv.Hotpluggable = true
+		in.DataVolume = &dv
+	}
+	d := opts.Disk.DeepCopy()
+	d.Name = opts.Name
+	if d.Disk == nil {
+		d.Disk = &v1.DiskTarget{}
+	}
+	d.Disk.Bus = v1.DiskBusSCSI
+	if d.Serial == "" {
+		d.Serial = opts.Name // as KubeVirt's virtctl sets it: the guest finds the disk by it
+	}
+	volume, disk := &kubevirt.Volume{}, &kubevirt.Disk{}
+	if err := v1.Convert_v1_Volume_To_kubevirt_Volume(&in, volume, nil); err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	if err := v1.Convert_v1_Disk_To_kubevirt_Disk(d, disk, nil); err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	return volume, disk, nil
+}
+
+// update changes the instance's spec by change, decided on the freshest instance inside the
+// store's compare-and-swap, through admission as the update it is.
+func (v *Volumes) update(ctx context.Context, name string, dryRun []string, change func(*kubevirt.VirtualMachineInstance) error) error {
+	options := &metav1.UpdateOptions{}
+	if action.IsDryRun(dryRun) {
+		options.DryRun = []string{metav1.DryRunAll}
+	}
+	target := vmiTarget
+	target.Name = name
+	updated, validate := v.admission.Update(ctx, target, options, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		vmi := old.(*kubevirt.VirtualMachineInstance).DeepCopy()
+		if err := change(vmi); err != nil {
+			return nil, err
+		}
+		return vmi, nil
+	})
+	_, _, err := v.vmis.Update(withHotplug(ctx), name, updated, rest.ValidateAllObjectFunc, validate, false, options)
+	return err
+}
+
+// running refuses an instance that is not running: volumes are hotplugged into a guest.
+func running(vmi *kubevirt.VirtualMachineInstance) error {
+	if vmi.Status.Phase != kubevirt.Running {
+		return conflict(vmi.Name, "the instance is not running (phase %q): volumes are hotplugged into a running guest", vmi.Status.Phase)
+	}
+	return nil
+}
+
+// claimOf is the claim a volume reads: a claim's, or a DataVolume's (which has its name).
+func claimOf(v *kubevirt.Volume) string {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName
+	case v.DataVolume != nil:
+		return v.DataVolume.Name
+	}
+	return ""
+}
+
+func invalid(name string, errs ...*field.Error) error {
+	return apierrors.NewInvalid(kubevirt.Kind("VirtualMachineInstance"), name, errs)
+}

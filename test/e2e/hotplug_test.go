@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/launcherpod"
+	"github.com/hangarvm/hangar/test/integration/framework"
+)
+
+// hotplugSize is the hotplugged claim's size: 64 MiB, 131072 sectors in the guest.
+const hotplugSize = 64 << 20
+
+// TestHotplugVolume hot-plugs a claim of the cluster's default class (local-path) into a
+// running guest with virtctl addvolume (docs/hotplug.md): an attachment pod brings the claim
+// to the node (the namespace enforces Pod Security restricted, so it meets it), virt-handler
+// hands the file to the launcher, the volume turns Ready, and the guest sees a SCSI disk of
+// the claim's size and writes to it, the bytes landing in the claim's disk image. Bad input
+// gets 422s with field paths. removevolume takes the disk out of the guest, and the
+// attachment pod goes.
+func TestHotplugVolume(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-hotplug")
+	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "hot"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(hotplugSize, resource.BinarySI)}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	vmi, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "guest"}, Spec: guestSpec()}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { deleteVMIAndWait(t, ns, "guest", vmi.UID) })
+	console := attach(t, ns, "guest", "console")
+	waitVMI(t, ns, "guest", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	console.waitFor(t, banner, 120*time.Second)
+	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; echo loaded-$((6*7))", "loaded-42")
+
+	t.Run("bad input: 422 with field paths", func(t *testing.T) {
+		for _, tc := range []struct{ args, want []string }{
+			{[]string{"addvolume", "guest", "--volume-name=nothing-such", "-n", ns}, []string{"is not a DataVolume or PersistentVolumeClaim"}},
+			{[]string{"removevolume", "guest", "--volume-name=nothing-such", "-n", ns}, []string{"name: Not found"}},
+		} {
+			out, err := virtctl(t, tc.args...)
+			require.Error(t, err, out)
+			for _, w := range tc.want {
+				assert.Contains(t, out, w)
+			}
+		}
+	})
+
+	out, err := virtctl(t, "addvolume", "guest", "--volume-name=hot", "-n", ns)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Successfully submitted add volume request to VM guest for volume hot")
+	out, err = virtctl(t, "addvolume", "guest", "--volume-name=hot", "-n", ns)
+	require.Error(t, err, "twice")
+	assert.Contains(t, out, "name: Duplicate value")
+
+	vmi = waitVMI(t, ns, "guest", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return len(v.Status.VolumeStatus) == 1 && v.Status.VolumeStatus[0].Phase == v1.VolumeReady
+	})
+	status := vmi.Status.VolumeStatus[0]
+	assert.Equal(t, "sda", status.Target)
+	require.NotNil(t, status.HotplugVolume)
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, status.HotplugVolume.AttachPodName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, launcherpod.HotplugAppLabelValue, pod.Labels[v1.AppLabel])
+	assert.Equal(t, vmi.Status.NodeName, pod.Spec.NodeName, "on the guest's node")
+	migratable := vmiCondition(vmi, v1.VirtualMachineInstanceIsMigratable)
+	require.NotNil(t, migratable)
+	assert.Equal(t, corev1.ConditionFalse, migratable.Status)
+
+	marker := "HANGAR-HOTPLUG-" + utilrand.String(8)
+	console.typeUntil(t, "echo hot-size-$(cat /sys/block/sda/size)", fmt.Sprintf("hot-size-%d", hotplugSize/512))
+	console.typeUntil(t, "printf %s "+marker+" | dd of=/dev/sda bs=1M seek=1 conv=fsync 2>/dev/null && sync && echo wrote-$((6*7))", "wrote-42")
+	image := claimImage(t, ns, "hot", pod.Spec.NodeName)
+	require.Eventually(t, func() bool { return readAt(t, image, 1<<20, len(marker)) == marker },
+		10*time.Second, 200*time.Millisecond, "the guest's marker in the claim's image %s", image)
+
+	out, err = virtctl(t, "removevolume", "guest", "--volume-name=hot", "-n", ns)
+	require.NoError(t, err, out)
+	waitVMI(t, ns, "guest", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return len(v.Status.VolumeStatus) == 0 })
+	console.typeUntil(t, "for i in $(seq 30); do [ -e /sys/block/sda ] || break; sleep 1; done; echo sda-$([ -e /sys/block/sda ] && echo present || echo gone)", "sda-gone")
+	require.Eventually(t, func() bool {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, time.Second, "the attachment pod goes")
+}
+
+// claimImage is the disk image of a bound file system claim of local-path on node, as the
+// host sees it: the local cluster's node keeps local-path's directory in
+// _cluster/nodes/<node>/local-path.
+func claimImage(t *testing.T, ns, claim, node string) string {
+	t.Helper()
+	c, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{})
+	require.NoError(t, err)
+	pv, err := kube.CoreV1().PersistentVolumes().Get(context.Background(), c.Spec.VolumeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	var dir string
+	switch {
+	case pv.Spec.HostPath != nil:
+		dir = pv.Spec.HostPath.Path
+	case pv.Spec.Local != nil:
+		dir = pv.Spec.Local.Path
+	default:
+		t.Fatalf("claim %s: PV %s is neither hostPath nor local", claim, pv.Name)
+	}
+	image := filepath.Join(framework.RepoRoot(), "_cluster", "nodes", node, "local-path", filepath.Base(dir), launcherpod.HotplugImage)
+	_, err = os.Stat(image)
+	require.NoError(t, err)
+	return image
+}
