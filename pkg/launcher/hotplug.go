@@ -37,20 +37,7 @@ func (l *Launcher) HandoverSocketPath() string {
 
 // serveHandovers takes handovers until ctx ends, one per connection.
 func (l *Launcher) serveHandovers(ctx context.Context, ln net.Listener) {
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				klog.ErrorS(err, "handover socket")
-			}
-			return
-		}
-		go l.takeHandover(c.(*net.UnixConn))
-	}
+	acceptEach(ctx, ln, "handover socket", func(c net.Conn) { l.takeHandover(c.(*net.UnixConn)) })
 }
 
 // takeHandover keeps the descriptor of one handover until a sync attaches it; a later

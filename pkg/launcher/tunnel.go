@@ -37,6 +37,12 @@ func (l *Launcher) MigrationSocketPath() string {
 
 // serveTunnel accepts the handler's connections on the migration socket until ctx ends.
 func (l *Launcher) serveTunnel(ctx context.Context, ln net.Listener) {
+	acceptEach(ctx, ln, "migration socket", l.tunnelConn)
+}
+
+// acceptEach serves each connection to ln on a goroutine of its own until ctx ends; what
+// names the socket in the log.
+func acceptEach(ctx context.Context, ln net.Listener, what string, serve func(net.Conn)) {
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -45,11 +51,11 @@ func (l *Launcher) serveTunnel(ctx context.Context, ln net.Listener) {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				klog.ErrorS(err, "migration socket")
+				klog.ErrorS(err, what)
 			}
 			return
 		}
-		go l.tunnelConn(c)
+		go serve(c)
 	}
 }
 

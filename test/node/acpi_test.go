@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -211,20 +210,7 @@ func TestLauncherSoftRebootRebootsGuestInPlace(t *testing.T) {
 // systemd-logind when the launcher presses the power button on SIGTERM, long before its
 // grace period ends.
 func TestContainerDiskHonoursPowerButton(t *testing.T) {
-	env := testEnv(t)
-	image := filepath.Join(env.root, "_output", "guest", "containerdisk-rootfs")
-	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
-		t.Fatalf("no containerDisk: hack/test-node.sh builds it (hack/guest/build-containerdisk.sh): %v", err)
-	}
-	diskRoot := launcherDir(t)
-	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
-	vmi := kernelBootVMI("debian-acpi", func(v *v1.VirtualMachineInstance) {
-		v.Spec.Domain.Firmware.KernelBoot.KernelArgs = "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check"
-		v.Spec.Domain.Resources.Requests["memory"] = resource.MustParse("256Mi")
-		v.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
-		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{
-			ContainerDisk: &v1.ContainerDiskSource{Image: "hangar.local/debian:test"}}}}
-		v.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
+	vmi, diskRoot := debianGuestVMI(t, "debian-acpi", func(v *v1.VirtualMachineInstance) {
 		v.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 	})
 	r := startLauncher(t, vmi, "--container-disk-root", diskRoot)

@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/handler/podsockets"
@@ -27,20 +25,7 @@ import (
 // reach by a path. The guest sees a new SCSI disk of the file's size, writes to it, and the
 // bytes land in the file; removed from the spec, the disk leaves the guest.
 func TestHotplugDiskIntoRunningGuest(t *testing.T) {
-	env := testEnv(t)
-	image := filepath.Join(env.root, "_output", "guest", "containerdisk-rootfs")
-	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
-		t.Fatalf("no containerDisk: hack/test-node.sh builds it (hack/guest/build-containerdisk.sh): %v", err)
-	}
-	diskRoot := launcherDir(t)
-	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
-	vmi := kernelBootVMI("hotplug", func(v *v1.VirtualMachineInstance) {
-		v.Spec.Domain.Firmware.KernelBoot.KernelArgs = "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check"
-		v.Spec.Domain.Resources.Requests["memory"] = resource.MustParse("256Mi")
-		v.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
-		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "hangar.local/debian:test"}}}}
-		v.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
-	})
+	vmi, diskRoot := debianGuestVMI(t, "hotplug")
 	r := startLauncher(t, vmi, "--container-disk-root", diskRoot)
 	r.sync()
 	r.waitConsoleLog("HANGAR-GUEST-READY", 240*time.Second)
@@ -74,7 +59,7 @@ func TestHotplugDiskIntoRunningGuest(t *testing.T) {
 		"echo hotplug-sectors=$(cat /sys/block/$(basename $(readlink -f $d))/size); " +
 		"printf hangar-hotplugged | dd of=$d bs=1M seek=1 conv=fsync 2>/dev/null && echo hotplug-wr''itten\n"
 	deadline := time.Now().Add(120 * time.Second)
-	for !r.consoleLogHas("hotplug-written") {
+	for !strings.Contains(r.consoleLog(), "hotplug-written") {
 		require.True(t, time.Now().Before(deadline), "the guest did not write to the hotplugged disk")
 		_, _ = console.Write([]byte(script)) // the getty may flush what came before it
 		time.Sleep(5 * time.Second)
@@ -92,10 +77,4 @@ func TestHotplugDiskIntoRunningGuest(t *testing.T) {
 	_, _ = console.Write([]byte("for i in $(seq 30); do [ -e /sys/block/sda ] || break; sleep 1; done; " +
 		"echo hotplug-sda-$([ -e /sys/block/sda ] && echo present || echo gone)\n"))
 	r.waitConsoleLog("hotplug-sda-gone", 60*time.Second)
-}
-
-// consoleLogHas says whether the guest printed text since it started.
-func (r *launcherRun) consoleLogHas(text string) bool {
-	b, _ := os.ReadFile(filepath.Join(r.runDir, "console.log"))
-	return strings.Contains(string(b), text)
 }

@@ -208,3 +208,26 @@ func TestLauncherReportsQEMUCrash(t *testing.T) {
 	assert.Equal(t, "QEMUCrashed", s.Reason)
 	r.waitExit(20 * time.Second)
 }
+
+// debianGuestVMI is hack/guest's Debian containerDisk, kernel-booted into its root partition
+// with 256 MiB and no display, then mutate; diskRoot is the launcher's containerDisk root
+// (--container-disk-root) that holds its image, as a pod would mount it.
+func debianGuestVMI(t *testing.T, name string, mutate ...func(*v1.VirtualMachineInstance)) (vmi *v1.VirtualMachineInstance, diskRoot string) {
+	t.Helper()
+	env := testEnv(t)
+	image := filepath.Join(env.root, "_output", "guest", "containerdisk-rootfs")
+	if _, err := os.Stat(filepath.Join(image, "disk", "debian.qcow2")); err != nil {
+		t.Fatalf("no containerDisk: hack/test-node.sh builds it (hack/guest/build-containerdisk.sh): %v", err)
+	}
+	diskRoot = launcherDir(t)
+	require.NoError(t, os.Symlink(image, filepath.Join(diskRoot, "root")))
+	vmi = kernelBootVMI(name, append([]func(*v1.VirtualMachineInstance){func(v *v1.VirtualMachineInstance) {
+		v.Spec.Domain.Firmware.KernelBoot.KernelArgs = "root=LABEL=hangar-root rw console=ttyS0 quiet no_timer_check"
+		v.Spec.Domain.Resources.Requests["memory"] = resource.MustParse("256Mi")
+		v.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}}
+		v.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{
+			ContainerDisk: &v1.ContainerDiskSource{Image: "hangar.local/debian:test"}}}}
+		v.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
+	}}, mutate...)...)
+	return vmi, diskRoot
+}
