@@ -149,7 +149,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	vmis.Volumes = virtualmachineinstance.NewVolumes(vmis.VirtualMachineInstance, actionAdmission, cdiServed, hotplugClaims)
 	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, Decoder: Codecs.UniversalDecoder(), VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,
-		Authorizer: authz, Admission: actionAdmission}
+		Authorizer: authz, Admission: actionAdmission, InstanceVolumes: vmis.Volumes}
 	if c.ExtraConfig.LauncherPods != nil {
 		vmDeps.Starts = c.ExtraConfig.LauncherPods
 	}

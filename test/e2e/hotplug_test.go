@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
@@ -126,4 +127,71 @@ func claimImage(t *testing.T, ns, claim, node string) string {
 	_, err = os.Stat(image)
 	require.NoError(t, err)
 	return image
+}
+
+// TestHotplugVolumePersist: virtctl addvolume --persist hot-plugs a claim into a VM's running
+// instance and keeps it in the VM's template, so that after a restart the new instance has it
+// from its start (its launcher pod mounts the claim; no attachment pod); removevolume
+// --persist takes it out of both.
+func TestHotplugVolumePersist(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-hotplug-persist")
+	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "kept"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(hotplugSize, resource.BinarySI)}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	spec := guestSpec()
+	_, err = hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "vm"},
+		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), "vm", metav1.DeleteOptions{})
+	})
+	first := waitVMI(t, ns, "vm", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+
+	out, err := virtctl(t, "addvolume", "vm", "--volume-name=kept", "--persist", "-n", ns)
+	require.NoError(t, err, out)
+	vm, err := hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "vm", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, vm.Spec.Template.Spec.Volumes, 1)
+	assert.True(t, vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.Hotpluggable, "in the template")
+	waitVMI(t, ns, "vm", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return v.UID == first.UID && len(v.Status.VolumeStatus) == 1 && v.Status.VolumeStatus[0].Phase == v1.VolumeReady
+	})
+
+	out, err = virtctl(t, "restart", "vm", "-n", ns)
+	require.NoError(t, err, out)
+	second := waitVMI(t, ns, "vm", 180*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return v.UID != first.UID && v.Status.Phase == v1.Running
+	})
+	assert.Empty(t, second.Status.VolumeStatus, "an ordinary disk of the new instance, no attachment pod")
+	pods := launcherPods(t, ns, second.UID)
+	require.Len(t, pods, 1)
+	claims := map[string]bool{}
+	for _, v := range pods[0].Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims[v.PersistentVolumeClaim.ClaimName] = true
+		}
+	}
+	assert.True(t, claims["kept"], "the launcher pod mounts the claim")
+	console := attach(t, ns, "vm", "console")
+	console.waitFor(t, banner, 120*time.Second)
+	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; sleep 2; echo kept-size-$(cat /sys/block/sda/size)",
+		fmt.Sprintf("kept-size-%d", hotplugSize/512))
+
+	// A volume the instance started with is no hotplugged one to take out of a running guest
+	// (409); the template's goes.
+	out, err = virtctl(t, "removevolume", "vm", "--volume-name=kept", "-n", ns)
+	require.Error(t, err, out)
+	assert.Contains(t, out, "the instance started with volume kept")
+	out, err = virtctl(t, "removevolume", "vm", "--volume-name=kept", "--persist", "-n", ns)
+	require.NoError(t, err, out)
+	vm, err = hangar.KubevirtV1().VirtualMachines(ns).Get(ctx, "vm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, vm.Spec.Template.Spec.Volumes)
 }

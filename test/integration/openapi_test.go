@@ -334,6 +334,7 @@ func TestOpenAPIDocumentsActionsAndStreams(t *testing.T) {
 		{"virtualmachineinstances", "pause", "v1.PauseOptions"}, {"virtualmachineinstances", "unpause", "v1.UnpauseOptions"},
 		{"virtualmachineinstances", "softreboot", "v1.SoftRebootOptions"},
 		{"virtualmachineinstances", "addvolume", "v1.AddVolumeOptions"}, {"virtualmachineinstances", "removevolume", "v1.RemoveVolumeOptions"},
+		{"virtualmachines", "addvolume", "v1.AddVolumeOptions"}, {"virtualmachines", "removevolume", "v1.RemoveVolumeOptions"},
 	}
 	subresourcesOnly := []action{
 		{"virtualmachineinstances", "freeze", "v1.FreezeUnfreezeTimeout"}, {"virtualmachineinstances", "unfreeze", ""},

@@ -13,6 +13,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/registry/action"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
 // The start, stop and restart actions never talk to a node: they change the VM's run
@@ -42,6 +43,8 @@ type Actions struct {
 	migrations rest.Creater
 	// admission runs the admission chain on every write an action makes.
 	admission *action.Admission
+	// instanceVolumes hotplugs into the VM's running instance (volumes.go); nil: no hotplug.
+	instanceVolumes *virtualmachineinstance.Volumes
 }
 
 // What the actions write, as the requests of their own would name it.

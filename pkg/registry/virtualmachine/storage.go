@@ -59,6 +59,9 @@ type Dependencies struct {
 	VolumeSources VolumeSourceGetter
 	// Admission runs the server's admission chain on the actions' writes; nil standalone.
 	Admission *action.Admission
+	// InstanceVolumes hotplug volumes into instances: addvolume and removevolume of a running
+	// VM's instance (volumes.go); nil serves neither.
+	InstanceVolumes *virtualmachineinstance.Volumes
 	// Instancetypes reads the instance types and preferences VMs name.
 	Instancetypes *Instancetypes
 	// Decoder decodes a VM sent to expand-vm-spec to the internal version, defaulted.
@@ -122,7 +125,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		VirtualMachine: vms,
 		Status:         status,
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
-			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission},
+			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission, instanceVolumes: deps.InstanceVolumes},
 		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
 		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder, infer: vms.inferMatchers},
 	}, nil
@@ -130,7 +133,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 
 // Serving lists what virtualmachines serve in both groups.
 func (s *Storage) Serving() serving.Resource {
-	return serving.Resource{Name: "virtualmachines", Kind: "VirtualMachine", Storage: s.VirtualMachine, Subresources: []serving.Subresource{
+	r := serving.Resource{Name: "virtualmachines", Kind: "VirtualMachine", Storage: s.VirtualMachine, Subresources: []serving.Subresource{
 		{Name: "status", KubeVirt: s.Status},
 		serving.Action("start", "v1Start", s.Actions.Start, v1.StartOptions{}, "start a VirtualMachine"),
 		serving.Action("stop", "v1Stop", s.Actions.Stop, v1.StopOptions{}, "stop a VirtualMachine"),
@@ -141,6 +144,12 @@ func (s *Storage) Serving() serving.Resource {
 			Operation: "v1vm-ExpandSpec", Stream: s.ExpandSpec, Returns: v1.VirtualMachine{}}},
 		{Name: "portforward", Subresources: s.portForward()},
 	}}
+	if s.Actions.instanceVolumes != nil {
+		r.Subresources = append(r.Subresources,
+			serving.Action("addvolume", "v1vm-addvolume", s.Actions.AddVolume, v1.AddVolumeOptions{}, "add a volume to the VirtualMachine's template, and hotplug it into its running instance"),
+			serving.Action("removevolume", "v1vm-removevolume", s.Actions.RemoveVolume, v1.RemoveVolumeOptions{}, "remove a hotplugged volume from the VirtualMachine's template and its running instance"))
+	}
+	return r
 }
 
 // portForward is the portforward route, with the instances' paths and documentation.

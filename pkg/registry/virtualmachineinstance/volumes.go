@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -47,7 +48,7 @@ func (v *Volumes) Add(ctx context.Context, name string, body action.Body) error 
 	if err := body.Decode(&opts); err != nil {
 		return err
 	}
-	volume, disk, err := v.hotplugged(ctx, name, &opts)
+	volume, disk, err := v.Prepare(ctx, kubevirt.Kind("VirtualMachineInstance"), name, &opts)
 	if err != nil {
 		return err
 	}
@@ -93,6 +94,9 @@ func (v *Volumes) Remove(ctx context.Context, name string, body action.Body) err
 				if !validation.Hotplugged(vol) {
 					return invalid(name, field.Invalid(field.NewPath("name"), opts.Name, "only a hotplugged volume can be removed from a running instance"))
 				}
+				if !LiveHotplugged(vmi, opts.Name) {
+					return conflict(name, "the instance started with volume %s (its launcher pod has the claim): it leaves when the instance restarts", opts.Name)
+				}
 				vmi.Spec.Volumes = append(vmi.Spec.Volumes[:i], vmi.Spec.Volumes[i+1:]...)
 				for j, d := range vmi.Spec.Domain.Devices.Disks {
 					if d.Name == opts.Name {
@@ -107,9 +111,10 @@ func (v *Volumes) Remove(ctx context.Context, name string, body action.Body) err
 	})
 }
 
-// hotplugged checks opts and makes the volume and disk it asks for: a claim or DataVolume
-// marked hotpluggable, on a SCSI disk whose serial defaults to the volume's name.
-func (v *Volumes) hotplugged(ctx context.Context, name string, opts *v1.AddVolumeOptions) (*kubevirt.Volume, *kubevirt.Disk, error) {
+// Prepare checks opts, sent to the addvolume of the object kind/name (an instance, or a VM for
+// its template), and makes the volume and disk it asks for: a claim or DataVolume marked
+// hotpluggable, on a SCSI disk whose serial defaults to the volume's name.
+func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name string, opts *v1.AddVolumeOptions) (*kubevirt.Volume, *kubevirt.Disk, error) {
 	var errs field.ErrorList
 	if msgs := utilvalidation.IsDNS1123Label(opts.Name); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(field.NewPath("name"), opts.Name, msgs[0]))
@@ -136,7 +141,7 @@ func (v *Volumes) hotplugged(ctx context.Context, name string, opts *v1.AddVolum
 		errs = append(errs, field.NotSupported(diskPath.Child("disk", "bus"), d.Disk.Bus, []string{string(v1.DiskBusSCSI)}))
 	}
 	if len(errs) > 0 {
-		return nil, nil, apierrors.NewInvalid(kubevirt.Kind("VirtualMachineInstance"), name, errs)
+		return nil, nil, apierrors.NewInvalid(kind, name, errs)
 	}
 	in := v1.Volume{Name: opts.Name}
 	if src.PersistentVolumeClaim != nil && v.claimExists != nil {
@@ -146,7 +151,7 @@ func (v *Volumes) hotplugged(ctx context.Context, name string, opts *v1.AddVolum
 			return nil, nil, apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, src.PersistentVolumeClaim.ClaimName, err))
 		}
 		if !exists {
-			return nil, nil, invalid(name, field.NotFound(source.Child("persistentVolumeClaim", "claimName"), src.PersistentVolumeClaim.ClaimName))
+			return nil, nil, apierrors.NewInvalid(kind, name, field.ErrorList{field.NotFound(source.Child("persistentVolumeClaim", "claimName"), src.PersistentVolumeClaim.ClaimName)})
 		}
 	}
 	if src.PersistentVolumeClaim != nil {
@@ -154,7 +159,7 @@ func (v *Volumes) hotplugged(ctx context.Context, name string, opts *v1.AddVolum
 		pvc.Hotpluggable = true
 		in.PersistentVolumeClaim = &pvc
 	} else {
-		if err := cdi.RequireServed(ctx, v.cdi, kubevirt.Kind("VirtualMachineInstance"), name, source.Child("dataVolume", "name"), src.DataVolume.Name); err != nil {
+		if err := cdi.RequireServed(ctx, v.cdi, kind, name, source.Child("dataVolume", "name"), src.DataVolume.Name); err != nil {
 			return nil, nil, err
 		}
 		dv := *src.DataVolume
@@ -221,4 +226,15 @@ func claimOf(v *kubevirt.Volume) string {
 
 func invalid(name string, errs ...*field.Error) error {
 	return apierrors.NewInvalid(kubevirt.Kind("VirtualMachineInstance"), name, errs)
+}
+
+// LiveHotplugged says whether volume came into the running instance by hotplug (an attachment
+// pod brings it: the status lists it), rather than with the instance's start.
+func LiveHotplugged(vmi *kubevirt.VirtualMachineInstance, volume string) bool {
+	for _, s := range vmi.Status.VolumeStatus {
+		if s.Name == volume && s.HotplugVolume != nil {
+			return true
+		}
+	}
+	return false
 }
