@@ -36,7 +36,7 @@ const handoverTimeout = 10 * time.Second
 func hotplugSpec(vmi *v1.VirtualMachineInstance) string {
 	var names []string
 	for _, v := range vmi.Spec.Volumes {
-		if (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable) || (v.DataVolume != nil && v.DataVolume.Hotpluggable) {
+		if v.Hotplugged() {
 			names = append(names, v.Name)
 		}
 	}

@@ -72,9 +72,7 @@ func hotplugVolumes(vmi *v1.VirtualMachineInstance) map[string]v1.Disk {
 	}
 	out := map[string]v1.Disk{}
 	for _, v := range vmi.Spec.Volumes {
-		hot := (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable) ||
-			(v.DataVolume != nil && v.DataVolume.Hotpluggable)
-		if d, ok := disks[v.Name]; hot && ok {
+		if d, ok := disks[v.Name]; v.Hotplugged() && ok {
 			out[v.Name] = d
 		}
 	}

@@ -84,7 +84,7 @@ func (c *Controller) hotplug(ctx context.Context, vmi *v1.VirtualMachineInstance
 	wanted := map[string]bool{}
 	for _, vol := range vmi.Spec.Volumes {
 		claim := vol.ClaimSource()
-		if claim == nil || !hotplugged(&vol) || inPod[claim.ClaimName] {
+		if claim == nil || !vol.Hotplugged() || inPod[claim.ClaimName] {
 			continue
 		}
 		wanted[vol.Name] = true
@@ -162,9 +162,4 @@ func (c *Controller) createAttachmentPod(ctx context.Context, vmi *v1.VirtualMac
 	}
 	c.recorder.Eventf(vmi, corev1.EventTypeNormal, SuccessfulCreatePodReason, "Created attachment pod %s for volume %s", created.Name, volume)
 	return created, nil
-}
-
-func hotplugged(v *v1.Volume) bool {
-	return (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable) ||
-		(v.DataVolume != nil && v.DataVolume.Hotpluggable)
 }

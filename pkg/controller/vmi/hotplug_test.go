@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
@@ -128,5 +127,4 @@ func TestHotplugAttachmentPods(t *testing.T) {
 		assert.Empty(t, pods.Items)
 		assert.Empty(t, f.vmi("vm1").Status.VolumeStatus)
 	})
-	_ = ptr.To(0)
 }

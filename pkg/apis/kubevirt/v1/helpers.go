@@ -105,3 +105,10 @@ func (s *VolumeSource) ClaimSource() *corev1.PersistentVolumeClaimVolumeSource {
 	}
 	return nil
 }
+
+// Hotplugged says whether the source is a claim or DataVolume marked hotpluggable: one that
+// may come into and leave a running guest (docs/hotplug.md).
+func (s *VolumeSource) Hotplugged() bool {
+	return (s.PersistentVolumeClaim != nil && s.PersistentVolumeClaim.Hotpluggable) ||
+		(s.DataVolume != nil && s.DataVolume.Hotpluggable)
+}
