@@ -10,6 +10,7 @@
 // `hangar-copy -hold [FILE SIZE]` is an attachment pod's one process (docs/hotplug.md): it
 // makes FILE, a sparse disk image of SIZE bytes, on the pod's file system claim if there is
 // none yet (as the launcher does for its cold-plugged claims), then waits until the pod ends.
+// A memory dump's pod makes an empty FILE (SIZE 0), which the dump fills.
 //
 // A PATH the image does not have is skipped with a note, not an error: the launcher then says
 // what is missing in the instance's status, naming the image and the path (a containerDisk
@@ -178,8 +179,8 @@ func hold(args []string) error {
 	case 0:
 	case 2:
 		size, err := strconv.ParseInt(args[1], 10, 64)
-		if err != nil || size <= 0 {
-			return fmt.Errorf("-hold %s: the size is not a positive number of bytes", args[1])
+		if err != nil || size < 0 {
+			return fmt.Errorf("-hold %s: the size is not a number of bytes", args[1])
 		}
 		if err := createImage(args[0], size); err != nil {
 			return err

@@ -85,5 +85,5 @@ func TestCreateImage(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, "the guest's data", string(data))
-	assert.ErrorContains(t, hold([]string{path, "-1"}), "not a positive number")
+	assert.ErrorContains(t, hold([]string{path, "-1"}), "not a number of bytes")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -65,7 +66,7 @@ func (c *Controller) syncHotplug(ctx context.Context, vmi *v1.VirtualMachineInst
 		if done {
 			continue
 		}
-		if err := c.handOver(l, s.Name, s.HotplugVolume.AttachPodUID); err != nil {
+		if err := c.handOver(l, s, s.HotplugVolume.AttachPodUID); err != nil {
 			return fmt.Errorf("volume %s: %w", s.Name, err)
 		}
 		handed = true
@@ -91,9 +92,19 @@ func (c *Controller) syncHotplug(ctx context.Context, vmi *v1.VirtualMachineInst
 	return nil
 }
 
-// handOver opens the claim's file in the attachment pod podUID and hands it to the launcher.
-func (c *Controller) handOver(l *launcher, volume string, podUID types.UID) error {
-	f, err := c.cfg.Files.OpenInPod(podUID, hotplugPath, podfiles.Disk)
+// handOver opens the claim's file in the attachment pod podUID (a disk image or device, or a
+// memory dump's file, which virt-controller named) and hands it to the launcher.
+func (c *Controller) handOver(l *launcher, s v1.VolumeStatus, podUID types.UID) error {
+	volume := s.Name
+	h, path, kind := api.Handover{Volume: volume, Writable: true}, hotplugPath, podfiles.Disk
+	if md := s.MemoryDumpVolume; md != nil {
+		if !api.MemoryDumpFile.MatchString(md.TargetFileName) {
+			return fmt.Errorf("%q is no memory dump file name", md.TargetFileName)
+		}
+		h.MemoryDump, kind = md.TargetFileName, podfiles.RegularFile
+		path = strings.TrimPrefix(launcherpod.HotplugMountPath+"/"+md.TargetFileName, "/")
+	}
+	f, err := c.cfg.Files.OpenInPod(podUID, path, kind)
 	if err != nil {
 		return err
 	}
@@ -106,7 +117,7 @@ func (c *Controller) handOver(l *launcher, volume string, podUID types.UID) erro
 	if err := conn.SetDeadline(time.Now().Add(handoverTimeout)); err != nil {
 		return err
 	}
-	if err := api.HandOver(conn.UnixConn, api.Handover{Volume: volume, Writable: true}, f); err != nil {
+	if err := api.HandOver(conn.UnixConn, h, f); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -122,19 +133,38 @@ func (c *Controller) handOver(l *launcher, volume string, podUID types.UID) erro
 // targetName is what a launcher may call a hotplugged disk: a SCSI disk's name.
 var targetName = regexp.MustCompile(`^sd[a-z]{1,3}$`)
 
-// volumeStatuses are the instance's volume statuses given the launcher's hotplugged volumes:
-// those in the guest Ready with their target, and a dropped one (Detaching) gone once the
-// guest no longer has it. Only volumes the status lists count: the launcher adds none.
-func volumeStatuses(statuses []v1.VolumeStatus, hotplugged []api.HotpluggedVolume) []v1.VolumeStatus {
+// volumeStatuses are the instance's volume statuses given the launcher's hotplugged volumes
+// and memory dumps: those in the guest Ready with their target, and a dropped one
+// (Detaching) gone once the guest no longer has it; a memory dump in progress, then
+// completed or failed, once the launcher reports the dump of the file virt-controller named.
+// Only volumes the status lists count: the launcher adds none.
+func volumeStatuses(statuses []v1.VolumeStatus, hotplugged []api.HotpluggedVolume, dumps []api.MemoryDump, now metav1.Time) []v1.VolumeStatus {
 	inGuest := map[string]string{}
 	for _, h := range hotplugged {
 		if targetName.MatchString(h.Target) {
 			inGuest[h.Name] = h.Target
 		}
 	}
+	dumped := map[string]api.MemoryDump{}
+	for _, d := range dumps {
+		dumped[d.Volume] = d
+	}
 	var out []v1.VolumeStatus
 	for _, s := range statuses {
 		target, attached := inGuest[s.Name]
+		if md := s.MemoryDumpVolume; md != nil {
+			d, ok := dumped[s.Name]
+			ours := ok && d.FileName == md.TargetFileName
+			if s.Phase == v1.HotplugVolumeDetaching {
+				if !ours || d.Done {
+					continue // removed, and no dump of it under way
+				}
+			} else if ours {
+				s = memoryDumpStatus(s, d, now)
+			}
+			out = append(out, s)
+			continue
+		}
 		switch {
 		case s.Phase == v1.HotplugVolumeDetaching && !attached:
 			continue
@@ -144,4 +174,28 @@ func volumeStatuses(statuses []v1.VolumeStatus, hotplugged []api.HotpluggedVolum
 		out = append(out, s)
 	}
 	return out
+}
+
+// memoryDumpStatus is the status of memory dump volume s given what the launcher says of its
+// dump d: in progress (from now), completed or failed (ended now). An ended dump stays so.
+func memoryDumpStatus(s v1.VolumeStatus, d api.MemoryDump, now metav1.Time) v1.VolumeStatus {
+	if s.Phase == v1.MemoryDumpVolumeCompleted || s.Phase == v1.MemoryDumpVolumeFailed {
+		return s
+	}
+	md := s.MemoryDumpVolume.DeepCopy()
+	if md.StartTimestamp == nil {
+		md.StartTimestamp = &now
+	}
+	s.MemoryDumpVolume, s.Reason = md, ""
+	switch {
+	case !d.Done:
+		s.Phase, s.Message = v1.MemoryDumpVolumeInProgress, "the guest's memory is being written to the claim"
+	case d.Failed:
+		md.EndTimestamp = &now
+		s.Phase, s.Message = v1.MemoryDumpVolumeFailed, "memory dump failed: "+cleanMessage(d.Message)
+	default:
+		md.EndTimestamp = &now
+		s.Phase, s.Message = v1.MemoryDumpVolumeCompleted, "the memory dump is on the claim"
+	}
+	return s
 }

@@ -57,7 +57,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, st api.State, now metav1.Time) v
 		if st.FSFrozen {
 			s.FSFreezeStatus = v1.FSFrozen
 		}
-		s.VolumeStatus = volumeStatuses(s.VolumeStatus, st.Hotplugged)
+		s.VolumeStatus = volumeStatuses(s.VolumeStatus, st.Hotplugged, st.MemoryDumps, now)
 		// Ready is virt-controller's while the guest runs (Running and the launcher pod's
 		// readiness, as KubeVirt's): a second writer with another opinion, such as Ready as
 		// soon as the guest runs while the kubelet has yet to report the pod ready, makes

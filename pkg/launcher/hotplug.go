@@ -51,6 +51,12 @@ func (l *Launcher) takeHandover(c *net.UnixConn) {
 		_, _ = c.Write([]byte(err.Error()))
 		return
 	}
+	if h.MemoryDump != "" {
+		l.takeMemoryDump(h.Volume, h.MemoryDump, f)
+		klog.InfoS("took a memory dump's handover", "volume", h.Volume, "file", h.MemoryDump)
+		_, _ = c.Write([]byte{api.HandoverOK})
+		return
+	}
 	l.mu.Lock()
 	if old := l.handedOver[h.Volume]; old != nil {
 		old.Close()

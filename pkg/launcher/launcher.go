@@ -108,6 +108,8 @@ type Launcher struct {
 	hotplugged map[string]*hotplugged
 	// coldHotpluggable are hotpluggable volumes the domain started with (the pod had them).
 	coldHotpluggable map[string]bool
+	// dumps are the memory dumps handed over, by volume (memorydump.go).
+	dumps map[string]*memoryDump
 }
 
 const keptEvents = 64
@@ -260,6 +262,7 @@ func (l *Launcher) Sync(ctx context.Context, req api.SyncRequest) (api.State, er
 		// A running guest follows the spec's hotplugged volumes; nothing else of a running
 		// instance's spec changes.
 		err := l.syncHotplug(vmi)
+		l.syncMemoryDumps(vmi)
 		return l.State(), err
 	}
 	seeded := l.seedQEMUCapabilities(req.QEMUCapabilities, vmi)
@@ -278,6 +281,7 @@ func (l *Launcher) Sync(ctx context.Context, req api.SyncRequest) (api.State, er
 	}
 	seeded.report()
 	err := l.syncHotplug(vmi)
+	l.syncMemoryDumps(vmi)
 	return l.State(), err
 }
 

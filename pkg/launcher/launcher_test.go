@@ -44,6 +44,7 @@ type fakeHypervisor struct {
 	mig        fakeMigration
 	devices    []string // the XML of AttachDevice calls
 	detached   []string // the XML of DetachDevice calls
+	dumps      []string // the paths of MemoryDump calls
 }
 
 func newFake() *fakeHypervisor {
@@ -142,6 +143,12 @@ func (f *fakeHypervisor) DetachDevice(_, xml string) error {
 	f.detached = append(f.detached, xml)
 	f.mu.Unlock()
 	return f.call("DetachDevice")
+}
+func (f *fakeHypervisor) MemoryDump(_, path string) error {
+	f.mu.Lock()
+	f.dumps = append(f.dumps, path)
+	f.mu.Unlock()
+	return f.call("MemoryDump")
 }
 func (f *fakeHypervisor) Destroy(string) error  { return f.call("Destroy") }
 func (f *fakeHypervisor) Undefine(string) error { return f.call("Undefine") }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -97,4 +98,25 @@ func AttachmentPod(vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, volume,
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
 		},
 	}
+}
+
+// MemoryDumpPod is the attachment pod of a memory dump volume: as a hotplugged file system
+// claim's, but its process creates the empty dump file (file, in the claim's root) that
+// virt-handler opens for the launcher.
+func MemoryDumpPod(vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, volume, claim, file, image string) *corev1.Pod {
+	pod := AttachmentPod(vmi, launcher, volume, claim, corev1.PersistentVolumeFilesystem, 0, image)
+	pod.Spec.Containers[0].Command = []string{CopyHelperImagePath, "-hold", HotplugMountPath + "/" + file, "0"}
+	return pod
+}
+
+// MemoryDumpFileOf is the dump file a memory dump's attachment pod creates; "" for other pods.
+func MemoryDumpFileOf(pod *corev1.Pod) string {
+	if len(pod.Spec.Containers) == 0 {
+		return ""
+	}
+	cmd := pod.Spec.Containers[0].Command
+	if len(cmd) != 4 || cmd[1] != "-hold" || cmd[3] != "0" {
+		return ""
+	}
+	return strings.TrimPrefix(cmd[2], HotplugMountPath+"/")
 }

@@ -132,7 +132,7 @@ func newCommand(c *cliContext) *cobra.Command {
 	root.AddCommand(
 		newStartCommand(c), newStopCommand(c), newRestartCommand(c),
 		newPauseCommand(c, "pause"), newPauseCommand(c, "unpause"), newSoftRebootCommand(c), newResetCommand(c),
-		newAddVolumeCommand(c), newRemoveVolumeCommand(c),
+		newAddVolumeCommand(c), newRemoveVolumeCommand(c), newMemoryDumpCommand(c),
 		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
 		newPortForwardCommand(c), newSSHCommand(c), newSCPCommand(c),

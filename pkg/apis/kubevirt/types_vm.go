@@ -214,7 +214,33 @@ type VirtualMachineStatus struct {
 	SnapshotInProgress *string
 	// RestoreInProgress names the VirtualMachineRestore being restored to the VM.
 	RestoreInProgress *string
+	// MemoryDumpRequest is the VM's memory dump request and how far it got.
+	MemoryDumpRequest *VirtualMachineMemoryDumpRequest
 }
+
+// VirtualMachineMemoryDumpRequest is a request to dump the guest's memory to a claim: the
+// memorydump action's body, and its progress in the VM's status.
+type VirtualMachineMemoryDumpRequest struct {
+	ClaimName      string
+	Phase          MemoryDumpPhase
+	Remove         bool
+	StartTimestamp *metav1.Time
+	EndTimestamp   *metav1.Time
+	FileName       *string
+	Message        string
+}
+
+// MemoryDumpPhase is how far a memory dump request got.
+type MemoryDumpPhase string
+
+const (
+	MemoryDumpAssociating  MemoryDumpPhase = "Associating"
+	MemoryDumpInProgress   MemoryDumpPhase = "InProgress"
+	MemoryDumpUnmounting   MemoryDumpPhase = "Unmounting"
+	MemoryDumpCompleted    MemoryDumpPhase = "Completed"
+	MemoryDumpFailed       MemoryDumpPhase = "Failed"
+	MemoryDumpDissociating MemoryDumpPhase = "Dissociating"
+)
 
 // VirtualMachineConditionType names a VirtualMachine condition.
 type VirtualMachineConditionType string

@@ -351,6 +351,14 @@ type VolumeSource struct {
 	EmptyDisk *EmptyDiskSource
 	// DataVolume attaches the claim of a DataVolume (cdi.kubevirt.io), which has its name.
 	DataVolume *DataVolumeSource
+	// MemoryDump is the claim a memory dump of the guest goes to; only the VM's memorydump
+	// action adds one (docs/hotplug.md).
+	MemoryDump *MemoryDumpVolumeSource
+}
+
+// MemoryDumpVolumeSource is the claim of a memory dump, always hotpluggable.
+type MemoryDumpVolumeSource struct {
+	PersistentVolumeClaimVolumeSource
 }
 
 // DataVolumeSource names a DataVolume in the instance's namespace.
@@ -517,6 +525,16 @@ type VolumeStatus struct {
 	Message string
 	// HotplugVolume names the attachment pod that brings a hotplugged claim to the node.
 	HotplugVolume *HotplugVolumeStatus
+	// MemoryDumpVolume is the state of a memory dump to the volume.
+	MemoryDumpVolume *DomainMemoryDumpInfo
+}
+
+// DomainMemoryDumpInfo is a memory dump of the guest to a claim.
+type DomainMemoryDumpInfo struct {
+	StartTimestamp *metav1.Time
+	EndTimestamp   *metav1.Time
+	ClaimName      string
+	TargetFileName string
 }
 
 // HotplugVolumeStatus names the attachment pod of a hotplugged volume.
@@ -534,6 +552,9 @@ const (
 	HotplugVolumeAttachedToNode VolumePhase = "AttachedToNode"
 	VolumeReady                 VolumePhase = "Ready"
 	HotplugVolumeDetaching      VolumePhase = "Detaching"
+	MemoryDumpVolumeInProgress  VolumePhase = "MemoryDumpInProgress"
+	MemoryDumpVolumeCompleted   VolumePhase = "MemoryDumpCompleted"
+	MemoryDumpVolumeFailed      VolumePhase = "MemoryDumpFailed"
 )
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.

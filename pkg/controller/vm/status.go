@@ -68,6 +68,7 @@ func nextStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pending
 		}
 	}
 	syncConditions(&s, vmi, syncErr, metav1.NewTime(now))
+	s.MemoryDumpRequest = nextMemoryDump(s.MemoryDumpRequest, vmi)
 
 	view.Status = s
 	s.PrintableStatus = printableStatus(view, vmi, p)

@@ -59,7 +59,7 @@ func (c *Controller) EnableHotplug(pods coreinformers.PodInformer) error {
 
 // hotplug makes and deletes the instance's attachment pods and returns the volume statuses
 // that follow; launcher is its running launcher pod.
-func (c *Controller) hotplug(ctx context.Context, vmi *v1.VirtualMachineInstance, launcher *corev1.Pod) ([]v1.VolumeStatus, error) {
+func (c *Controller) hotplug(ctx context.Context, vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, now metav1.Time) ([]v1.VolumeStatus, error) {
 	pods, err := c.attachmentPods.Pods(vmi.Namespace).List(labels.SelectorFromSet(labels.Set{
 		v1.AppLabel: launcherpod.HotplugAppLabelValue, v1.CreatedByLabel: string(vmi.UID)}))
 	if err != nil {
@@ -83,6 +83,13 @@ func (c *Controller) hotplug(ctx context.Context, vmi *v1.VirtualMachineInstance
 	var errs []error
 	wanted := map[string]bool{}
 	for _, vol := range vmi.Spec.Volumes {
+		if vol.MemoryDump != nil {
+			wanted[vol.Name] = true
+			s, err := c.memoryDump(ctx, vmi, launcher, vol, byVolume[vol.Name], previous[vol.Name], now)
+			errs = append(errs, err)
+			statuses = append(statuses, s)
+			continue
+		}
 		claim := vol.ClaimSource()
 		if claim == nil || !vol.Hotplugged() || inPod[claim.ClaimName] {
 			continue
@@ -109,10 +116,7 @@ func (c *Controller) hotplug(ctx context.Context, vmi *v1.VirtualMachineInstance
 		if _, listed := previous[volume]; wanted[volume] || listed || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &pod.UID}}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete attachment pod %s/%s: %w", pod.Namespace, pod.Name, err))
-		}
+		errs = append(errs, c.deleteAttachmentPod(ctx, pod))
 	}
 	slices.SortFunc(statuses, func(a, b v1.VolumeStatus) int { return strings.Compare(a.Name, b.Name) })
 	return statuses, errors.Join(errs...)
@@ -138,7 +142,63 @@ func volumeStatus(volume string, pod *corev1.Pod, previous v1.VolumeStatus) v1.V
 	return s
 }
 
+// memoryDump makes the attachment pod of a memory dump volume, which creates the dump file
+// the status names (the memorydump action named it), and deletes it once the node agent
+// reports the dump ended: the claim is free again. A pod of an earlier dump goes first.
+func (c *Controller) memoryDump(ctx context.Context, vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, vol v1.Volume,
+	pod *corev1.Pod, previous v1.VolumeStatus, now metav1.Time) (v1.VolumeStatus, error) {
+	md := previous.MemoryDumpVolume.DeepCopy()
+	if md == nil || md.TargetFileName == "" {
+		md = &v1.DomainMemoryDumpInfo{ClaimName: vol.MemoryDump.ClaimName,
+			TargetFileName: v1.MemoryDumpFileName(vmi.Name, vol.MemoryDump.ClaimName, now.Time)}
+	}
+	if previous.Phase == v1.MemoryDumpVolumeCompleted || previous.Phase == v1.MemoryDumpVolumeFailed {
+		s := *previous.DeepCopy()
+		if pod == nil {
+			s.HotplugVolume = nil // unmounted: the claim is free
+			return s, nil
+		}
+		return s, c.deleteAttachmentPod(ctx, pod)
+	}
+	if pod != nil && launcherpod.MemoryDumpFileOf(pod) != md.TargetFileName {
+		s := v1.VolumeStatus{Name: vol.Name, Phase: v1.VolumePending, Reason: ReasonAttachmentPodPending,
+			Message: "waiting for the attachment pod of the last dump to go", MemoryDumpVolume: md}
+		return s, c.deleteAttachmentPod(ctx, pod)
+	}
+	var err error
+	if pod == nil {
+		pod, err = c.createVolumePod(ctx, vmi, vol.Name, func() (*corev1.Pod, error) {
+			return launcherpod.MemoryDumpPod(vmi, launcher, vol.Name, vol.MemoryDump.ClaimName, md.TargetFileName, c.config.Get().LauncherImage), nil
+		})
+	}
+	s := volumeStatus(vol.Name, pod, previous)
+	if pod != nil && previous.HotplugVolume != nil && previous.HotplugVolume.AttachPodUID == pod.UID && previous.Phase == v1.MemoryDumpVolumeInProgress {
+		s = *previous.DeepCopy() // the node agent's word
+	}
+	s.MemoryDumpVolume = md
+	return s, err
+}
+
+func (c *Controller) deleteAttachmentPod(ctx context.Context, pod *corev1.Pod) error {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete attachment pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
 func (c *Controller) createAttachmentPod(ctx context.Context, vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, volume, claimName string) (*corev1.Pod, error) {
+	return c.createVolumePod(ctx, vmi, volume, func() (*corev1.Pod, error) {
+		return c.attachmentPod(vmi, launcher, volume, claimName)
+	})
+}
+
+// attachmentPod is the attachment pod of a hotplugged disk's claim, sized as the claim is.
+func (c *Controller) attachmentPod(vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, volume, claimName string) (*corev1.Pod, error) {
 	claim, err := c.pvcLister.PersistentVolumeClaims(vmi.Namespace).Get(claimName)
 	if err != nil {
 		return nil, fmt.Errorf("hotplugged volume %s: claim %s/%s: %w", volume, vmi.Namespace, claimName, err)
@@ -151,7 +211,15 @@ func (c *Controller) createAttachmentPod(ctx context.Context, vmi *v1.VirtualMac
 	if size.IsZero() {
 		size = claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	}
-	pod := launcherpod.AttachmentPod(vmi, launcher, volume, claimName, mode, size.Value(), c.config.Get().LauncherImage)
+	return launcherpod.AttachmentPod(vmi, launcher, volume, claimName, mode, size.Value(), c.config.Get().LauncherImage), nil
+}
+
+// createVolumePod creates the attachment pod that build makes for the instance's volume.
+func (c *Controller) createVolumePod(ctx context.Context, vmi *v1.VirtualMachineInstance, volume string, build func() (*corev1.Pod, error)) (*corev1.Pod, error) {
+	pod, err := build()
+	if err != nil {
+		return nil, err
+	}
 	created, err := c.kube.CoreV1().Pods(vmi.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil, nil // the informer brings it

@@ -128,7 +128,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status := nextStatus(vmi, pod, creationPending, nodeDown, waiting, mountFailure, now)
 	c.setMigratable(vmi, &status, now)
 	if c.attachmentPods != nil && pod != nil && status.Phase == v1.Running {
-		volumes, err := c.hotplug(ctx, vmi, pod)
+		volumes, err := c.hotplug(ctx, vmi, pod, now)
 		status.VolumeStatus = volumes
 		syncErr = errors.Join(syncErr, err)
 		if len(volumes) > 0 {

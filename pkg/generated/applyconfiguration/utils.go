@@ -66,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.DiskDeviceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("DiskTarget"):
 		return &kubevirtv1.DiskTargetApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("DomainMemoryDumpInfo"):
+		return &kubevirtv1.DomainMemoryDumpInfoApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("DomainSpec"):
 		return &kubevirtv1.DomainSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("EFI"):
@@ -114,6 +116,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.MachineApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Memory"):
 		return &kubevirtv1.MemoryApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("MemoryDumpVolumeSource"):
+		return &kubevirtv1.MemoryDumpVolumeSourceApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("MigrationConfiguration"):
 		return &kubevirtv1.MigrationConfigurationApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Network"):
@@ -182,6 +186,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubevirtv1.VirtualMachineInstanceStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VirtualMachineInstanceTemplateSpec"):
 		return &kubevirtv1.VirtualMachineInstanceTemplateSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("VirtualMachineMemoryDumpRequest"):
+		return &kubevirtv1.VirtualMachineMemoryDumpRequestApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VirtualMachineSpec"):
 		return &kubevirtv1.VirtualMachineSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VirtualMachineStartFailure"):

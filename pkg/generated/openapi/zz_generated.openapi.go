@@ -109,6 +109,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Disk":                                                    schema_pkg_apis_kubevirt_v1_Disk(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskDevice":                                              schema_pkg_apis_kubevirt_v1_DiskDevice(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DiskTarget":                                              schema_pkg_apis_kubevirt_v1_DiskTarget(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DomainMemoryDumpInfo":                                    schema_pkg_apis_kubevirt_v1_DomainMemoryDumpInfo(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DomainSpec":                                              schema_pkg_apis_kubevirt_v1_DomainSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EFI":                                                     schema_pkg_apis_kubevirt_v1_EFI(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource":                                         schema_pkg_apis_kubevirt_v1_EmptyDiskSource(ref),
@@ -138,6 +139,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.KernelBootContainer":                                     schema_pkg_apis_kubevirt_v1_KernelBootContainer(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Machine":                                                 schema_pkg_apis_kubevirt_v1_Machine(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Memory":                                                  schema_pkg_apis_kubevirt_v1_Memory(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MemoryDumpVolumeSource":                                  schema_pkg_apis_kubevirt_v1_MemoryDumpVolumeSource(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrateOptions":                                          schema_pkg_apis_kubevirt_v1_MigrateOptions(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MigrationConfiguration":                                  schema_pkg_apis_kubevirt_v1_MigrationConfiguration(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.Network":                                                 schema_pkg_apis_kubevirt_v1_Network(ref),
@@ -192,6 +194,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceStatus":                            schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceStatus(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineInstanceTemplateSpec":                      schema_pkg_apis_kubevirt_v1_VirtualMachineInstanceTemplateSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineList":                                      schema_pkg_apis_kubevirt_v1_VirtualMachineList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineMemoryDumpRequest":                         schema_pkg_apis_kubevirt_v1_VirtualMachineMemoryDumpRequest(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineSpec":                                      schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure":                              schema_pkg_apis_kubevirt_v1_VirtualMachineStartFailure(ref),
 		"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest":                        schema_pkg_apis_kubevirt_v1_VirtualMachineStateChangeRequest(ref),
@@ -3997,6 +4000,47 @@ func schema_pkg_apis_kubevirt_v1_DiskTarget(ref common.ReferenceCallback) common
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_DomainMemoryDumpInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DomainMemoryDumpInfo is a memory dump of the guest to a claim.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"startTimestamp": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTimestamp is when the dump began.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"endTimestamp": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EndTimestamp is when it ended.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"claimName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClaimName is the claim the dump goes to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetFileName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetFileName is the dump's file in the claim's root.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_DomainSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -4972,6 +5016,42 @@ func schema_pkg_apis_kubevirt_v1_Memory(ref common.ReferenceCallback) common.Ope
 		},
 		Dependencies: []string{
 			"k8s.io/apimachinery/pkg/api/resource.Quantity"},
+	}
+}
+
+func schema_pkg_apis_kubevirt_v1_MemoryDumpVolumeSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MemoryDumpVolumeSource is the claim of a memory dump, always hotpluggable: it comes to the running guest's node for the dump and leaves it afterwards.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"claimName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "claimName is the name of a PersistentVolumeClaim in the same namespace as the pod using this volume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"readOnly": {
+						SchemaProps: spec.SchemaProps{
+							Description: "readOnly Will force the ReadOnly setting in VolumeMounts. Default false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"hotpluggable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hotpluggable marks the volume as attachable to a running guest.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"claimName"},
+			},
+		},
 	}
 }
 
@@ -7839,6 +7919,71 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineList(ref common.ReferenceCallback
 	}
 }
 
+func schema_pkg_apis_kubevirt_v1_VirtualMachineMemoryDumpRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineMemoryDumpRequest is a request to dump the guest's memory to a claim: the memorydump action's body (claimName), and its progress in the VM's status.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"claimName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClaimName is the claim the dump goes to.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is how far the request got.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"remove": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Remove asks to dissociate the claim from the VM.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"startTimestamp": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTimestamp is when the dump began.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"endTimestamp": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EndTimestamp is when it ended.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"fileName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FileName is the dump's file in the claim's root.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why a dump failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"claimName", "phase"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
 func schema_pkg_apis_kubevirt_v1_VirtualMachineSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -8110,11 +8255,17 @@ func schema_pkg_apis_kubevirt_v1_VirtualMachineStatus(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"memoryDumpRequest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MemoryDumpRequest is the VM's memory dump request and how far it got; the memorydump and removememorydump actions set it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineMemoryDumpRequest"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.InstancetypeStatusRef", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineCondition", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineMemoryDumpRequest", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStartFailure", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.VirtualMachineStateChangeRequest"},
 	}
 }
 
@@ -8163,12 +8314,18 @@ func schema_pkg_apis_kubevirt_v1_Volume(ref common.ReferenceCallback) common.Ope
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource"),
 						},
 					},
+					"memoryDump": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MemoryDump is the claim a memory dump of the guest goes to. Only the VM's memorydump action adds one, and no disk names it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MemoryDumpVolumeSource"),
+						},
+					},
 				},
 				Required: []string{"name"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MemoryDumpVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
 	}
 }
 
@@ -8209,11 +8366,17 @@ func schema_pkg_apis_kubevirt_v1_VolumeSource(ref common.ReferenceCallback) comm
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource"),
 						},
 					},
+					"memoryDump": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MemoryDump is the claim a memory dump of the guest goes to. Only the VM's memorydump action adds one, and no disk names it.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MemoryDumpVolumeSource"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.CloudInitNoCloudSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.ContainerDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DataVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.EmptyDiskSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.MemoryDumpVolumeSource", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.PersistentVolumeClaimVolumeSource"},
 	}
 }
 
@@ -8267,12 +8430,18 @@ func schema_pkg_apis_kubevirt_v1_VolumeStatus(ref common.ReferenceCallback) comm
 							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeStatus"),
 						},
 					},
+					"memoryDumpVolume": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MemoryDumpVolume is the state of a memory dump to the volume.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DomainMemoryDumpInfo"),
+						},
+					},
 				},
 				Required: []string{"name", "target"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeStatus"},
+			"github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.DomainMemoryDumpInfo", "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1.HotplugVolumeStatus"},
 	}
 }
 

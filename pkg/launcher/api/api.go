@@ -131,6 +131,8 @@ type State struct {
 	FSFrozen bool `json:"fsFrozen,omitempty"`
 	// Hotplugged are the volumes hotplugged into the running guest (docs/hotplug.md).
 	Hotplugged []HotpluggedVolume `json:"hotplugged,omitempty"`
+	// MemoryDumps are the memory dumps handed over, one per volume: the latest.
+	MemoryDumps []MemoryDump `json:"memoryDumps,omitempty"`
 	// Migration is the latest migration of the guest, out of this launcher (source) or into
 	// it (target); nil when there was none.
 	Migration *Migration `json:"migration,omitempty"`
@@ -144,6 +146,19 @@ type HotpluggedVolume struct {
 	Name string `json:"name"`
 	// Target is the disk's name in the domain (sda, sdb, ...).
 	Target string `json:"target"`
+}
+
+// MemoryDump is a dump of the guest's memory to the file handed over for a memory dump
+// volume (docs/hotplug.md).
+type MemoryDump struct {
+	// Volume is the instance's memory dump volume.
+	Volume string `json:"volume"`
+	// FileName is the dump's file, as the handover named it.
+	FileName string `json:"fileName"`
+	// Done: the dump ended; Failed: it failed, Message says why.
+	Done    bool   `json:"done,omitempty"`
+	Failed  bool   `json:"failed,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // Interface is a guest network interface.

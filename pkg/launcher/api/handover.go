@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -35,12 +36,22 @@ type Handover struct {
 	Volume string `json:"volume"`
 	// Writable: the descriptor was opened for reading and writing (a disk, a memory dump).
 	Writable bool `json:"writable,omitempty"`
+	// MemoryDump names the memory dump file the descriptor is, for a memory dump volume:
+	// the launcher writes the guest's memory to it.
+	MemoryDump string `json:"memoryDump,omitempty"`
 }
+
+// MemoryDumpFile is what a memory dump's file is called in its claim's root, as KubeVirt
+// names them: <instance>-<claim>-<YYYYMMDD-HHMMSS>.memory.dump.
+var MemoryDumpFile = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,230}-[0-9]{8}-[0-9]{6}\.memory\.dump$`)
 
 // Validate checks what a handover may name: a volume name, as the API's validation allows.
 func (h Handover) Validate() error {
 	if errs := validation.IsDNS1123Label(h.Volume); len(errs) > 0 {
 		return fmt.Errorf("handover of volume %q: %v", h.Volume, errs)
+	}
+	if h.MemoryDump != "" && !MemoryDumpFile.MatchString(h.MemoryDump) {
+		return fmt.Errorf("handover of volume %s: %q is no memory dump file name", h.Volume, h.MemoryDump)
 	}
 	return nil
 }

@@ -244,6 +244,15 @@ func (c *Conn) DetachDevice(name, xml string) error {
 	})
 }
 
+// MemoryDump is KubeVirt's: memory only, in the raw format, which is an ELF core that crash,
+// gdb and Volatility read. libvirt stops a running guest's vCPUs for the dump (it is not
+// live), as KubeVirt's does.
+func (c *Conn) MemoryDump(name, path string) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		return d.CoreDumpWithFormat(path, libvirt.DOMAIN_CORE_DUMP_FORMAT_RAW, libvirt.DUMP_MEMORY_ONLY)
+	})
+}
+
 func (c *Conn) Shutdown(name string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error {
 		return d.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN)

@@ -68,6 +68,9 @@ type Hypervisor interface {
 	// AttachDevice adds the device of xml to the running guest; DetachDevice removes it.
 	AttachDevice(name, xml string) error
 	DetachDevice(name, xml string) error
+	// MemoryDump writes the guest's memory to path as an ELF core (QEMU's dump-guest-memory),
+	// and returns when it is written.
+	MemoryDump(name, path string) error
 	// Destroy stops QEMU at once.
 	Destroy(name string) error
 	// Undefine removes a stopped domain's definition.

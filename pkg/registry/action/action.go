@@ -115,6 +115,21 @@ var optionsCodecs = func() serializer.CodecFactory {
 	return serializer.NewCodecFactory(scheme)
 }()
 
+// DecodeJSON reads a JSON or YAML body into v, a body that is no API object (KubeVirt's
+// memory dump request); unknown fields are ignored, an empty body leaves v as it is.
+func (b Body) DecodeJSON(v any) error {
+	if len(b.Data) == 0 {
+		return nil
+	}
+	if b.MediaType == runtime.ContentTypeProtobuf {
+		return apierrors.NewBadRequest("this action's body is JSON or YAML, not " + b.MediaType)
+	}
+	if err := utilyaml.Unmarshal(b.Data, v); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("cannot decode the request body: %v", err))
+	}
+	return nil
+}
+
 // Decode reads the body into opts, one of the option types of kubevirt.io/v1; an empty body
 // leaves opts as they are. JSON and YAML bodies may carry unknown fields (ignored, as
 // KubeVirt does) and need no apiVersion or kind; a protobuf body must be of opts' kind.

@@ -125,7 +125,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		VirtualMachine: vms,
 		Status:         status,
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
-			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission, instanceVolumes: deps.InstanceVolumes},
+			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission, instanceVolumes: deps.InstanceVolumes, claims: deps.Claims},
 		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
 		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder, infer: vms.inferMatchers},
 	}, nil
@@ -147,7 +147,9 @@ func (s *Storage) Serving() serving.Resource {
 	if s.Actions.instanceVolumes != nil {
 		r.Subresources = append(r.Subresources,
 			serving.Action("addvolume", "v1vm-addvolume", s.Actions.AddVolume, v1.AddVolumeOptions{}, "add a volume to the VirtualMachine's template, and hotplug it into its running instance"),
-			serving.Action("removevolume", "v1vm-removevolume", s.Actions.RemoveVolume, v1.RemoveVolumeOptions{}, "remove a hotplugged volume from the VirtualMachine's template and its running instance"))
+			serving.Action("removevolume", "v1vm-removevolume", s.Actions.RemoveVolume, v1.RemoveVolumeOptions{}, "remove a hotplugged volume from the VirtualMachine's template and its running instance"),
+			serving.Action("memorydump", "v1vm-memorydump", s.Actions.MemoryDump, v1.VirtualMachineMemoryDumpRequest{}, "dump the memory of the VirtualMachine's running guest to a claim"),
+			serving.Action("removememorydump", "v1vm-removememorydump", s.Actions.RemoveMemoryDump, nil, "dissociate the memory dump claim from the VirtualMachine"))
 	}
 	return r
 }

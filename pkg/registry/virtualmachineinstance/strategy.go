@@ -5,6 +5,7 @@ package virtualmachineinstance
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,8 +42,13 @@ func (vmiStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	vmi.Generation = 1
 }
 
-func (vmiStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*kubevirt.VirtualMachineInstance).Status = old.(*kubevirt.VirtualMachineInstance).Status
+func (vmiStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	vmi := obj.(*kubevirt.VirtualMachineInstance)
+	vmi.Status = old.(*kubevirt.VirtualMachineInstance).Status
+	if s, ok := ctx.Value(volumeStatusKey{}).(kubevirt.VolumeStatus); ok && hotplugging(ctx) {
+		vmi.Status.VolumeStatus = slices.DeleteFunc(slices.Clone(vmi.Status.VolumeStatus), func(v kubevirt.VolumeStatus) bool { return v.Name == s.Name })
+		vmi.Status.VolumeStatus = append(vmi.Status.VolumeStatus, s)
+	}
 }
 
 func (vmiStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -67,6 +73,14 @@ func withHotplug(ctx context.Context) context.Context {
 }
 
 func hotplugging(ctx context.Context) bool { v, _ := ctx.Value(hotplugKey{}).(bool); return v }
+
+// volumeStatusKey carries the one volume status a hotplug action sets with its update: the
+// memorydump action's, which names the dump's file.
+type volumeStatusKey struct{}
+
+func withVolumeStatus(ctx context.Context, s kubevirt.VolumeStatus) context.Context {
+	return context.WithValue(ctx, volumeStatusKey{}, s)
+}
 
 func (vmiStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil

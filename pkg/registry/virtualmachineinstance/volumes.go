@@ -91,6 +91,9 @@ func (v *Volumes) Remove(ctx context.Context, name string, body action.Body) err
 		}
 		for i := range vmi.Spec.Volumes {
 			if vol := &vmi.Spec.Volumes[i]; vol.Name == opts.Name {
+				if vol.MemoryDump != nil {
+					return invalid(name, field.Invalid(field.NewPath("name"), opts.Name, "a memory dump's volume goes with the VM's removememorydump"))
+				}
 				if !validation.Hotplugged(vol) {
 					return invalid(name, field.Invalid(field.NewPath("name"), opts.Name, "only a hotplugged volume can be removed from a running instance"))
 				}
@@ -213,13 +216,16 @@ func running(vmi *kubevirt.VirtualMachineInstance) error {
 	return nil
 }
 
-// claimOf is the claim a volume reads: a claim's, or a DataVolume's (which has its name).
+// claimOf is the claim a volume uses: a claim's, a DataVolume's (which has its name), or a
+// memory dump's.
 func claimOf(v *kubevirt.Volume) string {
 	switch {
 	case v.PersistentVolumeClaim != nil:
 		return v.PersistentVolumeClaim.ClaimName
 	case v.DataVolume != nil:
 		return v.DataVolume.Name
+	case v.MemoryDump != nil:
+		return v.MemoryDump.ClaimName
 	}
 	return ""
 }

@@ -124,14 +124,15 @@ func setDefaultCPU(domain *DomainSpec) {
 	}
 }
 
-// setDefaultVolumeDisks attaches every volume that no disk uses as a disk, as KubeVirt does.
+// setDefaultVolumeDisks attaches every volume that no disk uses as a disk, as KubeVirt does;
+// a memory dump's claim is no disk of the guest.
 func setDefaultVolumeDisks(obj *VirtualMachineInstanceSpec) {
 	used := make(map[string]bool, len(obj.Domain.Devices.Disks))
 	for _, d := range obj.Domain.Devices.Disks {
 		used[d.Name] = true
 	}
 	for _, v := range obj.Volumes {
-		if v.Name != "" && !used[v.Name] {
+		if v.Name != "" && !used[v.Name] && v.MemoryDump == nil {
 			obj.Domain.Devices.Disks = append(obj.Domain.Devices.Disks, Disk{Name: v.Name})
 			used[v.Name] = true
 		}

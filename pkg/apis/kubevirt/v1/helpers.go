@@ -1,7 +1,12 @@
 package v1
 
 import (
+	"fmt"
+	"math"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -106,9 +111,30 @@ func (s *VolumeSource) ClaimSource() *corev1.PersistentVolumeClaimVolumeSource {
 	return nil
 }
 
-// Hotplugged says whether the source is a claim or DataVolume marked hotpluggable: one that
-// may come into and leave a running guest (docs/hotplug.md).
+// Hotplugged says whether the source is a claim or DataVolume marked hotpluggable, or a
+// memory dump's claim: one that may come into and leave a running guest (docs/hotplug.md).
 func (s *VolumeSource) Hotplugged() bool {
 	return (s.PersistentVolumeClaim != nil && s.PersistentVolumeClaim.Hotpluggable) ||
-		(s.DataVolume != nil && s.DataVolume.Hotpluggable)
+		(s.DataVolume != nil && s.DataVolume.Hotpluggable) || s.MemoryDump != nil
+}
+
+// MemoryDumpFileName is the file a memory dump of instance vmiName to claim, begun at, goes to
+// in the claim's root, as KubeVirt names them.
+func MemoryDumpFileName(vmiName, claim string, at time.Time) string {
+	return fmt.Sprintf("%s-%s-%s.memory.dump", vmiName, claim, at.UTC().Format("20060102-150405"))
+}
+
+// Memory dump sizing, as KubeVirt's: the guest's memory, 100Mi for the ELF headers and notes,
+// and the 5.5% a file system takes of a claim (CDI's default overhead), rounded up to a MiB.
+const (
+	memoryDumpOverhead = 100 << 20
+	fileSystemOverhead = 0.055
+)
+
+// MemoryDumpClaimSize is the size of a claim that holds a memory dump of the guest of d.
+func MemoryDumpClaimSize(d *DomainSpec) resource.Quantity {
+	memory, _ := d.GuestMemory()
+	bytes := (float64(memory.Value()) + memoryDumpOverhead) * (1 + fileSystemOverhead)
+	const mib = 1 << 20
+	return *resource.NewQuantity(int64(math.Ceil(bytes/mib))*mib, resource.BinarySI)
 }

@@ -275,7 +275,53 @@ type VirtualMachineStatus struct {
 	// RestoreInProgress names the VirtualMachineRestore being restored to the VM.
 	// +optional
 	RestoreInProgress *string `json:"restoreInProgress,omitempty" protobuf:"bytes,13,opt,name=restoreInProgress"`
+	// MemoryDumpRequest is the VM's memory dump request and how far it got; the memorydump
+	// and removememorydump actions set it.
+	// +optional
+	MemoryDumpRequest *VirtualMachineMemoryDumpRequest `json:"memoryDumpRequest,omitempty" protobuf:"bytes,14,opt,name=memoryDumpRequest"`
 }
+
+// VirtualMachineMemoryDumpRequest is a request to dump the guest's memory to a claim: the
+// memorydump action's body (claimName), and its progress in the VM's status.
+type VirtualMachineMemoryDumpRequest struct {
+	// ClaimName is the claim the dump goes to.
+	ClaimName string `json:"claimName" protobuf:"bytes,1,opt,name=claimName"`
+	// Phase is how far the request got.
+	Phase MemoryDumpPhase `json:"phase" protobuf:"bytes,2,opt,name=phase,casttype=MemoryDumpPhase"`
+	// Remove asks to dissociate the claim from the VM.
+	// +optional
+	Remove bool `json:"remove,omitempty" protobuf:"varint,3,opt,name=remove"`
+	// StartTimestamp is when the dump began.
+	// +optional
+	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty" protobuf:"bytes,4,opt,name=startTimestamp"`
+	// EndTimestamp is when it ended.
+	// +optional
+	EndTimestamp *metav1.Time `json:"endTimestamp,omitempty" protobuf:"bytes,5,opt,name=endTimestamp"`
+	// FileName is the dump's file in the claim's root.
+	// +optional
+	FileName *string `json:"fileName,omitempty" protobuf:"bytes,6,opt,name=fileName"`
+	// Message says why a dump failed.
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,7,opt,name=message"`
+}
+
+// MemoryDumpPhase is how far a memory dump request got, as KubeVirt names the phases.
+type MemoryDumpPhase string
+
+const (
+	// MemoryDumpAssociating: the claim is on its way to the guest's node.
+	MemoryDumpAssociating MemoryDumpPhase = "Associating"
+	// MemoryDumpInProgress: the guest's memory is being written.
+	MemoryDumpInProgress MemoryDumpPhase = "InProgress"
+	// MemoryDumpUnmounting: the dump is written; the claim leaves the node.
+	MemoryDumpUnmounting MemoryDumpPhase = "Unmounting"
+	// MemoryDumpCompleted: the dump is on the claim, which is free to use.
+	MemoryDumpCompleted MemoryDumpPhase = "Completed"
+	// MemoryDumpFailed: the dump failed; the message says why.
+	MemoryDumpFailed MemoryDumpPhase = "Failed"
+	// MemoryDumpDissociating: removememorydump was asked; the request goes once the claim left.
+	MemoryDumpDissociating MemoryDumpPhase = "Dissociating"
+)
 
 // VirtualMachineConditionType names a VirtualMachine condition.
 type VirtualMachineConditionType string

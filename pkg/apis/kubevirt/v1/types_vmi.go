@@ -463,6 +463,16 @@ type VolumeSource struct {
 	// DataVolume's name; the instance waits until CDI has filled it.
 	// +optional
 	DataVolume *DataVolumeSource `json:"dataVolume,omitempty" protobuf:"bytes,5,opt,name=dataVolume"`
+	// MemoryDump is the claim a memory dump of the guest goes to. Only the VM's memorydump
+	// action adds one, and no disk names it.
+	// +optional
+	MemoryDump *MemoryDumpVolumeSource `json:"memoryDump,omitempty" protobuf:"bytes,6,opt,name=memoryDump"`
+}
+
+// MemoryDumpVolumeSource is the claim of a memory dump, always hotpluggable: it comes to the
+// running guest's node for the dump and leaves it afterwards.
+type MemoryDumpVolumeSource struct {
+	PersistentVolumeClaimVolumeSource `json:",inline" protobuf:"bytes,1,opt,name=persistentVolumeClaimVolumeSource"`
 }
 
 // DataVolumeSource names a DataVolume in the instance's namespace.
@@ -680,6 +690,25 @@ type VolumeStatus struct {
 	// HotplugVolume names the attachment pod that brings a hotplugged claim to the node.
 	// +optional
 	HotplugVolume *HotplugVolumeStatus `json:"hotplugVolume,omitempty" protobuf:"bytes,6,opt,name=hotplugVolume"`
+	// MemoryDumpVolume is the state of a memory dump to the volume.
+	// +optional
+	MemoryDumpVolume *DomainMemoryDumpInfo `json:"memoryDumpVolume,omitempty" protobuf:"bytes,7,opt,name=memoryDumpVolume"`
+}
+
+// DomainMemoryDumpInfo is a memory dump of the guest to a claim.
+type DomainMemoryDumpInfo struct {
+	// StartTimestamp is when the dump began.
+	// +optional
+	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty" protobuf:"bytes,1,opt,name=startTimestamp"`
+	// EndTimestamp is when it ended.
+	// +optional
+	EndTimestamp *metav1.Time `json:"endTimestamp,omitempty" protobuf:"bytes,2,opt,name=endTimestamp"`
+	// ClaimName is the claim the dump goes to.
+	// +optional
+	ClaimName string `json:"claimName,omitempty" protobuf:"bytes,3,opt,name=claimName"`
+	// TargetFileName is the dump's file in the claim's root.
+	// +optional
+	TargetFileName string `json:"targetFileName,omitempty" protobuf:"bytes,4,opt,name=targetFileName"`
 }
 
 // HotplugVolumeStatus names the attachment pod of a hotplugged volume.
@@ -705,6 +734,12 @@ const (
 	VolumeReady VolumePhase = "Ready"
 	// HotplugVolumeDetaching: the volume is leaving the guest.
 	HotplugVolumeDetaching VolumePhase = "Detaching"
+	// MemoryDumpVolumeInProgress: the guest's memory is being written to the claim.
+	MemoryDumpVolumeInProgress VolumePhase = "MemoryDumpInProgress"
+	// MemoryDumpVolumeCompleted: the dump is on the claim.
+	MemoryDumpVolumeCompleted VolumePhase = "MemoryDumpCompleted"
+	// MemoryDumpVolumeFailed: the dump failed (the message says why).
+	MemoryDumpVolumeFailed VolumePhase = "MemoryDumpFailed"
 )
 
 // VirtualMachineInstanceCondition is one observation of an instance's state.

@@ -46,6 +46,11 @@ func validateDevices(spec *kubevirt.VirtualMachineInstanceSpec, path *field.Path
 		return allErrs // not worth walking
 	}
 	volumeNames := validateVolumes(spec.Volumes, path.Child("volumes"), &allErrs)
+	for _, v := range spec.Volumes {
+		if v.MemoryDump != nil {
+			volumeNames.Delete(v.Name) // a memory dump's claim is no disk of the guest
+		}
+	}
 	networkNames := validateNetworks(spec.Networks, path.Child("networks"), &allErrs)
 	bootOrders := map[uint]string{}
 	// Defaulting attaches every volume as a disk, so only disks can point at nothing.
@@ -93,6 +98,13 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 					fmt.Sprintf("a block claim is given to the launcher as %s/%s, which the container needs", layout.BlockDeviceDir, v.Name)))
 			}
 		}
+		if s := v.MemoryDump; s != nil {
+			sources++
+			*allErrs = append(*allErrs, podrules.ValidateObjectName(s.ClaimName, idx.Child("memoryDump", "claimName"))...)
+			if !s.Hotpluggable {
+				*allErrs = append(*allErrs, field.Invalid(idx.Child("memoryDump", "hotpluggable"), false, "a memory dump's claim is always hotpluggable"))
+			}
+		}
 		if s := v.CloudInitNoCloud; s != nil {
 			sources++
 			*allErrs = append(*allErrs, validateNoCloud(s, idx.Child("cloudInitNoCloud"))...)
@@ -125,7 +137,7 @@ func validateVolumes(volumes []kubevirt.Volume, path *field.Path, allErrs *field
 		}
 		if sources != 1 {
 			*allErrs = append(*allErrs, field.Invalid(idx, v.Name,
-				fmt.Sprintf("must have exactly one source (persistentVolumeClaim, dataVolume, cloudInitNoCloud, containerDisk, emptyDisk), has %d", sources)))
+				fmt.Sprintf("must have exactly one source (persistentVolumeClaim, dataVolume, memoryDump, cloudInitNoCloud, containerDisk, emptyDisk), has %d", sources)))
 		}
 	}
 	return volumeNames

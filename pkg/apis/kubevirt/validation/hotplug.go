@@ -11,10 +11,11 @@ import (
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 )
 
-// Hotplugged says whether a volume is hotplugged: a claim or DataVolume marked hotpluggable.
+// Hotplugged says whether a volume is hotplugged: a claim or DataVolume marked hotpluggable,
+// or a memory dump's claim.
 func Hotplugged(v *kubevirt.Volume) bool {
 	return (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable) ||
-		(v.DataVolume != nil && v.DataVolume.Hotpluggable)
+		(v.DataVolume != nil && v.DataVolume.Hotpluggable) || v.MemoryDump != nil
 }
 
 // ValidateVirtualMachineInstanceHotplugUpdate validates an update of an instance by the
@@ -48,5 +49,5 @@ func ValidateVirtualMachineInstanceHotplugUpdate(vmi, old *kubevirt.VirtualMachi
 			}
 		}
 	}
-	return append(allErrs, ValidateVirtualMachineInstance(vmi)...)
+	return append(allErrs, validateVirtualMachineInstance(vmi)...)
 }

@@ -73,8 +73,27 @@ func ValidateVirtualMachineStatusUpdate(vm, old *kubevirt.VirtualMachine) field.
 
 // ValidateVirtualMachineInstance validates a VirtualMachineInstance on create.
 func ValidateVirtualMachineInstance(vmi *kubevirt.VirtualMachineInstance) field.ErrorList {
+	allErrs := validateVirtualMachineInstance(vmi)
+	return append(allErrs, forbidMemoryDumps(&vmi.Spec, field.NewPath("spec"))...)
+}
+
+// validateVirtualMachineInstance validates an instance as it may be at any time.
+func validateVirtualMachineInstance(vmi *kubevirt.VirtualMachineInstance) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&vmi.ObjectMeta, true, validateName, field.NewPath("metadata"))
 	return append(allErrs, ValidateVirtualMachineInstanceSpec(&vmi.Spec, field.NewPath("spec"))...)
+}
+
+// forbidMemoryDumps refuses memory dump volumes in a spec written by hand: only the VM's
+// memorydump action adds one, to a running instance.
+func forbidMemoryDumps(spec *kubevirt.VirtualMachineInstanceSpec, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, v := range spec.Volumes {
+		if v.MemoryDump != nil {
+			allErrs = append(allErrs, field.Forbidden(path.Child("volumes").Index(i).Child("memoryDump"),
+				"memory dump volumes are added by the VM's memorydump action (virtctl memory-dump get)"))
+		}
+	}
+	return allErrs
 }
 
 // ValidateVirtualMachineInstanceUpdate rejects spec changes: a running guest's hardware is
@@ -180,6 +199,7 @@ func validateTemplate(tmpl *kubevirt.VirtualMachineInstanceTemplateSpec, path *f
 	metaPath := path.Child("metadata")
 	allErrs := metav1validation.ValidateLabels(tmpl.ObjectMeta.Labels, metaPath.Child("labels"))
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(tmpl.ObjectMeta.Annotations, metaPath.Child("annotations"))...)
+	allErrs = append(allErrs, forbidMemoryDumps(&tmpl.Spec, path.Child("spec"))...)
 	return append(allErrs, ValidateVirtualMachineInstanceSpec(&tmpl.Spec, path.Child("spec"))...)
 }
 

@@ -38,6 +38,7 @@ type VirtualMachineStatusApplyConfiguration struct {
 	PreferenceRef       *InstancetypeStatusRefApplyConfiguration             `json:"preferenceRef,omitempty"`
 	SnapshotInProgress  *string                                              `json:"snapshotInProgress,omitempty"`
 	RestoreInProgress   *string                                              `json:"restoreInProgress,omitempty"`
+	MemoryDumpRequest   *VirtualMachineMemoryDumpRequestApplyConfiguration   `json:"memoryDumpRequest,omitempty"`
 }
 
 // VirtualMachineStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineStatus type for use with
@@ -157,5 +158,13 @@ func (b *VirtualMachineStatusApplyConfiguration) WithSnapshotInProgress(value st
 // If called multiple times, the RestoreInProgress field is set to the value of the last call.
 func (b *VirtualMachineStatusApplyConfiguration) WithRestoreInProgress(value string) *VirtualMachineStatusApplyConfiguration {
 	b.RestoreInProgress = &value
+	return b
+}
+
+// WithMemoryDumpRequest sets the MemoryDumpRequest field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MemoryDumpRequest field is set to the value of the last call.
+func (b *VirtualMachineStatusApplyConfiguration) WithMemoryDumpRequest(value *VirtualMachineMemoryDumpRequestApplyConfiguration) *VirtualMachineStatusApplyConfiguration {
+	b.MemoryDumpRequest = value
 	return b
 }

@@ -78,3 +78,11 @@ func (b *VolumeApplyConfiguration) WithDataVolume(value *DataVolumeSourceApplyCo
 	b.VolumeSourceApplyConfiguration.DataVolume = value
 	return b
 }
+
+// WithMemoryDump sets the MemoryDump field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MemoryDump field is set to the value of the last call.
+func (b *VolumeApplyConfiguration) WithMemoryDump(value *MemoryDumpVolumeSourceApplyConfiguration) *VolumeApplyConfiguration {
+	b.VolumeSourceApplyConfiguration.MemoryDump = value
+	return b
+}

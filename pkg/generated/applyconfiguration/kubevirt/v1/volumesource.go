@@ -26,6 +26,7 @@ type VolumeSourceApplyConfiguration struct {
 	ContainerDisk         *ContainerDiskSourceApplyConfiguration               `json:"containerDisk,omitempty"`
 	EmptyDisk             *EmptyDiskSourceApplyConfiguration                   `json:"emptyDisk,omitempty"`
 	DataVolume            *DataVolumeSourceApplyConfiguration                  `json:"dataVolume,omitempty"`
+	MemoryDump            *MemoryDumpVolumeSourceApplyConfiguration            `json:"memoryDump,omitempty"`
 }
 
 // VolumeSourceApplyConfiguration constructs a declarative configuration of the VolumeSource type for use with
@@ -71,5 +72,13 @@ func (b *VolumeSourceApplyConfiguration) WithEmptyDisk(value *EmptyDiskSourceApp
 // If called multiple times, the DataVolume field is set to the value of the last call.
 func (b *VolumeSourceApplyConfiguration) WithDataVolume(value *DataVolumeSourceApplyConfiguration) *VolumeSourceApplyConfiguration {
 	b.DataVolume = value
+	return b
+}
+
+// WithMemoryDump sets the MemoryDump field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MemoryDump field is set to the value of the last call.
+func (b *VolumeSourceApplyConfiguration) WithMemoryDump(value *MemoryDumpVolumeSourceApplyConfiguration) *VolumeSourceApplyConfiguration {
+	b.MemoryDump = value
 	return b
 }

@@ -25,12 +25,13 @@ import (
 // VolumeStatusApplyConfiguration represents a declarative configuration of the VolumeStatus type for use
 // with apply.
 type VolumeStatusApplyConfiguration struct {
-	Name          *string                                `json:"name,omitempty"`
-	Target        *string                                `json:"target,omitempty"`
-	Phase         *kubevirtv1.VolumePhase                `json:"phase,omitempty"`
-	Reason        *string                                `json:"reason,omitempty"`
-	Message       *string                                `json:"message,omitempty"`
-	HotplugVolume *HotplugVolumeStatusApplyConfiguration `json:"hotplugVolume,omitempty"`
+	Name             *string                                 `json:"name,omitempty"`
+	Target           *string                                 `json:"target,omitempty"`
+	Phase            *kubevirtv1.VolumePhase                 `json:"phase,omitempty"`
+	Reason           *string                                 `json:"reason,omitempty"`
+	Message          *string                                 `json:"message,omitempty"`
+	HotplugVolume    *HotplugVolumeStatusApplyConfiguration  `json:"hotplugVolume,omitempty"`
+	MemoryDumpVolume *DomainMemoryDumpInfoApplyConfiguration `json:"memoryDumpVolume,omitempty"`
 }
 
 // VolumeStatusApplyConfiguration constructs a declarative configuration of the VolumeStatus type for use with
@@ -84,5 +85,13 @@ func (b *VolumeStatusApplyConfiguration) WithMessage(value string) *VolumeStatus
 // If called multiple times, the HotplugVolume field is set to the value of the last call.
 func (b *VolumeStatusApplyConfiguration) WithHotplugVolume(value *HotplugVolumeStatusApplyConfiguration) *VolumeStatusApplyConfiguration {
 	b.HotplugVolume = value
+	return b
+}
+
+// WithMemoryDumpVolume sets the MemoryDumpVolume field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MemoryDumpVolume field is set to the value of the last call.
+func (b *VolumeStatusApplyConfiguration) WithMemoryDumpVolume(value *DomainMemoryDumpInfoApplyConfiguration) *VolumeStatusApplyConfiguration {
+	b.MemoryDumpVolume = value
 	return b
 }
