@@ -31,6 +31,12 @@ func withHotplugged(vmi *v1.VirtualMachineInstance, name string) *v1.VirtualMach
 // handOver hands the file path over to l's handover socket, as virt-handler does.
 func handOver(t *testing.T, l *Launcher, volume, path string) {
 	t.Helper()
+	handOverAs(t, l, api.Handover{Volume: volume, Writable: true}, path)
+}
+
+// handOverAs hands the file path over with h.
+func handOverAs(t *testing.T, l *Launcher, h api.Handover, path string) {
+	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	require.NoError(t, err)
 	defer f.Close()
@@ -41,7 +47,7 @@ func handOver(t *testing.T, l *Launcher, volume, path string) {
 	}, 5*time.Second, 10*time.Millisecond)
 	defer c.Close()
 	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
-	require.NoError(t, api.HandOver(c.(*net.UnixConn), api.Handover{Volume: volume, Writable: true}, f))
+	require.NoError(t, api.HandOver(c.(*net.UnixConn), h, f))
 }
 
 // TestHotplug: a hotplugged volume is left out of the domain's start, attached once its

@@ -335,6 +335,7 @@ func TestOpenAPIDocumentsActionsAndStreams(t *testing.T) {
 		{"virtualmachineinstances", "softreboot", "v1.SoftRebootOptions"},
 		{"virtualmachineinstances", "addvolume", "v1.AddVolumeOptions"}, {"virtualmachineinstances", "removevolume", "v1.RemoveVolumeOptions"},
 		{"virtualmachines", "addvolume", "v1.AddVolumeOptions"}, {"virtualmachines", "removevolume", "v1.RemoveVolumeOptions"},
+		{"virtualmachines", "memorydump", "v1.VirtualMachineMemoryDumpRequest"}, {"virtualmachines", "removememorydump", ""},
 	}
 	subresourcesOnly := []action{
 		{"virtualmachineinstances", "freeze", "v1.FreezeUnfreezeTimeout"}, {"virtualmachineinstances", "unfreeze", ""},

@@ -128,3 +128,85 @@ func TestHotplugAttachmentPods(t *testing.T) {
 		assert.Empty(t, f.vmi("vm1").Status.VolumeStatus)
 	})
 }
+
+const dumpFile = "vm1-dump-20261129-020000.memory.dump"
+
+// withMemoryDump gives the instance the memory dump volume "dump" as the memorydump action
+// does: the volume, and its status naming the dump's file.
+func withMemoryDump(phase v1.VolumePhase, pod *v1.HotplugVolumeStatus) func(*v1.VirtualMachineInstance) {
+	return func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: "dump", VolumeSource: v1.VolumeSource{MemoryDump: &v1.MemoryDumpVolumeSource{
+			PersistentVolumeClaimVolumeSource: v1.PersistentVolumeClaimVolumeSource{
+				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "dump"}, Hotpluggable: true}}}})
+		vmi.Status.VolumeStatus = []v1.VolumeStatus{{Name: "dump", Phase: phase, HotplugVolume: pod,
+			MemoryDumpVolume: &v1.DomainMemoryDumpInfo{ClaimName: "dump", TargetFileName: dumpFile}}}
+	}
+}
+
+// dumpPod is the attachment pod of a dump to file, in phase.
+func dumpPod(file string, phase corev1.PodPhase) *corev1.Pod {
+	pod := launcherpod.MemoryDumpPod(newVMI(v1.Running), newPod("launcher", "uid-1", bound("node-a")), "dump", "dump", file, "launcher:test")
+	pod.UID, pod.Status.Phase = "pod-dump", phase
+	return pod
+}
+
+// TestMemoryDumpAttachmentPods follows a memory dump volume through the controller: its pod
+// makes the file the status names, the node agent's InProgress stands, the pod goes once the
+// dump ended (and the status then names no pod: the claim is free), and a pod of an earlier
+// dump goes before the next dump's is made.
+func TestMemoryDumpAttachmentPods(t *testing.T) {
+	ctx := context.Background()
+	onPod := &v1.HotplugVolumeStatus{AttachPodName: dumpPod(dumpFile, "").Name, AttachPodUID: "pod-dump"}
+
+	t.Run("requested: a pod that makes the named file", func(t *testing.T) {
+		f := hotplugFixture(t, newVMI(v1.Running, running, withMemoryDump(v1.VolumePending, nil)), nil)
+		require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+		pods, err := f.kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=hotplug-disk"})
+		require.NoError(t, err)
+		require.Len(t, pods.Items, 1)
+		assert.Equal(t, "dump", pods.Items[0].Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+		assert.Equal(t, []string{"/usr/bin/hangar-copy", "-hold", "/hotplug/" + dumpFile, "0"}, pods.Items[0].Spec.Containers[0].Command)
+		s := f.vmi("vm1").Status.VolumeStatus
+		require.Len(t, s, 1)
+		assert.Equal(t, v1.VolumePending, s[0].Phase)
+		assert.Equal(t, dumpFile, s[0].MemoryDumpVolume.TargetFileName)
+	})
+
+	t.Run("the pod runs: AttachedToNode; the node agent's InProgress stands", func(t *testing.T) {
+		f := hotplugFixture(t, newVMI(v1.Running, running, withMemoryDump(v1.VolumePending, nil)), dumpPod(dumpFile, corev1.PodRunning))
+		require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+		s := f.vmi("vm1").Status.VolumeStatus
+		require.Len(t, s, 1)
+		assert.Equal(t, v1.HotplugVolumeAttachedToNode, s[0].Phase)
+		assert.Equal(t, onPod, s[0].HotplugVolume)
+
+		f = hotplugFixture(t, newVMI(v1.Running, running, withMemoryDump(v1.MemoryDumpVolumeInProgress, onPod)), dumpPod(dumpFile, corev1.PodRunning))
+		require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+		assert.Equal(t, v1.MemoryDumpVolumeInProgress, f.vmi("vm1").Status.VolumeStatus[0].Phase)
+	})
+
+	t.Run("the dump ended: the pod goes, then the status names none", func(t *testing.T) {
+		f := hotplugFixture(t, newVMI(v1.Running, running, withMemoryDump(v1.MemoryDumpVolumeCompleted, onPod)), dumpPod(dumpFile, corev1.PodRunning))
+		require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+		_, err := f.kube.CoreV1().Pods("ns").Get(ctx, dumpPod(dumpFile, "").Name, metav1.GetOptions{})
+		assert.Error(t, err, "deleted")
+		assert.Equal(t, onPod, f.vmi("vm1").Status.VolumeStatus[0].HotplugVolume, "until the informer sees it gone")
+
+		f = hotplugFixture(t, newVMI(v1.Running, running, withMemoryDump(v1.MemoryDumpVolumeCompleted, onPod)), nil)
+		require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+		s := f.vmi("vm1").Status.VolumeStatus
+		assert.Equal(t, v1.MemoryDumpVolumeCompleted, s[0].Phase)
+		assert.Nil(t, s[0].HotplugVolume)
+	})
+
+	t.Run("an earlier dump's pod goes first", func(t *testing.T) {
+		earlier := dumpPod("vm1-dump-20261128-020000.memory.dump", corev1.PodRunning)
+		f := hotplugFixture(t, newVMI(v1.Running, running, withMemoryDump(v1.VolumePending, nil)), earlier)
+		require.NoError(t, f.c.sync(ctx, "ns/vm1"))
+		_, err := f.kube.CoreV1().Pods("ns").Get(ctx, earlier.Name, metav1.GetOptions{})
+		assert.Error(t, err, "deleted")
+		s := f.vmi("vm1").Status.VolumeStatus
+		assert.Equal(t, v1.VolumePending, s[0].Phase)
+		assert.Equal(t, dumpFile, s[0].MemoryDumpVolume.TargetFileName)
+	})
+}

@@ -148,8 +148,8 @@ func (s *Storage) Serving() serving.Resource {
 		r.Subresources = append(r.Subresources,
 			serving.Action("addvolume", "v1vm-addvolume", s.Actions.AddVolume, v1.AddVolumeOptions{}, "add a volume to the VirtualMachine's template, and hotplug it into its running instance"),
 			serving.Action("removevolume", "v1vm-removevolume", s.Actions.RemoveVolume, v1.RemoveVolumeOptions{}, "remove a hotplugged volume from the VirtualMachine's template and its running instance"),
-			serving.Action("memorydump", "v1vm-memorydump", s.Actions.MemoryDump, v1.VirtualMachineMemoryDumpRequest{}, "dump the memory of the VirtualMachine's running guest to a claim"),
-			serving.Action("removememorydump", "v1vm-removememorydump", s.Actions.RemoveMemoryDump, nil, "dissociate the memory dump claim from the VirtualMachine"))
+			serving.Action("memorydump", "v1MemoryDump", s.Actions.MemoryDump, v1.VirtualMachineMemoryDumpRequest{}, "dump the memory of the VirtualMachine's running guest to a claim"),
+			serving.Action("removememorydump", "v1RemoveMemoryDump", s.Actions.RemoveMemoryDump, nil, "dissociate the memory dump claim from the VirtualMachine"))
 	}
 	return r
 }
