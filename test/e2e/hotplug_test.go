@@ -106,9 +106,16 @@ func TestHotplugVolume(t *testing.T) {
 }
 
 // claimImage is the disk image of a bound file system claim of local-path on node, as the
+// host sees it.
+func claimImage(t *testing.T, ns, claim, node string) string {
+	t.Helper()
+	return claimFile(t, ns, claim, node, launcherpod.HotplugImage)
+}
+
+// claimFile is file in the root of a bound file system claim of local-path on node, as the
 // host sees it: the local cluster's node keeps local-path's directory in
 // _cluster/nodes/<node>/local-path.
-func claimImage(t *testing.T, ns, claim, node string) string {
+func claimFile(t *testing.T, ns, claim, node, file string) string {
 	t.Helper()
 	c, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -123,10 +130,10 @@ func claimImage(t *testing.T, ns, claim, node string) string {
 	default:
 		t.Fatalf("claim %s: PV %s is neither hostPath nor local", claim, pv.Name)
 	}
-	image := filepath.Join(framework.RepoRoot(), "_cluster", "nodes", node, "local-path", filepath.Base(dir), launcherpod.HotplugImage)
-	_, err = os.Stat(image)
+	path := filepath.Join(framework.RepoRoot(), "_cluster", "nodes", node, "local-path", filepath.Base(dir), file)
+	_, err = os.Stat(path)
 	require.NoError(t, err)
-	return image
+	return path
 }
 
 // TestHotplugVolumePersist: virtctl addvolume --persist hot-plugs a claim into a VM's running
