@@ -143,9 +143,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		Decoder: Codecs.UniversalDecoder(),
 	}
 	actionAdmission := &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}
-	var hotplugClaims func(ctx context.Context, namespace, name string) (bool, error)
+	var hotplugClaims virtualmachineinstance.ClaimGetter
 	if kube != nil {
-		hotplugClaims = claimExists(kube)
+		hotplugClaims = virtualmachineinstance.ClaimGetter(claimGetter(kube))
 	}
 	vmis.Volumes = virtualmachineinstance.NewVolumes(vmis.VirtualMachineInstance, actionAdmission, cdiServed, hotplugClaims)
 	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, Decoder: Codecs.UniversalDecoder(), VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,

@@ -26,7 +26,8 @@ import (
 // read-only, too small: 422 naming claimName), the request recorded in the VM's status with
 // the dump's file, the memory dump volume in the running instance (no disk of the guest), a
 // second request while one runs refused, a view user refused, and removal taking the volume
-// out of the instance. Memory dump volumes written by hand are refused.
+// out of the instance. Memory dump volumes written by hand are refused, and so is a claim
+// another instance uses (for addvolume too, unless the claim is ReadWriteMany).
 func TestMemoryDumpActions(t *testing.T) {
 	c := framework.StartAggregated(t)
 	ctx := context.Background()
@@ -54,8 +55,20 @@ func TestMemoryDumpActions(t *testing.T) {
 	claim("readonly", "1Gi", func(p *corev1.PersistentVolumeClaim) {
 		p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany}
 	})
+	claim("taken", "1Gi")
+	claim("shared", "1Gi", func(p *corev1.PersistentVolumeClaim) {
+		p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	})
+	// Another instance has "taken" and "shared" as disks.
+	other := newVMI("other")
+	for _, name := range []string{"taken", "shared"} {
+		other.Spec.Volumes = append(other.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}})
+	}
+	_, err := c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, other, metav1.CreateOptions{})
+	require.NoError(t, err)
 
-	_, err := c.Hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("guest", v1.RunStrategyManual), metav1.CreateOptions{})
+	_, err = c.Hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, newVM("guest", v1.RunStrategyManual), metav1.CreateOptions{})
 	require.NoError(t, err)
 	put := func(client versioned.Interface, group, action, body string) (int, string) {
 		var code int
@@ -84,6 +97,8 @@ func TestMemoryDumpActions(t *testing.T) {
 		{`{"claimName":"block"}`, "not a block claim"},
 		{`{"claimName":"readonly"}`, "the claim is read-only"},
 		{`{"claimName":"Not_A_Label"}`, "claimName: Invalid value"},
+		{`{"claimName":"taken"}`, "instance other uses this claim (volume taken)"},
+		{`{"claimName":"shared"}`, "instance other uses this claim (volume shared)"},
 	} {
 		code, body := put(operator, "subresources.kubevirt.io", "memorydump", tc.body)
 		assert.Equal(t, http.StatusUnprocessableEntity, code, tc.body)
@@ -115,13 +130,30 @@ func TestMemoryDumpActions(t *testing.T) {
 	code, body = put(operator, "subresources.kubevirt.io", "memorydump", `{"claimName":"small"}`)
 	assert.Equal(t, http.StatusConflict, code, body)
 
+	vmiAction := func(action, body string) (int, string) {
+		var code int
+		raw, _ := operator.KubevirtV1().RESTClient().Put().
+			AbsPath(fmt.Sprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/guest/%s", ns, action)).
+			Body([]byte(body)).Do(ctx).StatusCode(&code).Raw()
+		return code, string(raw)
+	}
 	// The instance's own removevolume does not take a dump's volume.
-	var vmiCode int
-	raw, _ := operator.KubevirtV1().RESTClient().Put().
-		AbsPath(fmt.Sprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/guest/removevolume", ns)).
-		Body([]byte(`{"name":"dump"}`)).Do(ctx).StatusCode(&vmiCode).Raw()
-	assert.Equal(t, http.StatusUnprocessableEntity, vmiCode, string(raw))
-	assert.Contains(t, string(raw), "removememorydump")
+	code, body = vmiAction("removevolume", `{"name":"dump"}`)
+	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	assert.Contains(t, body, "removememorydump")
+	// addvolume: a claim another instance writes is refused, unless it is ReadWriteMany; the
+	// dump's claim is the instance's already.
+	hotplug := func(volume, claim string) string {
+		return fmt.Sprintf(`{"name":%q,"disk":{"disk":{"bus":"scsi"}},"volumeSource":{"persistentVolumeClaim":{"claimName":%q}}}`, volume, claim)
+	}
+	code, body = vmiAction("addvolume", hotplug("hot", "taken"))
+	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	assert.Contains(t, body, "volumeSource.persistentVolumeClaim.claimName")
+	assert.Contains(t, body, "instance other uses this claim")
+	code, body = vmiAction("addvolume", hotplug("hot", "dump"))
+	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	code, body = vmiAction("addvolume", hotplug("hot", "shared"))
+	assert.Equal(t, http.StatusAccepted, code, body)
 
 	code, body = put(operator, "kubevirt.io", "removememorydump", "")
 	require.Equal(t, http.StatusAccepted, code, body)
@@ -130,7 +162,7 @@ func TestMemoryDumpActions(t *testing.T) {
 	assert.Equal(t, v1.VirtualMachineMemoryDumpRequest{ClaimName: "dump", Phase: v1.MemoryDumpDissociating, Remove: true}, *req)
 	vmi, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "guest", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Len(t, vmi.Spec.Volumes, 1, "the dump's volume left the instance")
+	assert.Len(t, vmi.Spec.Volumes, 2, "the dump's volume left the instance (the root disk and the hotplugged one stay)")
 	code, body = put(operator, "subresources.kubevirt.io", "removememorydump", "")
 	assert.Equal(t, http.StatusConflict, code, body)
 

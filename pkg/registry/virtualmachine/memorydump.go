@@ -134,18 +134,18 @@ func memoryDumpClaim(vm *kubevirt.VirtualMachine, claim string) (string, error) 
 	return claim, nil
 }
 
-// checkMemoryDumpClaim refuses a claim the dump cannot go to: one that does not exist, a
-// block claim, a read-only one, or one too small for the guest's memory.
+// checkMemoryDumpClaim refuses a claim the dump cannot go to: one that does not exist or that
+// an instance uses, a block claim, a read-only one, or one too small for the guest's memory.
 func (a *Actions) checkMemoryDumpClaim(ctx context.Context, name, claimName string, vmi *kubevirt.VirtualMachineInstance) error {
 	if a.claims == nil {
 		return nil // standalone: no claims to look at
 	}
 	path := field.NewPath("claimName")
+	if err := a.instanceVolumes.CheckClaim(ctx, kubevirt.Kind("VirtualMachine"), name, path, claimName, true); err != nil {
+		return err
+	}
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
 	claim, err := a.claims(ctx, ns, claimName)
-	if apierrors.IsNotFound(err) {
-		return invalidVM(name, field.NotFound(path, claimName))
-	}
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
 	}

@@ -3,6 +3,10 @@ package virtualmachineinstance
 import (
 	"context"
 	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,15 +32,18 @@ type Volumes struct {
 	vmis      *REST
 	admission *action.Admission
 	cdi       cdi.Served // nil: no cluster, no DataVolumes
-	// claimExists says whether a claim exists; nil: no cluster, nothing checked.
-	claimExists func(ctx context.Context, namespace, name string) (bool, error)
+	// claims reads a claim of the cluster; nil: no cluster, nothing checked.
+	claims ClaimGetter
 }
 
-// NewVolumes returns the hotplug actions of vmis, whose writes run admission; claimExists
-// (nil without a cluster) refuses a claim that does not exist at once, rather than leaving the
-// volume Pending.
-func NewVolumes(vmis *REST, admission *action.Admission, served cdi.Served, claimExists func(ctx context.Context, namespace, name string) (bool, error)) *Volumes {
-	return &Volumes{vmis: vmis, admission: admission, cdi: served, claimExists: claimExists}
+// ClaimGetter reads a claim from kube-apiserver (NotFound when there is none).
+type ClaimGetter func(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+
+// NewVolumes returns the hotplug actions of vmis, whose writes run admission; claims (nil
+// without a cluster) refuses a claim that does not exist, or that another instance uses, at
+// once, rather than leaving the volume Pending.
+func NewVolumes(vmis *REST, admission *action.Admission, served cdi.Served, claims ClaimGetter) *Volumes {
+	return &Volumes{vmis: vmis, admission: admission, cdi: served, claims: claims}
 }
 
 var vmiTarget = action.Target{Resource: v1.SchemeGroupVersion.WithResource("virtualmachineinstances"),
@@ -147,14 +154,10 @@ func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name strin
 		return nil, nil, apierrors.NewInvalid(kind, name, errs)
 	}
 	in := v1.Volume{Name: opts.Name}
-	if src.PersistentVolumeClaim != nil && v.claimExists != nil {
-		ns, _ := genericapirequest.NamespaceFrom(ctx)
-		exists, err := v.claimExists(ctx, ns, src.PersistentVolumeClaim.ClaimName)
-		if err != nil {
-			return nil, nil, apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, src.PersistentVolumeClaim.ClaimName, err))
-		}
-		if !exists {
-			return nil, nil, apierrors.NewInvalid(kind, name, field.ErrorList{field.NotFound(source.Child("persistentVolumeClaim", "claimName"), src.PersistentVolumeClaim.ClaimName)})
+	if src.PersistentVolumeClaim != nil {
+		claimPath := source.Child("persistentVolumeClaim", "claimName")
+		if err := v.CheckClaim(ctx, kind, name, claimPath, src.PersistentVolumeClaim.ClaimName, false); err != nil {
+			return nil, nil, err
 		}
 	}
 	if src.PersistentVolumeClaim != nil {
@@ -186,6 +189,43 @@ func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name strin
 		return nil, nil, apierrors.NewInternalError(err)
 	}
 	return volume, disk, nil
+}
+
+// CheckClaim refuses, for the action on kind/name, a claim (named at path) that does not
+// exist, or that a live instance other than name uses (dumping: any instance), unless the claim
+// may be written from many nodes: two guests writing one disk corrupt it. Without a cluster
+// nothing is checked.
+func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name string, path *field.Path, claimName string, dumping bool) error {
+	if v.claims == nil {
+		return nil
+	}
+	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	claim, err := v.claims(ctx, ns, claimName)
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewInvalid(kind, name, field.ErrorList{field.NotFound(path, claimName)})
+	}
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
+	}
+	if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany) && !dumping {
+		return nil
+	}
+	list, err := v.vmis.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, vmi := range list.(*kubevirt.VirtualMachineInstanceList).Items {
+		if (vmi.Name == name && !dumping) || vmi.IsFinal() {
+			continue
+		}
+		for i := range vmi.Spec.Volumes {
+			if vol := &vmi.Spec.Volumes[i]; claimOf(vol) == claimName && vol.MemoryDump == nil {
+				return apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
+					fmt.Sprintf("instance %s uses this claim (volume %s)", vmi.Name, vol.Name))})
+			}
+		}
+	}
+	return nil
 }
 
 // update changes the instance's spec by change, decided on the freshest instance inside the
