@@ -22,8 +22,8 @@ func newMemoryDumpCommand(c *cliContext) *cobra.Command {
 	var claim, storageClass, accessMode, output, format, localPort string
 	var create, portForward bool
 	cmd := &cobra.Command{
-		Use:               "memory-dump get|download|remove VM",
-		Short:             "Dump the memory of a running VM to a claim",
+		Use:   "memory-dump get|download|remove VM",
+		Short: "Dump the memory of a running VM to a claim",
 		Example: `  # Dump the memory of my-vm to a new claim sized for it:
   virtctl memory-dump get my-vm --claim-name=my-dump --create-claim
   # Dump it again, to the claim associated already:

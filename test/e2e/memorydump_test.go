@@ -33,7 +33,9 @@ func TestMemoryDump(t *testing.T) {
 		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: guestSpec()}}},
 		metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), "vm", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), "vm", metav1.DeleteOptions{})
+	})
 	console := attach(t, ns, "vm", "console")
 	vmi := waitVMI(t, ns, "vm", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 	console.waitFor(t, banner, 120*time.Second)

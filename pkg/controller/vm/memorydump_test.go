@@ -62,7 +62,7 @@ func TestNextMemoryDump(t *testing.T) {
 		{name: "no instance while unmounting: done", req: req(v1.MemoryDumpUnmounting), want: req(v1.MemoryDumpCompleted)},
 		{name: "completed stays", req: req(v1.MemoryDumpCompleted), want: req(v1.MemoryDumpCompleted)},
 		{name: "removed, still in the instance", req: with(req(v1.MemoryDumpDissociating), func(r *v1.VirtualMachineMemoryDumpRequest) { r.Remove = true }),
-			vmi: vmiWith(v1.HotplugVolumeDetaching, nil, file),
+			vmi:  vmiWith(v1.HotplugVolumeDetaching, nil, file),
 			want: with(req(v1.MemoryDumpDissociating), func(r *v1.VirtualMachineMemoryDumpRequest) { r.Remove = true })},
 		{name: "removed and gone", req: with(req(v1.MemoryDumpDissociating), func(r *v1.VirtualMachineMemoryDumpRequest) { r.Remove = true }),
 			vmi: &v1.VirtualMachineInstance{}},
