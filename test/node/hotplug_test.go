@@ -30,19 +30,7 @@ func TestHotplugDiskIntoRunningGuest(t *testing.T) {
 	r.sync()
 	r.waitConsoleLog("HANGAR-GUEST-READY", 240*time.Second)
 
-	// The claim's file, where only root may go (the launcher runs as uid 107).
-	hidden := t.TempDir()
-	require.NoError(t, os.Chmod(hidden, 0o700))
-	disk := filepath.Join(hidden, "disk.img")
-	require.NoError(t, os.WriteFile(disk, nil, 0o600))
-	require.NoError(t, os.Truncate(disk, 64<<20))
-	require.NoError(t, os.Chown(disk, layout.LauncherUID, layout.LauncherUID))
-	f, err := os.OpenFile(disk, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	c := r.dial(api.HandoverSocket).(*podsockets.Conn)
-	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-	require.NoError(t, api.HandOver(c.UnixConn, api.Handover{Volume: "hot", Writable: true}, f))
+	f, _ := r.handOverHidden("disk.img", 64<<20, api.Handover{Volume: "hot", Writable: true})
 
 	hot := vmi.DeepCopy()
 	hot.Spec.Domain.Devices.Disks = append(hot.Spec.Domain.Devices.Disks,
@@ -66,7 +54,7 @@ func TestHotplugDiskIntoRunningGuest(t *testing.T) {
 	}
 	r.waitConsoleLog("hotplug-sectors=131072", time.Second)
 	written := make([]byte, len("hangar-hotplugged"))
-	_, err = f.ReadAt(written, 1<<20)
+	_, err := f.ReadAt(written, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, "hangar-hotplugged", string(written), "the guest's write is in the claim's file")
 
@@ -77,4 +65,24 @@ func TestHotplugDiskIntoRunningGuest(t *testing.T) {
 	_, _ = console.Write([]byte("for i in $(seq 30); do [ -e /sys/block/sda ] || break; sleep 1; done; " +
 		"echo hotplug-sda-$([ -e /sys/block/sda ] && echo present || echo gone)\n"))
 	r.waitConsoleLog("hotplug-sda-gone", 60*time.Second)
+}
+
+// handOverHidden makes file (size bytes, the launcher's user's) in a directory only root may
+// enter (the launcher runs as uid 107, which could never reach it by a path) and hands it
+// over to the launcher with h, as virt-handler does; it returns the file, open, and its path.
+func (r *launcherRun) handOverHidden(file string, size int64, h api.Handover) (*os.File, string) {
+	r.t.Helper()
+	hidden := r.t.TempDir()
+	require.NoError(r.t, os.Chmod(hidden, 0o700))
+	path := filepath.Join(hidden, file)
+	require.NoError(r.t, os.WriteFile(path, nil, 0o600))
+	require.NoError(r.t, os.Truncate(path, size))
+	require.NoError(r.t, os.Chown(path, layout.LauncherUID, layout.LauncherUID))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { f.Close() })
+	c := r.dial(api.HandoverSocket).(*podsockets.Conn)
+	require.NoError(r.t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(r.t, api.HandOver(c.UnixConn, h, f))
+	return f, path
 }

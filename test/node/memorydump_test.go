@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,9 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/pkg/handler/podsockets"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
-	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
 // TestMemoryDumpOfRunningGuest: the real launcher, libvirt and QEMU dump a running guest's
@@ -31,18 +28,8 @@ func TestMemoryDumpOfRunningGuest(t *testing.T) {
 	r.waitConsoleLog("HANGAR-GUEST-READY", 240*time.Second)
 	r.typeUntil(r.console(), "m=hangar-memory-$((6*7))-marker; echo stored-$((6*7))", "stored-42")
 
-	hidden := t.TempDir()
-	require.NoError(t, os.Chmod(hidden, 0o700))
 	const file = "memorydump-dump-20261129-020000.memory.dump"
-	path := filepath.Join(hidden, file)
-	require.NoError(t, os.WriteFile(path, nil, 0o600))
-	require.NoError(t, os.Chown(path, layout.LauncherUID, layout.LauncherUID))
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	c := r.dial(api.HandoverSocket).(*podsockets.Conn)
-	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-	require.NoError(t, api.HandOver(c.UnixConn, api.Handover{Volume: "dump", Writable: true, MemoryDump: file}, f))
+	_, path := r.handOverHidden(file, 0, api.Handover{Volume: "dump", Writable: true, MemoryDump: file})
 
 	withDump := vmi.DeepCopy()
 	withDump.Spec.Volumes = append(withDump.Spec.Volumes, v1.Volume{Name: "dump", VolumeSource: v1.VolumeSource{MemoryDump: &v1.MemoryDumpVolumeSource{

@@ -59,7 +59,11 @@ func (v *Volumes) Add(ctx context.Context, name string, body action.Body) error 
 	if err != nil {
 		return err
 	}
-	return v.update(ctx, name, opts.DryRun, func(vmi *kubevirt.VirtualMachineInstance) error {
+	// Listed from the start: removevolume tells a volume hotplugged a moment ago, before
+	// virt-controller made its pod, from one the instance started with (LiveHotplugged).
+	pending := kubevirt.VolumeStatus{Name: volume.Name, Phase: kubevirt.VolumePending, Reason: "AttachmentPodPending",
+		Message: "waiting for the attachment pod to be created"}
+	return v.update(withVolumeStatus(ctx, pending), name, opts.DryRun, func(vmi *kubevirt.VirtualMachineInstance) error {
 		if err := running(vmi); err != nil {
 			return err
 		}
@@ -274,11 +278,12 @@ func invalid(name string, errs ...*field.Error) error {
 	return apierrors.NewInvalid(kubevirt.Kind("VirtualMachineInstance"), name, errs)
 }
 
-// LiveHotplugged says whether volume came into the running instance by hotplug (an attachment
-// pod brings it: the status lists it), rather than with the instance's start.
+// LiveHotplugged says whether volume came into the running instance by hotplug (addvolume
+// listed it in the status, and an attachment pod brings it), rather than with the instance's
+// start (its launcher pod has the claim; the status never lists it).
 func LiveHotplugged(vmi *kubevirt.VirtualMachineInstance, volume string) bool {
 	for _, s := range vmi.Status.VolumeStatus {
-		if s.Name == volume && s.HotplugVolume != nil {
+		if s.Name == volume {
 			return true
 		}
 	}
