@@ -18,10 +18,10 @@ runs=${BENCH_BOOTS:-10}
 burst=${BENCH_BURST:-20}
 burst_runs=${BENCH_BURST_RUNS:-3}
 
-# Bare QEMU gets what a VMI's guest has that changes its work: q35, the console on a socket
-# and a virtio NIC (user-mode networking; the guest asks for an address by DHCP after its
+# Bare QEMU gets what a VMI's guest has that changes its work: q35, the console on a socket,
+# a virtio-scsi controller (every domain has one, for hotplugged disks) and a virtio NIC (user-mode networking; the guest asks for an address by DHCP after its
 # banner, as in a VMI).
-bare=$(CONSOLE=socket MACHINE=q35 NIC=virtio hack/guest/boot-bench.sh "${runs}" 2>/dev/null | grep 'boot-to-banner' | tail -1)
+bare=$(CONSOLE=socket MACHINE=q35 NIC=virtio SCSI=virtio hack/guest/boot-bench.sh "${runs}" 2>/dev/null | grep 'boot-to-banner' | tail -1)
 echo "${bare}"
 # The test's whole output stays in _output/bench/boot.log.
 mkdir -p _output/bench
@@ -41,7 +41,7 @@ bare_burst() {
     pgrep -f 'guest=bench-boot_' >/dev/null || break
     sleep 1
   done
-  BURST=${burst} CONSOLE=socket MACHINE=q35 NIC=virtio hack/guest/boot-bench.sh 2>/dev/null | grep ' burst: '
+  BURST=${burst} CONSOLE=socket MACHINE=q35 NIC=virtio SCSI=virtio hack/guest/boot-bench.sh 2>/dev/null | grep ' burst: '
 }
 after() { sed -E 's/.*after ([0-9.]+)s.*/\1/'; }
 hangar_all=("$(grep "VMIs created at once" <<<"${hangar}" | after)")

@@ -33,6 +33,8 @@
 #                         bootwait's socket, as a launcher would read it
 #   NIC=none|virtio       no NIC (default), or user-mode virtio-net, which
 #                         also exercises the guest's DHCP
+#   SCSI=none|virtio      no SCSI controller (default), or a virtio-scsi one,
+#                         as every VMI's domain has (hotplugged disks go on it)
 #   MACHINE=pc            QEMU machine type (q35 is what KubeVirt uses)
 #   MEMORY=               guest memory in MiB: 128 for kernelboot, 256 for
 #                         the containerDisk (the kernel needs >= 96)
@@ -112,6 +114,11 @@ qemu_command() {
     stdio) cmd+=(-nographic) ;;
     socket) cmd+=(-display none -monitor none -serial "unix:$socket") ;;
     *) log "unknown CONSOLE=$CONSOLE"; exit 2 ;;
+  esac
+  case "${SCSI:-none}" in
+    none) ;;
+    virtio) cmd+=(-device virtio-scsi-pci) ;;
+    *) log "unknown SCSI=$SCSI"; exit 2 ;;
   esac
   case "$NIC" in
     none) cmd+=(-nic none) ;;
