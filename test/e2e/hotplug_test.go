@@ -202,3 +202,4 @@ func TestHotplugVolumePersist(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, vm.Spec.Template.Spec.Volumes)
 }
+

@@ -27,7 +27,8 @@ import (
 // the dump's file, the memory dump volume in the running instance (no disk of the guest), a
 // second request while one runs refused, a view user refused, and removal taking the volume
 // out of the instance. Memory dump volumes written by hand are refused, and so is a claim
-// another instance uses (for addvolume too, unless the claim is ReadWriteMany).
+// another instance uses (for addvolume too, unless the claim is ReadWriteMany); addvolume
+// refuses a block claim, which cannot be hotplugged yet.
 func TestMemoryDumpActions(t *testing.T) {
 	c := framework.StartAggregated(t)
 	ctx := context.Background()
@@ -152,6 +153,9 @@ func TestMemoryDumpActions(t *testing.T) {
 	assert.Contains(t, body, "instance other uses this claim")
 	code, body = vmiAction("addvolume", hotplug("hot", "dump"))
 	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	code, body = vmiAction("addvolume", hotplug("hot", "block"))
+	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	assert.Contains(t, body, "a block claim cannot be hotplugged yet")
 	code, body = vmiAction("addvolume", hotplug("hot", "shared"))
 	assert.Equal(t, http.StatusAccepted, code, body)
 

@@ -196,9 +196,9 @@ func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name strin
 }
 
 // CheckClaim refuses, for the action on kind/name, a claim (named at path) that does not
-// exist, or that a live instance other than name uses (dumping: any instance), unless the claim
-// may be written from many nodes: two guests writing one disk corrupt it. Without a cluster
-// nothing is checked.
+// exist, a block claim (not hotpluggable yet), or one that a live instance other than name
+// uses (dumping: any instance), unless the claim may be written from many nodes: two guests
+// writing one disk corrupt it. Without a cluster nothing is checked.
 func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name string, path *field.Path, claimName string, dumping bool) error {
 	if v.claims == nil {
 		return nil
@@ -210,6 +210,13 @@ func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name st
 	}
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
+	}
+	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock && !dumping {
+		// The launcher's container may not open a device its pod was not given (the device
+		// cgroup refuses it, whoever holds a descriptor), and libvirt 9.0 cannot hand QEMU the
+		// descriptor itself: docs/hotplug.md.
+		return apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
+			"a block claim cannot be hotplugged yet: add it to the VM's template with an edit of the VM (it is attached at the next start)")})
 	}
 	if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany) && !dumping {
 		return nil
