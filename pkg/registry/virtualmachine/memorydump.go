@@ -36,10 +36,10 @@ func (a *Actions) MemoryDump(ctx context.Context, name string, body action.Body)
 	if err != nil {
 		return err
 	}
-	file := ""
+	claim, file := "", ""
 	decide := func(vm *kubevirt.VirtualMachine) (vmPart, error) {
-		claim, err := memoryDumpClaim(vm, req.ClaimName)
-		if err != nil {
+		var err error
+		if claim, err = memoryDumpClaim(vm, req.ClaimName); err != nil {
 			return 0, err
 		}
 		if vmi == nil || vmi.Status.Phase != kubevirt.Running {
@@ -58,10 +58,6 @@ func (a *Actions) MemoryDump(ctx context.Context, name string, body action.Body)
 	}
 	if _, err := decide(obj.(*kubevirt.VirtualMachine).DeepCopy()); err != nil {
 		return err
-	}
-	claim := req.ClaimName
-	if claim == "" {
-		claim = obj.(*kubevirt.VirtualMachine).Status.MemoryDumpRequest.ClaimName
 	}
 	if err := a.checkMemoryDumpClaim(ctx, name, claim, vmi); err != nil {
 		return err
@@ -91,15 +87,16 @@ func (a *Actions) RemoveMemoryDump(ctx context.Context, name string, body action
 		vm.Status.MemoryDumpRequest = &kubevirt.VirtualMachineMemoryDumpRequest{ClaimName: req.ClaimName, Phase: kubevirt.MemoryDumpDissociating, Remove: true}
 		return statusPart, nil
 	}
-	if _, err := decide(obj.(*kubevirt.VirtualMachine).DeepCopy()); err != nil {
+	vm := obj.(*kubevirt.VirtualMachine)
+	if _, err := decide(vm.DeepCopy()); err != nil {
 		return err
 	}
 	vmi, err := a.instance(ctx, name)
 	if err != nil {
 		return err
 	}
-	if vmi != nil && hasVolume(vmi, obj.(*kubevirt.VirtualMachine).Status.MemoryDumpRequest.ClaimName) {
-		if err := a.instanceVolumes.RemoveMemoryDump(ctx, name, obj.(*kubevirt.VirtualMachine).Status.MemoryDumpRequest.ClaimName, nil); err != nil {
+	if claim := vm.Status.MemoryDumpRequest.ClaimName; vmi != nil && hasVolume(vmi, claim) {
+		if err := a.instanceVolumes.RemoveMemoryDump(ctx, name, claim, nil); err != nil {
 			return err
 		}
 	}
