@@ -145,7 +145,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	actionAdmission := &action.Admission{Chain: c.GenericConfig.AdmissionControl, Objects: admission.NewObjectInterfacesFromScheme(Scheme)}
 	var hotplugClaims virtualmachineinstance.ClaimGetter
 	if kube != nil {
-		hotplugClaims = virtualmachineinstance.ClaimGetter(claimGetter(kube))
+		hotplugClaims = claimGetter(kube)
 	}
 	vmis.Volumes = virtualmachineinstance.NewVolumes(vmis.VirtualMachineInstance, actionAdmission, cdiServed, hotplugClaims)
 	vmDeps := virtualmachine.Dependencies{Instancetypes: vmInstancetypes, Decoder: Codecs.UniversalDecoder(), VMIs: vmis.VirtualMachineInstance, Migrations: migrations.VirtualMachineInstanceMigration,

@@ -26,8 +26,11 @@ import (
 // guest. The status then says Ready (with the disk's target), and a dropped volume's entry
 // goes once the guest no longer has it, which lets virt-controller delete its pod.
 
-// hotplugPath is the claim's file in the attachment pod, relative to its container's root.
-var hotplugPath = strings.TrimPrefix(launcherpod.HotplugMountPath+"/"+launcherpod.HotplugImage, "/")
+// inAttachmentPod is file of the claim's root in the attachment pod, relative to its
+// container's root.
+func inAttachmentPod(file string) string {
+	return strings.TrimPrefix(launcherpod.HotplugMountPath+"/"+file, "/")
+}
 
 // handoverTimeout bounds one handover: the launcher answers at once.
 const handoverTimeout = 10 * time.Second
@@ -96,13 +99,13 @@ func (c *Controller) syncHotplug(ctx context.Context, vmi *v1.VirtualMachineInst
 // memory dump's file, which virt-controller named) and hands it to the launcher.
 func (c *Controller) handOver(l *launcher, s v1.VolumeStatus, podUID types.UID) error {
 	volume := s.Name
-	h, path, kind := api.Handover{Volume: volume, Writable: true}, hotplugPath, podfiles.Disk
+	h, path, kind := api.Handover{Volume: volume, Writable: true}, inAttachmentPod(launcherpod.HotplugImage), podfiles.Disk
 	if md := s.MemoryDumpVolume; md != nil {
 		if !api.MemoryDumpFile.MatchString(md.TargetFileName) {
 			return fmt.Errorf("%q is no memory dump file name", md.TargetFileName)
 		}
 		h.MemoryDump, kind = md.TargetFileName, podfiles.RegularFile
-		path = strings.TrimPrefix(launcherpod.HotplugMountPath+"/"+md.TargetFileName, "/")
+		path = inAttachmentPod(md.TargetFileName)
 	}
 	f, err := c.cfg.Files.OpenInPod(podUID, path, kind)
 	if err != nil {

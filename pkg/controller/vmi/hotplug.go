@@ -29,7 +29,7 @@ import (
 const vmisByUIDIndex = "byUID"
 
 // ReasonAttachmentPodPending says why a hotplugged volume waits.
-const ReasonAttachmentPodPending = "AttachmentPodPending"
+const ReasonAttachmentPodPending = v1.VolumeReasonAttachmentPodPending
 
 // EnableHotplug lets the controller make attachment pods; pods informs of them (label
 // kubevirt.io=hotplug-disk).

@@ -45,8 +45,6 @@ type Actions struct {
 	admission *action.Admission
 	// instanceVolumes hotplugs into the VM's running instance (volumes.go); nil: no hotplug.
 	instanceVolumes *virtualmachineinstance.Volumes
-	// claims reads the claims memory dumps go to (memorydump.go); nil standalone.
-	claims ClaimGetter
 }
 
 // What the actions write, as the requests of their own would name it.

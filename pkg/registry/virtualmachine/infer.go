@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +17,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/instancetype/infer"
 	"github.com/hangarvm/hangar/pkg/registry/access"
 	"github.com/hangarvm/hangar/pkg/registry/cdi"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 )
 
 // A VM may take its instance type and preference from the labels of what a volume is made of
@@ -35,8 +35,8 @@ import (
 // must not tell its writer an object's labels, or that it exists, when the writer could not
 // read the object. A user who may not is refused with 403 whatever the failure policy.
 
-// ClaimGetter reads a PersistentVolumeClaim of kube-apiserver.
-type ClaimGetter func(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+// ClaimGetter reads a PersistentVolumeClaim of kube-apiserver: the one hotplug uses.
+type ClaimGetter = virtualmachineinstance.ClaimGetter
 
 // VolumeSourceGetter reads what DataVolumes are made of, from kube-apiserver: CDI's DataVolumes
 // and DataSources, and VolumeSnapshots. A kind the cluster does not serve is not found.

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -134,17 +133,10 @@ func memoryDumpClaim(vm *kubevirt.VirtualMachine, claim string) (string, error) 
 // checkMemoryDumpClaim refuses a claim the dump cannot go to: one that does not exist or that
 // an instance uses, a block claim, a read-only one, or one too small for the guest's memory.
 func (a *Actions) checkMemoryDumpClaim(ctx context.Context, name, claimName string, vmi *kubevirt.VirtualMachineInstance) error {
-	if a.claims == nil {
-		return nil // standalone: no claims to look at
-	}
 	path := field.NewPath("claimName")
-	if err := a.instanceVolumes.CheckClaim(ctx, kubevirt.Kind("VirtualMachine"), name, path, claimName, true); err != nil {
-		return err
-	}
-	ns, _ := genericapirequest.NamespaceFrom(ctx)
-	claim, err := a.claims(ctx, ns, claimName)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
+	claim, err := a.instanceVolumes.CheckClaim(ctx, kubevirt.Kind("VirtualMachine"), name, path, claimName, true)
+	if err != nil || claim == nil {
+		return err // nil, nil standalone: no claims to look at
 	}
 	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock {
 		return invalidVM(name, field.Invalid(path, claimName, "a memory dump goes to a file system claim, not a block claim"))

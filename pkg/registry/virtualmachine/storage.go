@@ -125,7 +125,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 		VirtualMachine: vms,
 		Status:         status,
 		Actions: &Actions{vms: vms, vmStatus: status, vmis: deps.VMIs, pods: deps.LauncherPods,
-			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission, instanceVolumes: deps.InstanceVolumes, claims: deps.Claims},
+			starts: deps.Starts, migrations: deps.Migrations, admission: deps.Admission, instanceVolumes: deps.InstanceVolumes},
 		ExpandSpec:   &ExpandSpecREST{vms: vms, expander: strategy.expander},
 		ExpandVMSpec: &ExpandVMSpec{expander: strategy.expander, decoder: deps.Decoder, infer: vms.inferMatchers},
 	}, nil

@@ -61,7 +61,7 @@ func (v *Volumes) Add(ctx context.Context, name string, body action.Body) error 
 	}
 	// Listed from the start: removevolume tells a volume hotplugged a moment ago, before
 	// virt-controller made its pod, from one the instance started with (LiveHotplugged).
-	pending := kubevirt.VolumeStatus{Name: volume.Name, Phase: kubevirt.VolumePending, Reason: "AttachmentPodPending",
+	pending := kubevirt.VolumeStatus{Name: volume.Name, Phase: kubevirt.VolumePending, Reason: v1.VolumeReasonAttachmentPodPending,
 		Message: "waiting for the attachment pod to be created"}
 	return v.update(withVolumeStatus(ctx, pending), name, opts.DryRun, func(vmi *kubevirt.VirtualMachineInstance) error {
 		if err := running(vmi); err != nil {
@@ -160,7 +160,7 @@ func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name strin
 	in := v1.Volume{Name: opts.Name}
 	if src.PersistentVolumeClaim != nil {
 		claimPath := source.Child("persistentVolumeClaim", "claimName")
-		if err := v.CheckClaim(ctx, kind, name, claimPath, src.PersistentVolumeClaim.ClaimName, false); err != nil {
+		if _, err := v.CheckClaim(ctx, kind, name, claimPath, src.PersistentVolumeClaim.ClaimName, false); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -198,32 +198,33 @@ func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name strin
 // CheckClaim refuses, for the action on kind/name, a claim (named at path) that does not
 // exist, a block claim (not hotpluggable yet), or one that a live instance other than name
 // uses (dumping: any instance), unless the claim may be written from many nodes: two guests
-// writing one disk corrupt it. Without a cluster nothing is checked.
-func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name string, path *field.Path, claimName string, dumping bool) error {
+// writing one disk corrupt it. It returns the claim it read; without a cluster nothing is
+// checked, and the claim is nil.
+func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name string, path *field.Path, claimName string, dumping bool) (*corev1.PersistentVolumeClaim, error) {
 	if v.claims == nil {
-		return nil
+		return nil, nil
 	}
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
 	claim, err := v.claims(ctx, ns, claimName)
 	if apierrors.IsNotFound(err) {
-		return apierrors.NewInvalid(kind, name, field.ErrorList{field.NotFound(path, claimName)})
+		return nil, apierrors.NewInvalid(kind, name, field.ErrorList{field.NotFound(path, claimName)})
 	}
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
+		return nil, apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
 	}
 	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock && !dumping {
 		// The launcher's container may not open a device its pod was not given (the device
 		// cgroup refuses it, whoever holds a descriptor), and libvirt 9.0 cannot hand QEMU the
 		// descriptor itself: docs/hotplug.md.
-		return apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
+		return nil, apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
 			"a block claim cannot be hotplugged yet: add it to the VM's template with an edit of the VM (it is attached at the next start)")})
 	}
 	if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany) && !dumping {
-		return nil
+		return claim, nil
 	}
 	list, err := v.vmis.List(ctx, &metainternalversion.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, vmi := range list.(*kubevirt.VirtualMachineInstanceList).Items {
 		if (vmi.Name == name && !dumping) || vmi.IsFinal() {
@@ -231,12 +232,12 @@ func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name st
 		}
 		for i := range vmi.Spec.Volumes {
 			if vol := &vmi.Spec.Volumes[i]; claimOf(vol) == claimName && vol.MemoryDump == nil {
-				return apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
+				return nil, apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
 					fmt.Sprintf("instance %s uses this claim (volume %s)", vmi.Name, vol.Name))})
 			}
 		}
 	}
-	return nil
+	return claim, nil
 }
 
 // update changes the instance's spec by change, decided on the freshest instance inside the

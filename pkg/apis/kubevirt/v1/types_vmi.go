@@ -742,6 +742,10 @@ const (
 	MemoryDumpVolumeFailed VolumePhase = "MemoryDumpFailed"
 )
 
+// VolumeReasonAttachmentPodPending is the reason of a hotplugged volume that waits for its
+// attachment pod (addvolume sets it, virt-controller keeps it until the pod runs).
+const VolumeReasonAttachmentPodPending = "AttachmentPodPending"
+
 // VirtualMachineInstanceCondition is one observation of an instance's state.
 type VirtualMachineInstanceCondition struct {
 	// Type of the condition.
