@@ -23,7 +23,7 @@ fi
 source "${CODEGEN_DIR}/kube_codegen.sh"
 
 # Protobuf for Hangar's copy of CDI's DataVolume spec (which kubevirt.io/v1 embeds), kubevirt.io/v1, instancetype.kubevirt.io/v1beta1, snapshot.kubevirt.io/v1beta1
-# (whose types embed v1's, so they come after it) and clone.kubevirt.io/v1beta1, first: go-to-protobuf records each field's number in the Go
+# (whose types embed v1's, so they come after it), clone.kubevirt.io/v1beta1 and export.kubevirt.io/v1beta1, first: go-to-protobuf records each field's number in the Go
 # struct's protobuf tag, and later runs keep the numbers it finds there (a new field gets the
 # next free one), so the wire format stays stable as the types grow. It writes
 # generated.proto and runs protoc with the gogo plugin into generated.pb.go. Both expect a
@@ -47,7 +47,7 @@ GOBIN="${protobuf_tree}/bin" go install golang.org/x/tools/cmd/goimports \
 # apimachinery's defaults is not needed.
 PATH="${protobuf_tree}/bin:${PATH}" go-to-protobuf \
   --go-header-file "${ROOT}/hack/boilerplate.go.txt" \
-  --packages "${MODULE}/pkg/apis/cdi/v1beta1,${MODULE}/pkg/apis/kubevirt/v1,${MODULE}/pkg/apis/instancetype/v1beta1,${MODULE}/pkg/apis/snapshot/v1beta1,${MODULE}/pkg/apis/clone/v1beta1" \
+  --packages "${MODULE}/pkg/apis/cdi/v1beta1,${MODULE}/pkg/apis/kubevirt/v1,${MODULE}/pkg/apis/instancetype/v1beta1,${MODULE}/pkg/apis/snapshot/v1beta1,${MODULE}/pkg/apis/clone/v1beta1,${MODULE}/pkg/apis/export/v1beta1" \
   --apimachinery-packages "-k8s.io/apimachinery/pkg/util/intstr,-k8s.io/apimachinery/pkg/api/resource,-k8s.io/apimachinery/pkg/runtime/schema,-k8s.io/apimachinery/pkg/runtime,-k8s.io/apimachinery/pkg/apis/meta/v1,-k8s.io/api/core/v1,-k8s.io/api/autoscaling/v1" \
   --proto-import "${protobuf_tree}/src" \
   --proto-import "${protobuf_tree}/src/github.com/gogo/protobuf/protobuf" \
@@ -143,6 +143,19 @@ kube::codegen::gen_client \
   --applyconfig-externals "${clone_externals}" \
   --output-dir "${ROOT}/pkg/generated/clone" \
   --output-pkg "${MODULE}/pkg/generated/clone" \
+  --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+  "${ROOT}/pkg/apis"
+
+# export.kubevirt.io has a clientset of its own too, in protobuf; its source reference is
+# client-go's apply configuration.
+kube::codegen::gen_client \
+  --one-input-api export \
+  --with-watch \
+  --with-applyconfig \
+  --prefers-protobuf \
+  --applyconfig-externals "k8s.io/api/core/v1.TypedLocalObjectReference:k8s.io/client-go/applyconfigurations/core/v1" \
+  --output-dir "${ROOT}/pkg/generated/export" \
+  --output-pkg "${MODULE}/pkg/generated/export" \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   "${ROOT}/pkg/apis"
 

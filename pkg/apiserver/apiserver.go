@@ -20,6 +20,8 @@ import (
 	"github.com/hangarvm/hangar/pkg/admission/podpolicy"
 	"github.com/hangarvm/hangar/pkg/apis/clone"
 	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
+	"github.com/hangarvm/hangar/pkg/apis/export"
+	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/instancetype"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -33,6 +35,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/registry/serving"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachine"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineclone"
+	"github.com/hangarvm/hangar/pkg/registry/virtualmachineexport"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstance"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancemigration"
 	"github.com/hangarvm/hangar/pkg/registry/virtualmachineinstancereplicaset"
@@ -88,7 +91,7 @@ func (cfg *Config) Complete() CompletedConfig {
 
 // New builds virt-api and installs the kubevirt.io group, v1 preferred and v1alpha3 as a
 // deprecated alias, both backed by the same storage, instancetype.kubevirt.io/v1beta1,
-// snapshot.kubevirt.io/v1beta1 and clone.kubevirt.io/v1beta1.
+// snapshot.kubevirt.io/v1beta1, clone.kubevirt.io/v1beta1 and export.kubevirt.io/v1beta1.
 func (c CompletedConfig) New() (*Server, error) {
 	genericServer, err := c.GenericConfig.New("hangar-virt-api", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -239,6 +242,17 @@ func (c CompletedConfig) New() (*Server, error) {
 	cloneGroup := genericapiserver.NewDefaultAPIGroupInfo(clone.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	cloneGroup.VersionedResourcesStorageMap[clonev1beta1.SchemeGroupVersion.Version] = serving.Storage(clones.Serving())
 	if err := genericServer.InstallAPIGroup(&cloneGroup); err != nil {
+		return nil, err
+	}
+
+	// export.kubevirt.io/v1beta1: exports, served by virt-controller's export servers.
+	exports, err := virtualmachineexport.NewStorage(Scheme, optsGetter, authz)
+	if err != nil {
+		return nil, err
+	}
+	exportGroup := genericapiserver.NewDefaultAPIGroupInfo(export.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	exportGroup.VersionedResourcesStorageMap[exportv1beta1.SchemeGroupVersion.Version] = serving.Storage(exports.Serving())
+	if err := genericServer.InstallAPIGroup(&exportGroup); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: genericServer}, nil

@@ -10,6 +10,7 @@ import (
 	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
 	cloneinstall "github.com/hangarvm/hangar/pkg/apis/clone/install"
+	exportinstall "github.com/hangarvm/hangar/pkg/apis/export/install"
 	instancetypeinstall "github.com/hangarvm/hangar/pkg/apis/instancetype/install"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt/install"
 	snapshotinstall "github.com/hangarvm/hangar/pkg/apis/snapshot/install"
@@ -28,6 +29,7 @@ func init() {
 	instancetypeinstall.Install(Scheme)
 	snapshotinstall.Install(Scheme)
 	cloneinstall.Install(Scheme)
+	exportinstall.Install(Scheme)
 	// The scale subresource speaks autoscaling/v1 Scale, through its internal form.
 	utilruntime.Must(scalescheme.AddToScheme(Scheme))
 	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))

@@ -594,6 +594,14 @@ func TestController(t *testing.T) {
 			{[]string{"delete", "virtualmachines.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"update", "virtualmachineinstancereplicasets.kubevirt.io", "-n", "any"}, "no"},
 			{[]string{"update", "virtualmachines.kubevirt.io", "--subresource=start", "-n", "any"}, "no"},
+			// Exports: the token and TLS Secrets are made and deleted, never read; the server's
+			// Service is the controller's.
+			{[]string{"create", "secrets", "-n", "any"}, "yes"},
+			{[]string{"update", "secrets", "-n", "any"}, "no"},
+			{[]string{"create", "services", "-n", "any"}, "yes"},
+			{[]string{"update", "services", "-n", "any"}, "no"},
+			{[]string{"update", "virtualmachineexports.export.kubevirt.io", "--subresource=status", "-n", "any"}, "yes"},
+			{[]string{"create", "virtualmachineexports.export.kubevirt.io", "-n", "any"}, "no"},
 		} {
 			out, _ := c.Kubectl(append(append([]string{"auth", "can-i"}, tc.args...), "--as", sa)...)
 			assert.Equal(t, tc.want, strings.TrimSpace(out), "can-i %v", tc.args)

@@ -202,4 +202,3 @@ func TestHotplugVolumePersist(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, vm.Spec.Template.Spec.Volumes)
 }
-

@@ -426,7 +426,7 @@ func requireRemoved(t *testing.T, r release) {
 		return true
 	})
 	objects := []string{"apiservice/v1.kubevirt.io", "apiservice/v1alpha3.kubevirt.io", "apiservice/v1.subresources.kubevirt.io",
-		"apiservice/v1beta1.instancetype.kubevirt.io", "apiservice/v1beta1.snapshot.kubevirt.io", "apiservice/v1beta1.clone.kubevirt.io", "validatingwebhookconfiguration/virt-api-validator"}
+		"apiservice/v1beta1.instancetype.kubevirt.io", "apiservice/v1beta1.snapshot.kubevirt.io", "apiservice/v1beta1.clone.kubevirt.io", "apiservice/v1beta1.export.kubevirt.io", "validatingwebhookconfiguration/virt-api-validator"}
 	manifest, err := os.ReadFile(filepath.Join(r.dir, "hangar.yaml"))
 	require.NoError(t, err)
 	for _, doc := range strings.Split(string(manifest), "\n---\n") {

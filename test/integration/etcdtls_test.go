@@ -48,6 +48,7 @@ resources:
   - "*.instancetype.kubevirt.io"
   - "*.snapshot.kubevirt.io"
   - "*.clone.kubevirt.io"
+  - "*.export.kubevirt.io"
   providers:
   - secretbox:
       keys:

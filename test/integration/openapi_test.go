@@ -120,7 +120,7 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 	require.Contains(t, instancetypes, "v1beta1.DataVolumeSpec")
 	docs := map[string][]byte{"/openapi/v2": rawV2}
 	for _, gv := range []string{"apis/kubevirt.io/v1", "apis/kubevirt.io/v1alpha3", "apis/subresources.kubevirt.io/v1", "apis/instancetype.kubevirt.io/v1beta1",
-		"apis/snapshot.kubevirt.io/v1beta1", "apis/clone.kubevirt.io/v1beta1"} {
+		"apis/snapshot.kubevirt.io/v1beta1", "apis/clone.kubevirt.io/v1beta1", "apis/export.kubevirt.io/v1beta1"} {
 		docs["/openapi/v3/"+gv] = getOpenAPI(t, "/openapi/v3/"+gv)
 	}
 	for path, raw := range docs {

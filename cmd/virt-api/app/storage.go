@@ -10,6 +10,8 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/clone"
 	clonev1beta1 "github.com/hangarvm/hangar/pkg/apis/clone/v1beta1"
+	"github.com/hangarvm/hangar/pkg/apis/export"
+	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/instancetype"
 	instancetypev1beta1 "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1"
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
@@ -28,8 +30,8 @@ const defaultStorageMediaType = runtime.ContentTypeProtobuf
 // Each group is stored in one version whatever version a client used, and held in memory in
 // its internal version.
 var (
-	storageVersions = schema.GroupVersions{v1.SchemeGroupVersion, instancetypev1beta1.SchemeGroupVersion, snapshotv1beta1.SchemeGroupVersion, clonev1beta1.SchemeGroupVersion}
-	memoryVersions  = schema.GroupVersions{kubevirt.SchemeGroupVersion, instancetype.SchemeGroupVersion, snapshot.SchemeGroupVersion, clone.SchemeGroupVersion}
+	storageVersions = schema.GroupVersions{v1.SchemeGroupVersion, instancetypev1beta1.SchemeGroupVersion, snapshotv1beta1.SchemeGroupVersion, clonev1beta1.SchemeGroupVersion, exportv1beta1.SchemeGroupVersion}
+	memoryVersions  = schema.GroupVersions{kubevirt.SchemeGroupVersion, instancetype.SchemeGroupVersion, snapshot.SchemeGroupVersion, clone.SchemeGroupVersion, export.SchemeGroupVersion}
 )
 
 // applyStorageCodec makes the etcd codec write --storage-media-type, each group in its storage

@@ -24,6 +24,7 @@ import (
 	"github.com/hangarvm/hangar/pkg/controller/manager"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	cloneclient "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned"
+	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/kubeclient"
@@ -59,6 +60,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Controllers.Clones, err = cloneclient.NewForConfig(kvCfg); err != nil {
+		return err
+	}
+	if o.Controllers.Exports, err = exportclient.NewForConfig(kvCfg); err != nil {
 		return err
 	}
 	// VolumeSnapshots are custom resources of kube-apiserver, served in JSON only.

@@ -33,6 +33,7 @@ import (
 	configwatch "github.com/hangarvm/hangar/pkg/clusterconfig/watch"
 	"github.com/hangarvm/hangar/pkg/controller/clone"
 	"github.com/hangarvm/hangar/pkg/controller/evacuation"
+	"github.com/hangarvm/hangar/pkg/controller/export"
 	"github.com/hangarvm/hangar/pkg/controller/metrics"
 	"github.com/hangarvm/hangar/pkg/controller/migration"
 	"github.com/hangarvm/hangar/pkg/controller/migrationsigner"
@@ -45,6 +46,8 @@ import (
 	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
 	cloneclient "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned"
 	cloneinformers "github.com/hangarvm/hangar/pkg/generated/clone/informers/externalversions"
+	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
+	exportinformers "github.com/hangarvm/hangar/pkg/generated/export/informers/externalversions"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
@@ -87,6 +90,8 @@ type Options struct {
 	// Clones reaches clone.kubevirt.io, for the clone controller; it runs with the snapshot
 	// and restore controllers it relies on.
 	Clones cloneclient.Interface
+	// Exports reaches export.kubevirt.io, for the export controller (nil: it does not run).
+	Exports exportclient.Interface
 	// Dynamic reaches CDI's DataVolumes (cdi.kubevirt.io), which the VM controller creates,
 	// watches and waits for when the cluster serves them; nil: VMs using DataVolumes are not
 	// started.
@@ -247,6 +252,27 @@ func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		func() error { return evacuationController.Run(ctx) },
 		func() error { return updater.Run(ctx) },
 	}
+	var exportFactories []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}
+	if o.Exports != nil {
+		exportFactory := exportinformers.NewSharedInformerFactoryWithOptions(o.Exports, o.Resync, exportinformers.WithTransform(stripManagedFields))
+		// Export servers' pods and Services only.
+		serverFactory := informers.NewSharedInformerFactoryWithOptions(kube, o.Resync,
+			informers.WithTransform(stripManagedFields),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = export.ServerSelector() }))
+		exportController, err := export.New(export.Clients{Exports: o.Exports, Kube: kube}, export.Informers{
+			Exports: exportFactory.Export().V1beta1().VirtualMachineExports(),
+			Pods:    serverFactory.Core().V1().Pods(), Services: serverFactory.Core().V1().Services(),
+			Claims: pvcInformer, VMs: vmInformer, VMIs: vmiInformer,
+		}, func() string { return cfg.Get().LauncherImage }, recorder)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, func() error { return exportController.Run(ctx, 2) })
+		exportFactories = append(exportFactories, exportFactory, serverFactory)
+	}
 	var snapshotFactories []interface {
 		Start(<-chan struct{})
 		Shutdown()
@@ -299,7 +325,7 @@ func run(ctx context.Context, kubevirt versioned.Interface, kube kubernetes.Inte
 		klog.InfoS("no migration CA: nodes get no migration identity, and no instance can migrate")
 	}
 
-	for _, f := range snapshotFactories {
+	for _, f := range append(snapshotFactories, exportFactories...) {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}

@@ -52,6 +52,16 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneList":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneList(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneSpec":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneStatus":                             schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.Condition":                                            schema_pkg_apis_export_v1beta1_Condition(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExport":                                 schema_pkg_apis_export_v1beta1_VirtualMachineExport(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLink":                             schema_pkg_apis_export_v1beta1_VirtualMachineExportLink(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLinks":                            schema_pkg_apis_export_v1beta1_VirtualMachineExportLinks(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportList":                             schema_pkg_apis_export_v1beta1_VirtualMachineExportList(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportManifest":                         schema_pkg_apis_export_v1beta1_VirtualMachineExportManifest(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportSpec":                             schema_pkg_apis_export_v1beta1_VirtualMachineExportSpec(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportStatus":                           schema_pkg_apis_export_v1beta1_VirtualMachineExportStatus(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportVolume":                           schema_pkg_apis_export_v1beta1_VirtualMachineExportVolume(ref),
+		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportVolumeFormat":                     schema_pkg_apis_export_v1beta1_VirtualMachineExportVolumeFormat(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.BlockSize":                                      schema_pkg_apis_instancetype_v1beta1_BlockSize(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUInstancetype":                                schema_pkg_apis_instancetype_v1beta1_CPUInstancetype(ref),
 		"github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.CPUPreferenceRequirement":                       schema_pkg_apis_instancetype_v1beta1_CPUPreferenceRequirement(ref),
@@ -1587,6 +1597,468 @@ func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref common.Referenc
 		},
 		Dependencies: []string{
 			"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_Condition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Condition is one of an export's conditions.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Ready, PVCReady or VolumesCreated.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is True, False or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastProbeTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastProbeTime is when the condition was last checked.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"lastTransitionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTransitionTime is when the status last changed.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is a one-word CamelCase reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is for humans.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "status"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExport(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExport asks for the volumes of a VirtualMachine, a VirtualMachineSnapshot or a PersistentVolumeClaim to be served for download, over HTTPS with a token, for a bounded time.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec names the source, the token and the lifetime.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the export controller observed: the links to download from.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportSpec", "github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportLink(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportLink is one way to reach the export server.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cert": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cert is the PEM certificate of the authority the server's certificate chains to.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"volumes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Volumes are the exported volumes and their URLs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportVolume"),
+									},
+								},
+							},
+						},
+					},
+					"manifests": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifests are URLs of the exported VM's manifests.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportManifest"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"cert"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportManifest", "github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportVolume"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportLinks(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportLinks are the links inside the cluster and, where an ingress exposes the server, outside it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"internal": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Internal links are the Service's, valid inside the cluster.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLink"),
+						},
+					},
+					"external": {
+						SchemaProps: spec.SchemaProps{
+							Description: "External links go through an ingress or route.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLink"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLink"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportList is a list of VirtualMachineExports.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of VirtualMachineExports.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExport"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExport", "k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportManifest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportManifest is a URL of a manifest.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is all or auth-header-secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Url is where the manifest is served.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "url"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportSpec says what to export, with which token, for how long.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is a kubevirt.io VirtualMachine, a snapshot.kubevirt.io VirtualMachineSnapshot or a core PersistentVolumeClaim, in the export's namespace.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("k8s.io/api/core/v1.TypedLocalObjectReference"),
+						},
+					},
+					"tokenSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TokenSecretRef names the Secret whose `token` key a download must present; when absent the controller makes one and names it in status.tokenSecretRef.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ttlDuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLDuration is how long the export lives after its creation (2h when absent); then it is deleted.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+				},
+				Required: []string{"source"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/api/core/v1.TypedLocalObjectReference", "k8s.io/apimachinery/pkg/apis/meta/v1.Duration"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportStatus is what the export controller observed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Pending, Ready, Terminated or Skipped.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"links": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Links are the URLs the volumes are served at.",
+							Ref:         ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLinks"),
+						},
+					},
+					"tokenSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TokenSecretRef names the Secret holding the download token.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ttlExpirationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLExpirationTime is when the export is deleted.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"serviceName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceName is the Service in front of the export server.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"virtualMachineName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VirtualMachineName is the exported VM, for VM and snapshot sources.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Ready and PVCReady.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.Condition"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.Condition", "github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLinks", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportVolume(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportVolume is an exported volume and the formats it is served in.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the volume's name (the claim's, for a claim source).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"formats": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Formats are the URLs of the volume, one per format.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportVolumeFormat"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportVolumeFormat"},
+	}
+}
+
+func schema_pkg_apis_export_v1beta1_VirtualMachineExportVolumeFormat(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VirtualMachineExportVolumeFormat is one format's URL.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"format": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Format is raw, gzip, dir or tar.gz.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Url is where the volume is served in this format.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"format", "url"},
+			},
+		},
 	}
 }
 

@@ -305,6 +305,7 @@ resources:
   - "*.instancetype.kubevirt.io"
   - "*.snapshot.kubevirt.io"
   - "*.clone.kubevirt.io"
+  - "*.export.kubevirt.io"
   providers:
   - secretbox:
       keys:
@@ -317,10 +318,10 @@ resources:
 
 // encryptedGroupLines are the resource lines of the configuration, each a group virt-api
 // stores; virt-api refuses to start when a group it stores is not named.
-var encryptedGroupLines = []string{`  - "*.kubevirt.io"`, `  - "*.instancetype.kubevirt.io"`, `  - "*.snapshot.kubevirt.io"`, `  - "*.clone.kubevirt.io"`}
+var encryptedGroupLines = []string{`  - "*.kubevirt.io"`, `  - "*.instancetype.kubevirt.io"`, `  - "*.snapshot.kubevirt.io"`, `  - "*.clone.kubevirt.io"`, `  - "*.export.kubevirt.io"`}
 
 // withEncryptedGroups adds to a configuration made by an earlier version the groups virt-api
-// has stored since (instancetype.kubevirt.io, snapshot.kubevirt.io, clone.kubevirt.io), under the same key and providers: the
+// has stored since (instancetype.kubevirt.io, snapshot.kubevirt.io, clone.kubevirt.io, export.kubevirt.io), under the same key and providers: the
 // configuration is kept, only its list of resources grows. The configuration is the
 // operator's own (the format above), so the lines are found as written.
 func withEncryptedGroups(config []byte) []byte {

@@ -176,7 +176,7 @@ func TestReconcileShortenedLifetimes(t *testing.T) {
 }
 
 // TestEncryptionConfigGainsGroups: a configuration made before virt-api stored
-// instancetype.kubevirt.io, snapshot.kubevirt.io and clone.kubevirt.io gets the groups in order, under the same key;
+// instancetype.kubevirt.io, snapshot.kubevirt.io, clone.kubevirt.io and export.kubevirt.io gets the groups in order, under the same key;
 // one that has them is unchanged.
 func TestEncryptionConfigGainsGroups(t *testing.T) {
 	old := []byte(`apiVersion: apiserver.config.k8s.io/v1
@@ -194,7 +194,7 @@ resources:
 	got, err := encryptionConfig(map[string][]byte{KeyEncryption: old})
 	require.NoError(t, err)
 	upgraded := string(got[KeyEncryption])
-	assert.Contains(t, upgraded, "  - \"*.kubevirt.io\"\n  - \"*.instancetype.kubevirt.io\"\n  - \"*.snapshot.kubevirt.io\"\n  - \"*.clone.kubevirt.io\"\n  providers:")
+	assert.Contains(t, upgraded, "  - \"*.kubevirt.io\"\n  - \"*.instancetype.kubevirt.io\"\n  - \"*.snapshot.kubevirt.io\"\n  - \"*.clone.kubevirt.io\"\n  - \"*.export.kubevirt.io\"\n  providers:")
 	assert.Contains(t, upgraded, "secret: c2VjcmV0", "the key stays")
 
 	again, err := encryptionConfig(got)

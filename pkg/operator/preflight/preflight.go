@@ -39,10 +39,10 @@ type Failure struct {
 func (f *Failure) Error() string { return f.Message }
 
 // kubevirtGroups are the groups whose CustomResourceDefinitions mean KubeVirt is installed.
-var kubevirtGroups = map[string]bool{"kubevirt.io": true, "subresources.kubevirt.io": true, "instancetype.kubevirt.io": true, "snapshot.kubevirt.io": true, "clone.kubevirt.io": true}
+var kubevirtGroups = map[string]bool{"kubevirt.io": true, "subresources.kubevirt.io": true, "instancetype.kubevirt.io": true, "snapshot.kubevirt.io": true, "clone.kubevirt.io": true, "export.kubevirt.io": true}
 
 // APIServices are the APIServices Hangar registers; an existing one must be Hangar's own.
-var APIServices = []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io", "v1beta1.instancetype.kubevirt.io", "v1beta1.snapshot.kubevirt.io", "v1beta1.clone.kubevirt.io"}
+var APIServices = []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io", "v1beta1.instancetype.kubevirt.io", "v1beta1.snapshot.kubevirt.io", "v1beta1.clone.kubevirt.io", "v1beta1.export.kubevirt.io"}
 
 // Clients are what the checks read.
 type Clients struct {

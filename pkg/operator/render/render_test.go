@@ -94,7 +94,7 @@ func TestObjectsDefaults(t *testing.T) {
 		assert.False(t, launcherDevicesPolicy(o.Object), "no launcher devices policy without launcherDevicesOnly")
 	}
 
-	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io", "v1beta1.instancetype.kubevirt.io", "v1beta1.snapshot.kubevirt.io", "v1beta1.clone.kubevirt.io"} {
+	for _, name := range []string{"v1.kubevirt.io", "v1alpha3.kubevirt.io", "v1.subresources.kubevirt.io", "v1beta1.instancetype.kubevirt.io", "v1beta1.snapshot.kubevirt.io", "v1beta1.clone.kubevirt.io", "v1beta1.export.kubevirt.io"} {
 		assert.Equal(t, []byte("CA"), find[*apiregistrationv1.APIService](t, objs, name).Spec.CABundle, name)
 	}
 	webhook := find[*admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "virt-api-validator")
