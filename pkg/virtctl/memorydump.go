@@ -3,20 +3,28 @@ package virtctl
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	exportvalidation "github.com/hangarvm/hangar/pkg/apis/export/validation"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 )
 
 // memory-dump, flag for flag as KubeVirt's virtctl: get asks the VM for a dump of its guest's
 // memory to a claim (made first with --create-claim, sized for the guest), remove dissociates
-// the claim. download, and get's --output, read the dump through a VirtualMachineExport,
-// which Hangar does not serve yet: they say so rather than half work.
+// the claim. download, and get's --output once the dump is done, fetch the dump file through a
+// VirtualMachineExport of the claim, deleted afterwards.
 
 func newMemoryDumpCommand(c *cliContext) *cobra.Command {
 	var claim, storageClass, accessMode, output, format, localPort string
@@ -33,9 +41,8 @@ func newMemoryDumpCommand(c *cliContext) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			action, vm := args[0], args[1]
-			if action == "download" || output != "" {
-				return fmt.Errorf("downloading a memory dump needs a VirtualMachineExport, which Hangar does not serve yet: " +
-					"read the dump from its claim with a pod that mounts it (the file's name is in the VM's status.memoryDumpRequest.fileName)")
+			if action == "download" {
+				return c.downloadMemoryDump(cmd.Context(), vm, output, format, localPort, portForward)
 			}
 			kv, acts, ns, err := c.clients()
 			if err != nil {
@@ -67,6 +74,12 @@ func newMemoryDumpCommand(c *cliContext) *cobra.Command {
 					return fmt.Errorf("error dumping vm memory, %w", err)
 				}
 				fmt.Fprintf(c.streams.Out, "Successfully submitted memory dump request of VM %s\n", vm)
+				if output != "" {
+					if err := c.awaitMemoryDump(ctx, kv, ns, vm); err != nil {
+						return err
+					}
+					return c.downloadMemoryDump(ctx, vm, output, format, localPort, portForward)
+				}
 			case "remove":
 				if err := acts.put(ctx, ns, "virtualmachines", vm, "removememorydump", nil); err != nil {
 					return fmt.Errorf("error removing memory dump association, %w", err)
@@ -82,9 +95,9 @@ func newMemoryDumpCommand(c *cliContext) *cobra.Command {
 	cmd.Flags().BoolVar(&create, "create-claim", false, "create the claim, sized for the guest's memory")
 	cmd.Flags().StringVar(&storageClass, "storage-class", "", "the created claim's storage class")
 	cmd.Flags().StringVar(&accessMode, "access-mode", "", "the created claim's access mode (ReadWriteOnce or ReadWriteMany)")
-	cmd.Flags().StringVar(&output, "output", "", "download the dump to this file (needs a VirtualMachineExport: not served yet)")
+	cmd.Flags().StringVar(&output, "output", "", "download the dump to this file, through a VirtualMachineExport of its claim")
 	cmd.Flags().BoolVar(&portForward, "port-forward", false, "download through a port-forward (with --output)")
-	cmd.Flags().StringVar(&format, "format", "", "the download's format, gzip or raw (with --output)")
+	cmd.Flags().StringVar(&format, "format", "raw", "the download's format, gzip or raw (with --output)")
 	cmd.Flags().StringVar(&localPort, "local-port", "0", "the port-forward's local port (with --port-forward)")
 	return cmd
 }
@@ -128,4 +141,74 @@ func (c *cliContext) createMemoryDumpClaim(ctx context.Context, ns, name, storag
 	}
 	fmt.Fprintf(c.streams.Out, "PVC %s/%s created\n", ns, name)
 	return nil
+}
+
+// awaitMemoryDump waits for the VM's memory dump to end.
+func (c *cliContext) awaitMemoryDump(ctx context.Context, kv versioned.Interface, ns, vm string) error {
+	fmt.Fprintf(c.streams.Out, "Waiting for memory dump of VM %s to complete...\n", vm)
+	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		obj, err := kv.KubevirtV1().VirtualMachines(ns).Get(ctx, vm, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		switch req := obj.Status.MemoryDumpRequest; {
+		case req == nil:
+			return false, fmt.Errorf("VM %s has no memory dump request", vm)
+		case req.Phase == v1.MemoryDumpFailed:
+			return false, fmt.Errorf("the memory dump of VM %s failed: %s", vm, req.Message)
+		default:
+			return req.Phase == v1.MemoryDumpCompleted, nil
+		}
+	})
+}
+
+// downloadMemoryDump downloads the VM's completed memory dump: an export of its claim serves
+// the dump file; the export is deleted afterwards.
+func (c *cliContext) downloadMemoryDump(ctx context.Context, vm, output, format, localPort string, portForward bool) error {
+	if output == "" {
+		return fmt.Errorf("missing outputFile, use --output to specify the file the memory dump is downloaded to")
+	}
+	if format != "raw" && format != "gzip" {
+		return fmt.Errorf("supported formats are gzip and raw, not %q", format)
+	}
+	kv, _, ns, err := c.clients()
+	if err != nil {
+		return err
+	}
+	obj, err := kv.KubevirtV1().VirtualMachines(ns).Get(ctx, vm, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	req := obj.Status.MemoryDumpRequest
+	if req == nil || req.Phase != v1.MemoryDumpCompleted || req.FileName == nil {
+		return fmt.Errorf("VM %s has no completed memory dump to download", vm)
+	}
+	cfg, _, err := c.target()
+	if err != nil {
+		return err
+	}
+	exports, err := exportclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kube, _, err := c.kube()
+	if err != nil {
+		return err
+	}
+	name := "export-" + req.ClaimName
+	if len(name) > exportvalidation.MaxNameLength {
+		name = strings.TrimRight(name[:exportvalidation.MaxNameLength], "-")
+	}
+	o := vmExportOptions{pvc: req.ClaimName, output: output, format: "raw", localPort: localPort, portForward: portForward, readyTimeout: 2 * time.Minute}
+	file := *req.FileName
+	return o.downloadWith(ctx, c, exports, kube, ns, name, func(link *exportv1beta1.VirtualMachineExportLink) (string, bool, error) {
+		for _, v := range link.Volumes {
+			for _, f := range v.Formats {
+				if f.Format == exportv1beta1.Dir {
+					return strings.TrimSuffix(f.Url, "dir") + url.PathEscape(file), false, nil
+				}
+			}
+		}
+		return "", false, fmt.Errorf("the export of claim %s serves no files", req.ClaimName)
+	}, format == "gzip")
 }

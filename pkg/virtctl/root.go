@@ -135,7 +135,7 @@ func newCommand(c *cliContext) *cobra.Command {
 		newAddVolumeCommand(c), newRemoveVolumeCommand(c), newMemoryDumpCommand(c),
 		newMigrateCommand(c), newMigrateCancelCommand(c),
 		newConsoleCommand(c), newVNCCommand(c), newExposeCommand(c), newVersionCommand(c),
-		newPortForwardCommand(c), newSSHCommand(c), newSCPCommand(c),
+		newPortForwardCommand(c), newSSHCommand(c), newSCPCommand(c), newVMExportCommand(c),
 		newGuestAgentCommand(c, "guestosinfo", "guestosinfo", "Show what the guest agent reports of a running instance's guest"),
 		newGuestAgentCommand(c, "userlist", "userlist", "List the users logged in to a running instance's guest"),
 		newGuestAgentCommand(c, "fslist", "filesystemlist", "List the file systems of a running instance's guest"),

@@ -208,13 +208,21 @@ func (c *Controller) claimUsers(ns string) map[string]string {
 		if ended(vmi) {
 			continue
 		}
+		// A memory dump that has ended leaves its volume in the instance until it is removed,
+		// but nothing mounts its claim any more: it may be exported (downloaded).
+		dumped := map[string]bool{}
+		for _, vs := range vmi.Status.VolumeStatus {
+			if vs.Phase == v1.MemoryDumpVolumeCompleted || vs.Phase == v1.MemoryDumpVolumeFailed {
+				dumped[vs.Name] = true
+			}
+		}
 		for _, v := range vmi.Spec.Volumes {
 			switch {
 			case v.PersistentVolumeClaim != nil:
 				users[v.PersistentVolumeClaim.ClaimName] = vmi.Name
 			case v.DataVolume != nil:
 				users[v.DataVolume.Name] = vmi.Name
-			case v.MemoryDump != nil:
+			case v.MemoryDump != nil && !dumped[v.Name]:
 				users[v.MemoryDump.ClaimName] = vmi.Name
 			}
 		}

@@ -212,6 +212,25 @@ func TestSync(t *testing.T) {
 			objs:   []runtime.Object{claim("dump", corev1.ClaimBound), vmi("other-vm", "dump", v1.Succeeded), service(claimExport()), readyPod(claimExport(), archive)},
 			writes: []string{"create secrets export-token-e", "update virtualmachineexports/status e"}, phase: exportv1beta1.Ready, ready: "True podReady",
 			links: []string{"dump dir https://virt-export-e.tenant.svc/volumes/dump/dir", "dump tar.gz https://virt-export-e.tenant.svc/volumes/dump/disk.tar.gz"}},
+		{name: "a claim a running instance dumped its memory to is free once the dump ended", export: claimExport(),
+			objs: []runtime.Object{claim("dump", corev1.ClaimBound), func() *v1.VirtualMachineInstance {
+				i := vmi("other-vm", "root", v1.Running)
+				i.Spec.Volumes = append(i.Spec.Volumes, v1.Volume{Name: "dump", VolumeSource: v1.VolumeSource{MemoryDump: &v1.MemoryDumpVolumeSource{
+					PersistentVolumeClaimVolumeSource: v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "dump"}}}}})
+				i.Status.VolumeStatus = []v1.VolumeStatus{{Name: "dump", Phase: v1.MemoryDumpVolumeCompleted}}
+				return i
+			}(), service(claimExport()), readyPod(claimExport(), archive)},
+			writes: []string{"create secrets export-token-e", "update virtualmachineexports/status e"}, phase: exportv1beta1.Ready, ready: "True podReady",
+			links: []string{"dump dir https://virt-export-e.tenant.svc/volumes/dump/dir", "dump tar.gz https://virt-export-e.tenant.svc/volumes/dump/disk.tar.gz"}},
+		{name: "a claim a memory dump is being written to is in use", export: claimExport(),
+			objs: []runtime.Object{claim("dump", corev1.ClaimBound), func() *v1.VirtualMachineInstance {
+				i := vmi("other-vm", "root", v1.Running)
+				i.Spec.Volumes = append(i.Spec.Volumes, v1.Volume{Name: "dump", VolumeSource: v1.VolumeSource{MemoryDump: &v1.MemoryDumpVolumeSource{
+					PersistentVolumeClaimVolumeSource: v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "dump"}}}}})
+				i.Status.VolumeStatus = []v1.VolumeStatus{{Name: "dump", Phase: v1.MemoryDumpVolumeInProgress}}
+				return i
+			}()},
+			writes: []string{"update virtualmachineexports/status e"}, phase: exportv1beta1.Pending, ready: "False inUse"},
 		{name: "a VM that does not exist", export: vmExport(),
 			writes: []string{"update virtualmachineexports/status e"}, phase: exportv1beta1.Pending, ready: "False vmNotFound"},
 		{name: "a running VM", export: vmExport(), objs: []runtime.Object{vm(), vmi("db", "db-root", v1.Running)},
