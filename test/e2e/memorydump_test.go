@@ -7,6 +7,7 @@ import (
 	"context"
 	"debug/elf"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
@@ -25,7 +27,7 @@ import (
 // lands on it as an ELF core that holds a string the guest computed (never typed), the
 // request goes Completed and the attachment pod goes; a second dump to the associated claim
 // gets a file of its own; another claim is refused while one is associated; remove
-// dissociates it.
+// dissociates it. memory-dump download fetches the dump through an export of the claim.
 func TestMemoryDump(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-memory-dump")
@@ -69,7 +71,8 @@ func TestMemoryDump(t *testing.T) {
 	core.Close()
 	content, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, int64(len(content)), int64(128<<20), "the guest's memory is in it")
+	size := int64(len(content))
+	assert.GreaterOrEqual(t, size, int64(128<<20), "the guest's memory is in it")
 	assert.True(t, bytes.Contains(content, []byte("HANGAR-DUMP-"+secret+"-42")), "the guest's string is in the dump")
 	content = nil
 	require.Eventually(t, func() bool {
@@ -77,6 +80,23 @@ func TestMemoryDump(t *testing.T) {
 		require.NoError(t, err)
 		return len(pods.Items) == 0
 	}, 60*time.Second, time.Second, "the attachment pod goes")
+
+	// virtctl memory-dump download: through an export of the claim, deleted afterwards.
+	downloaded := filepath.Join(t.TempDir(), "vm.memory.dump")
+	out, err = virtctl(t, "memory-dump", "download", "vm", "--output="+downloaded, "--port-forward", "-n", ns)
+	require.NoError(t, err, out)
+	got, err := os.ReadFile(downloaded)
+	require.NoError(t, err)
+	assert.Equal(t, size, int64(len(got)), "the whole dump is downloaded")
+	assert.True(t, bytes.Contains(got, []byte("HANGAR-DUMP-"+secret+"-42")), "the guest's string is in the download")
+	got = nil
+	exports, err := exportclient.NewForConfig(config)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		list, err := exports.ExportV1beta1().VirtualMachineExports(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(list.Items) == 0
+	}, 30*time.Second, time.Second, "the download's export is deleted")
 
 	out, err = virtctl(t, "memory-dump", "get", "vm", "--claim-name=other", "-n", ns)
 	require.Error(t, err, out)

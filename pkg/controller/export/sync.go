@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +95,7 @@ func expiry(e *exportv1beta1.VirtualMachineExport) time.Time {
 
 // serve brings e's server to where its source allows and writes what it found into status.
 func (c *Controller) serve(ctx context.Context, e *exportv1beta1.VirtualMachineExport, status *exportv1beta1.VirtualMachineExportStatus, now, expires time.Time) error {
-	volumes, blocked := c.volumes(e)
+	volumes, unbound, blocked := c.volumes(e)
 	if blocked != nil {
 		setPending(status, blocked, now)
 		return c.stopServer(ctx, e)
@@ -106,7 +107,12 @@ func (c *Controller) serve(ctx context.Context, e *exportv1beta1.VirtualMachineE
 			fmt.Sprintf("VirtualMachine %s has no claim to export", e.Spec.Source.Name), now)
 		return c.stopServer(ctx, e)
 	}
-	setCondition(status, exportv1beta1.ConditionPVC, corev1.ConditionTrue, reasonClaimBound, "", now)
+	if len(unbound) > 0 {
+		setCondition(status, exportv1beta1.ConditionPVC, corev1.ConditionFalse, reasonClaimPending,
+			fmt.Sprintf("PersistentVolumeClaim %s is not bound yet", strings.Join(unbound, ", ")), now)
+	} else {
+		setCondition(status, exportv1beta1.ConditionPVC, corev1.ConditionTrue, reasonClaimBound, "", now)
+	}
 
 	token, err := c.tokenSecret(ctx, e, status)
 	if err != nil {
@@ -149,18 +155,20 @@ func setPending(status *exportv1beta1.VirtualMachineExportStatus, b *blocker, no
 	setCondition(status, exportv1beta1.ConditionReady, corev1.ConditionFalse, b.reason, b.message, now)
 }
 
-// volumes are the claims e serves, or why it cannot serve them now: a missing source, a claim
-// not bound yet, a claim a running instance uses (its data would change under the download).
-func (c *Controller) volumes(e *exportv1beta1.VirtualMachineExport) ([]launcherpod.ExportVolume, *blocker) {
+// volumes are the claims e serves and those of them not bound yet, or why it cannot serve them
+// now: a missing source or claim, a claim a running instance uses (its data would change under
+// the download).
+func (c *Controller) volumes(e *exportv1beta1.VirtualMachineExport) ([]launcherpod.ExportVolume, []string, *blocker) {
 	ns := e.Namespace
+	var unbound []string
 	var wanted []launcherpod.ExportVolume
 	if e.Spec.Source.Kind == "VirtualMachine" {
 		vm, err := c.vms.VirtualMachines(ns).Get(e.Spec.Source.Name)
 		if err != nil {
-			return nil, &blocker{exportv1beta1.ConditionReady, reasonVMNotFound, fmt.Sprintf("VirtualMachine %s not found", e.Spec.Source.Name)}
+			return nil, nil, &blocker{exportv1beta1.ConditionReady, reasonVMNotFound, fmt.Sprintf("VirtualMachine %s not found", e.Spec.Source.Name)}
 		}
 		if vmi, err := c.vmis.VirtualMachineInstances(ns).Get(vm.Name); err == nil && !ended(vmi) {
-			return nil, &blocker{exportv1beta1.ConditionReady, reasonInUse,
+			return nil, nil, &blocker{exportv1beta1.ConditionReady, reasonInUse,
 				fmt.Sprintf("VirtualMachine %s is running: stop it to export its disks", vm.Name)}
 		}
 		if vm.Spec.Template != nil {
@@ -183,18 +191,19 @@ func (c *Controller) volumes(e *exportv1beta1.VirtualMachineExport) ([]launcherp
 		v := &wanted[i]
 		claim, err := c.claims.PersistentVolumeClaims(ns).Get(v.Claim)
 		if err != nil {
-			return nil, &blocker{exportv1beta1.ConditionPVC, reasonClaimNotFound, fmt.Sprintf("PersistentVolumeClaim %s not found", v.Claim)}
+			return nil, nil, &blocker{exportv1beta1.ConditionPVC, reasonClaimNotFound, fmt.Sprintf("PersistentVolumeClaim %s not found", v.Claim)}
 		}
 		if claim.Status.Phase != corev1.ClaimBound {
-			return nil, &blocker{exportv1beta1.ConditionPVC, reasonClaimPending, fmt.Sprintf("PersistentVolumeClaim %s is not bound", v.Claim)}
+			// Not a blocker: with a WaitForFirstConsumer class the server pod binds it.
+			unbound = append(unbound, v.Claim)
 		}
 		if user, ok := users[v.Claim]; ok {
-			return nil, &blocker{exportv1beta1.ConditionReady, reasonInUse,
+			return nil, nil, &blocker{exportv1beta1.ConditionReady, reasonInUse,
 				fmt.Sprintf("PersistentVolumeClaim %s is in use by VirtualMachineInstance %s", v.Claim, user)}
 		}
 		v.Kind = contentKind(claim, v.Kind)
 	}
-	return wanted, nil
+	return wanted, unbound, nil
 }
 
 // claimUsers maps the claims of ns's live instances to an instance using each.

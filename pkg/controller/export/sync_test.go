@@ -179,16 +179,19 @@ func TestSync(t *testing.T) {
 		writes []string
 		phase  exportv1beta1.VirtualMachineExportPhase
 		ready  string // "Status reason" of the Ready condition
+		pvc    string // and of PVCReady, when the case says
 		links  []string
 	}{
 		{name: "a claim that does not exist: pending, no server", export: claimExport(),
 			writes: []string{"update virtualmachineexports/status e"}, phase: exportv1beta1.Pending, ready: "False pvcNotFound"},
-		{name: "a claim not bound yet", export: claimExport(), objs: []runtime.Object{claim("dump", corev1.ClaimPending)},
-			writes: []string{"update virtualmachineexports/status e"}, phase: exportv1beta1.Pending, ready: "False pvcPending"},
+		{name: "a claim not bound yet: its server is its first consumer", export: claimExport(), objs: []runtime.Object{claim("dump", corev1.ClaimPending)},
+			writes: []string{"create secrets export-token-e", "delete secrets virt-export-e-tls", "create secrets virt-export-e-tls",
+				"create services virt-export-e", "create pods virt-export-e", "update virtualmachineexports/status e"},
+			phase: exportv1beta1.Pending, ready: "False podPending", pvc: "False pvcPending"},
 		{name: "a bound claim: token, key pair, Service and pod made", export: claimExport(), objs: []runtime.Object{claim("dump", corev1.ClaimBound)},
 			writes: []string{"create secrets export-token-e", "delete secrets virt-export-e-tls", "create secrets virt-export-e-tls",
 				"create services virt-export-e", "create pods virt-export-e", "update virtualmachineexports/status e"},
-			phase: exportv1beta1.Pending, ready: "False podPending"},
+			phase: exportv1beta1.Pending, ready: "False podPending", pvc: "True pvcBound"},
 		{name: "its server ready: the links of an archive", export: claimExport(),
 			objs:   []runtime.Object{claim("dump", corev1.ClaimBound), service(claimExport()), readyPod(claimExport(), archive)},
 			writes: []string{"create secrets export-token-e", "update virtualmachineexports/status e"}, phase: exportv1beta1.Ready, ready: "True podReady",
@@ -263,6 +266,9 @@ func TestSync(t *testing.T) {
 			st := f.status(t)
 			assert.Equal(t, tt.phase, st.Phase)
 			assert.Equal(t, tt.ready, cond(st, exportv1beta1.ConditionReady))
+			if tt.pvc != "" {
+				assert.Equal(t, tt.pvc, cond(st, exportv1beta1.ConditionPVC))
+			}
 			require.NotNil(t, st.TTLExpirationTime)
 			assert.Equal(t, created.Add(2*time.Hour), st.TTLExpirationTime.UTC())
 			var links []string
