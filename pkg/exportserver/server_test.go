@@ -88,6 +88,15 @@ func newFixture(t *testing.T) *fixture {
 	f.srv = httptest.NewTLSServer(h)
 	f.srv.Client().Timeout = 5 * time.Second // a FIFO opened blocking would hang a request
 	t.Cleanup(f.srv.Close)
+	// A handler blocked opening a FIFO would keep Close waiting forever: a writer frees it,
+	// and the request's timeout has failed the test.
+	t.Cleanup(func() {
+		for _, fifo := range []string{"kv-fifo/disk.img", "arch/fifo"} {
+			if w, err := os.OpenFile(filepath.Join(base, fifo), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		}
+	})
 	return f
 }
 
