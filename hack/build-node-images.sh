@@ -9,9 +9,10 @@
 #   2. the launcher's unprivileged user qemu (uid and gid 107, as KubeVirt's), which runs
 #      libvirtd in session mode and QEMU; docs, man pages, locales, apt's lists and every
 #      libvirt connection driver but QEMU's removed;
-#   3. virt-launcher (cgo, linked against the same Debian's libvirt), virt-handler and the
+#   3. virt-launcher (cgo, linked against the same Debian's libvirt), virt-handler, the
 #      static hangar-copy (the launcher pod's init containers run it inside kernelBoot and
-#      containerDisk images);
+#      containerDisk images) and the static virt-exportserver (a VirtualMachineExport's pod
+#      runs it from this image);
 #   4. hangar.local/virt-launcher:TAG and hangar.local/virt-handler:TAG (TAG: dev) written
 #      by the cluster's imagebuild and, when the local cluster runs, imported into every
 #      node's containerd (hack/cluster/image.sh).
@@ -25,7 +26,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${1:-dev}
 ROOTFS_ONLY=false
 [[ ${TAG} == --rootfs ]] && ROOTFS_ONLY=true
-# Where virt-launcher, virt-handler and hangar-copy come from; built here when unset.
+# Where virt-launcher, virt-handler, hangar-copy and virt-exportserver come from; built here
+# when unset.
 NODE_BIN_DIR=${NODE_BIN_DIR:-}
 WORK_DIR=$ROOT/_output/launcher-image
 SUITE=bookworm
@@ -65,7 +67,8 @@ build_binaries() {
   [[ -z $NODE_BIN_DIR ]] || return 0
   mkdir -p "$ROOT/_output/bin"
   (cd "$ROOT" && go build -o _output/bin/virt-launcher ./cmd/virt-launcher && go build -o _output/bin/virt-handler ./cmd/virt-handler &&
-    CGO_ENABLED=0 go build -o _output/bin/hangar-copy ./cmd/hangar-copy)
+    CGO_ENABLED=0 go build -o _output/bin/hangar-copy ./cmd/hangar-copy &&
+    CGO_ENABLED=0 go build -o _output/bin/virt-exportserver ./cmd/virt-exportserver)
 }
 
 bootstrap() {
@@ -118,6 +121,7 @@ configure_rootfs() {
   install -m 0755 "$bin/virt-launcher" "$ROOTFS/usr/bin/virt-launcher"
   install -m 0755 "$bin/virt-handler" "$ROOTFS/usr/bin/virt-handler"
   install -m 0755 "$bin/hangar-copy" "$ROOTFS/usr/bin/hangar-copy"
+  install -m 0755 "$bin/virt-exportserver" "$ROOTFS/usr/bin/virt-exportserver"
   log "root file system: $(du -sh "$ROOTFS" | cut -f1)"
 }
 

@@ -45,7 +45,7 @@ step() {
 
 build_binaries() {
 	local c
-	for c in virt-api virt-controller hangar-operator virtctl hangar-copy; do
+	for c in virt-api virt-controller hangar-operator virtctl hangar-copy virt-exportserver; do
 		CGO_ENABLED=0 go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/${c}" "./cmd/${c}"
 	done
 	# cgo: linked against the Debian libvirt the node image carries.
