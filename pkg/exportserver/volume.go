@@ -41,7 +41,7 @@ func (v Volume) String() string {
 }
 
 // ParseVolume reads NAME=KIND:PATH. The name becomes a URL segment, so it must be a
-// DNS-1123 label (as the claim's volume name in the export is); the path must be absolute.
+// DNS-1123 subdomain (a VM's volume name or a claim's name is); the path must be absolute.
 func ParseVolume(spec string) (Volume, error) {
 	name, rest, ok := strings.Cut(spec, "=")
 	if !ok {
@@ -51,7 +51,7 @@ func ParseVolume(spec string) (Volume, error) {
 	if !ok {
 		return Volume{}, fmt.Errorf("volume %q: want NAME=KIND:PATH", spec)
 	}
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return Volume{}, fmt.Errorf("volume %q: name: %s", spec, strings.Join(errs, "; "))
 	}
 	switch Kind(kind) {

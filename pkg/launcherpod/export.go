@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	"github.com/hangarvm/hangar/pkg/exportserver"
 )
 
 // The export server (cmd/virt-exportserver) in the launcher image, and where its pod finds
@@ -33,16 +34,15 @@ const (
 // ExportVolume is one claim an export server serves, as the volume named Name.
 type ExportVolume struct {
 	Name, Claim string
-	// Kind is how it is served: kubevirt (a disk.img file), block (the device, a disk too) or
-	// archive (any files).
-	Kind string
+	// Kind is how it is served: a disk.img file, the device (a disk too) or any files.
+	Kind exportserver.Kind
 }
 
-// The kinds of ExportVolume.
+// The kinds of ExportVolume, the server's.
 const (
-	ExportKubeVirt = "kubevirt"
-	ExportBlock    = "block"
-	ExportArchive  = "archive"
+	ExportKubeVirt = exportserver.KindKubeVirt
+	ExportBlock    = exportserver.KindBlock
+	ExportArchive  = exportserver.KindArchive
 )
 
 // ExportServerPod is the pod that serves an export's volumes over HTTPS: image's
@@ -84,12 +84,12 @@ func ExportServerPod(namespace, name string, owner metav1.OwnerReference, volume
 		dir := exportDataDir + "/" + v.Name
 		path := dir
 		if v.Kind == ExportBlock {
-			path = dir + "/" + HotplugImage
+			path = dir + "/" + exportserver.DiskImage
 			container.VolumeDevices = append(container.VolumeDevices, corev1.VolumeDevice{Name: podVolume, DevicePath: path})
 		} else {
 			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: podVolume, MountPath: dir, ReadOnly: true})
 		}
-		args = append(args, fmt.Sprintf("-volume=%s=%s:%s", v.Name, v.Kind, path))
+		args = append(args, "-volume="+exportserver.Volume{Name: v.Name, Kind: v.Kind, Path: path}.String())
 		podVolumes = append(podVolumes, corev1.Volume{Name: podVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Claim, ReadOnly: true}}})
 	}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	"github.com/hangarvm/hangar/pkg/exportserver"
 	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 )
 
@@ -33,9 +34,6 @@ import (
 // a claim, delete removes it, download fetches one of its volumes (creating the export first
 // when --vm or --pvc is given, and deleting it afterwards unless --keep-vme), through the
 // export's Service or, with --port-forward, a port-forward to its server pod.
-
-// exportHeader carries the token, KubeVirt's name.
-const exportHeader = "x-kubevirt-export-token"
 
 type vmExportOptions struct {
 	vm, pvc, snapshot string
@@ -302,7 +300,7 @@ func fetchExport(ctx context.Context, target, token, certPEM, serverName string,
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set(exportHeader, token)
+	req.Header.Set(exportserver.TokenName, token)
 	resp, err := (&http.Client{Transport: transport}).Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("download %s: %w", target, err)

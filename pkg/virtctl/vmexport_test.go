@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	"github.com/hangarvm/hangar/pkg/exportserver"
 )
 
 func TestExportSpec(t *testing.T) {
@@ -75,7 +76,7 @@ func TestPickURL(t *testing.T) {
 func TestFetchExport(t *testing.T) {
 	payload := bytes.Repeat([]byte("disk-bytes "), 1000)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(exportHeader) != "secret-token" {
+		if r.Header.Get(exportserver.TokenName) != "secret-token" {
 			http.Error(w, "bad token", http.StatusUnauthorized)
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
+	"github.com/hangarvm/hangar/pkg/exportserver"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
@@ -242,7 +243,7 @@ func (c *Controller) claimUsers(ns string) map[string]string {
 // contentKind is how claim is served: a block claim as its device; a claim the VM uses as a
 // disk (kind already kubevirt), one CDI filled with a disk image or a DataVolume's as its
 // disk.img; any other claim's files as an archive, as KubeVirt decides.
-func contentKind(claim *corev1.PersistentVolumeClaim, kind string) string {
+func contentKind(claim *corev1.PersistentVolumeClaim, kind exportserver.Kind) exportserver.Kind {
 	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock {
 		return launcherpod.ExportBlock
 	}
