@@ -147,13 +147,13 @@ kube::codegen::gen_client \
   "${ROOT}/pkg/apis"
 
 # export.kubevirt.io has a clientset of its own too, in protobuf; its source reference is
-# client-go's apply configuration.
+# client-go's apply configuration, its conditions (the snapshot group's type) snapshot.kubevirt.io's.
 kube::codegen::gen_client \
   --one-input-api export \
   --with-watch \
   --with-applyconfig \
   --prefers-protobuf \
-  --applyconfig-externals "k8s.io/api/core/v1.TypedLocalObjectReference:k8s.io/client-go/applyconfigurations/core/v1" \
+  --applyconfig-externals "${clone_externals}" \
   --output-dir "${ROOT}/pkg/generated/export" \
   --output-pkg "${MODULE}/pkg/generated/export" \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \

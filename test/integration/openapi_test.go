@@ -111,10 +111,11 @@ func TestOpenAPIModelNamesAreKubeVirts(t *testing.T) {
 	}
 
 	instancetypes := v1beta1Models(t, "github.com/hangarvm/hangar/pkg/apis/instancetype/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.",
-		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.")
+		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/export/v1beta1.", "github.com/hangarvm/hangar/pkg/apis/cdi/v1beta1.")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineInstancetypeSpec")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineSnapshotSpec")
 	require.Contains(t, instancetypes, "v1beta1.VirtualMachineCloneSpec")
+	require.Contains(t, instancetypes, "v1beta1.VirtualMachineExportSpec")
 	// CDI's DataVolume spec, which kubevirt.io/v1's DataVolume templates embed, is
 	// v1beta1.DataVolumeSpec in KubeVirt's swagger.json too.
 	require.Contains(t, instancetypes, "v1beta1.DataVolumeSpec")

@@ -3,6 +3,8 @@ package export
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangarvm/hangar/pkg/apis/snapshot"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -73,7 +75,7 @@ type VirtualMachineExportStatus struct {
 	// VirtualMachineName is the exported VM, for VM and snapshot sources.
 	VirtualMachineName *string
 	// Conditions are Ready and PVCReady.
-	Conditions []Condition
+	Conditions []snapshot.Condition
 }
 
 // VirtualMachineExportLinks are the links inside the cluster and, where an ingress exposes
@@ -138,30 +140,4 @@ type VirtualMachineExportVolumeFormat struct {
 	Format ExportVolumeFormat
 	// Url is where the volume is served in this format.
 	Url string
-}
-
-// ConditionType is the type of an export's condition.
-type ConditionType string
-
-// The conditions of an export, as KubeVirt's.
-const (
-	ConditionReady          ConditionType = "Ready"
-	ConditionPVC            ConditionType = "PVCReady"
-	ConditionVolumesCreated ConditionType = "VolumesCreated"
-)
-
-// Condition is one of an export's conditions.
-type Condition struct {
-	// Type is Ready, PVCReady or VolumesCreated.
-	Type ConditionType
-	// Status is True, False or Unknown.
-	Status corev1.ConditionStatus
-	// LastProbeTime is when the condition was last checked.
-	LastProbeTime metav1.Time
-	// LastTransitionTime is when the status last changed.
-	LastTransitionTime metav1.Time
-	// Reason is a one-word CamelCase reason.
-	Reason string
-	// Message is for humans.
-	Message string
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/exportserver"
@@ -142,7 +143,7 @@ func (c *Controller) serve(ctx context.Context, e *exportv1beta1.VirtualMachineE
 
 // blocker is why an export cannot serve now.
 type blocker struct {
-	condition exportv1beta1.ConditionType
+	condition snapshotv1beta1.ConditionType
 	reason    string
 	message   string
 }
@@ -405,7 +406,7 @@ func links(e *exportv1beta1.VirtualMachineExport, volumes []launcherpod.ExportVo
 }
 
 // setCondition sets a condition, its transition time moving only when its status does.
-func setCondition(status *exportv1beta1.VirtualMachineExportStatus, t exportv1beta1.ConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) {
+func setCondition(status *exportv1beta1.VirtualMachineExportStatus, t snapshotv1beta1.ConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) {
 	for i := range status.Conditions {
 		cond := &status.Conditions[i]
 		if cond.Type != t {
@@ -417,6 +418,6 @@ func setCondition(status *exportv1beta1.VirtualMachineExportStatus, t exportv1be
 		cond.Status, cond.Reason, cond.Message = s, reason, message
 		return
 	}
-	status.Conditions = append(status.Conditions, exportv1beta1.Condition{Type: t, Status: s, Reason: reason, Message: message,
+	status.Conditions = append(status.Conditions, snapshotv1beta1.Condition{Type: t, Status: s, Reason: reason, Message: message,
 		LastTransitionTime: metav1.Time{Time: now}})
 }

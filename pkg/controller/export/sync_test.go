@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
@@ -161,7 +162,7 @@ func (f *fixture) status(t *testing.T) exportv1beta1.VirtualMachineExportStatus 
 	return e.Status
 }
 
-func cond(st exportv1beta1.VirtualMachineExportStatus, t exportv1beta1.ConditionType) string {
+func cond(st exportv1beta1.VirtualMachineExportStatus, t snapshotv1beta1.ConditionType) string {
 	for _, c := range st.Conditions {
 		if c.Type == t {
 			return string(c.Status) + " " + c.Reason

@@ -52,7 +52,6 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneList":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneList(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneSpec":                               schema_pkg_apis_clone_v1beta1_VirtualMachineCloneSpec(ref),
 		"github.com/hangarvm/hangar/pkg/apis/clone/v1beta1.VirtualMachineCloneStatus":                             schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref),
-		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.Condition":                                            schema_pkg_apis_export_v1beta1_Condition(ref),
 		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExport":                                 schema_pkg_apis_export_v1beta1_VirtualMachineExport(ref),
 		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLink":                             schema_pkg_apis_export_v1beta1_VirtualMachineExportLink(ref),
 		"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLinks":                            schema_pkg_apis_export_v1beta1_VirtualMachineExportLinks(ref),
@@ -1600,64 +1599,6 @@ func schema_pkg_apis_clone_v1beta1_VirtualMachineCloneStatus(ref common.Referenc
 	}
 }
 
-func schema_pkg_apis_export_v1beta1_Condition(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "Condition is one of an export's conditions.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"type": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Type is Ready, PVCReady or VolumesCreated.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"status": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Status is True, False or Unknown.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"lastProbeTime": {
-						SchemaProps: spec.SchemaProps{
-							Description: "LastProbeTime is when the condition was last checked.",
-							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
-						},
-					},
-					"lastTransitionTime": {
-						SchemaProps: spec.SchemaProps{
-							Description: "LastTransitionTime is when the status last changed.",
-							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
-						},
-					},
-					"reason": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Reason is a one-word CamelCase reason.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"message": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Message is for humans.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-				},
-				Required: []string{"type", "status"},
-			},
-		},
-		Dependencies: []string{
-			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
-	}
-}
-
 func schema_pkg_apis_export_v1beta1_VirtualMachineExport(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1975,7 +1916,7 @@ func schema_pkg_apis_export_v1beta1_VirtualMachineExportStatus(ref common.Refere
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Default: map[string]interface{}{},
-										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/export/v1beta1.Condition"),
+										Ref:     ref("github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition"),
 									},
 								},
 							},
@@ -1985,7 +1926,7 @@ func schema_pkg_apis_export_v1beta1_VirtualMachineExportStatus(ref common.Refere
 			},
 		},
 		Dependencies: []string{
-			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.Condition", "github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLinks", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+			"github.com/hangarvm/hangar/pkg/apis/export/v1beta1.VirtualMachineExportLinks", "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

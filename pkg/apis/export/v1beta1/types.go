@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 )
 
 // DefaultDurationTTL is how long an export lives when its spec gives no ttlDuration, as
@@ -93,7 +95,7 @@ type VirtualMachineExportStatus struct {
 	// Conditions are Ready and PVCReady.
 	// +optional
 	// +listType=atomic
-	Conditions []Condition `json:"conditions,omitempty" protobuf:"bytes,7,rep,name=conditions"`
+	Conditions []snapshotv1beta1.Condition `json:"conditions,omitempty" protobuf:"bytes,7,rep,name=conditions"`
 }
 
 // VirtualMachineExportLinks are the links inside the cluster and, where an ingress exposes
@@ -168,34 +170,10 @@ type VirtualMachineExportVolumeFormat struct {
 	Url string `json:"url" protobuf:"bytes,2,opt,name=url"`
 }
 
-// ConditionType is the type of an export's condition.
-type ConditionType string
-
-// The conditions of an export, as KubeVirt's.
+// The conditions of an export, as KubeVirt's. Conditions are the snapshot group's type, as
+// clone.kubevirt.io's are: one OpenAPI model, v1beta1.Condition, for the groups.
 const (
-	ConditionReady          ConditionType = "Ready"
-	ConditionPVC            ConditionType = "PVCReady"
-	ConditionVolumesCreated ConditionType = "VolumesCreated"
+	ConditionReady          snapshotv1beta1.ConditionType = "Ready"
+	ConditionPVC            snapshotv1beta1.ConditionType = "PVCReady"
+	ConditionVolumesCreated snapshotv1beta1.ConditionType = "VolumesCreated"
 )
-
-// Condition is one of an export's conditions.
-type Condition struct {
-	// Type is Ready, PVCReady or VolumesCreated.
-	Type ConditionType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=ConditionType"`
-	// Status is True, False or Unknown.
-	Status corev1.ConditionStatus `json:"status" protobuf:"bytes,2,opt,name=status,casttype=k8s.io/api/core/v1.ConditionStatus"`
-	// LastProbeTime is when the condition was last checked.
-	// +optional
-	// +nullable
-	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty" protobuf:"bytes,3,opt,name=lastProbeTime"`
-	// LastTransitionTime is when the status last changed.
-	// +optional
-	// +nullable
-	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty" protobuf:"bytes,4,opt,name=lastTransitionTime"`
-	// Reason is a one-word CamelCase reason.
-	// +optional
-	Reason string `json:"reason,omitempty" protobuf:"bytes,5,opt,name=reason"`
-	// Message is for humans.
-	// +optional
-	Message string `json:"message,omitempty" protobuf:"bytes,6,opt,name=message"`
-}

@@ -32,8 +32,6 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=export.kubevirt.io, Version=v1beta1
-	case v1beta1.SchemeGroupVersion.WithKind("Condition"):
-		return &exportv1beta1.ConditionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VirtualMachineExport"):
 		return &exportv1beta1.VirtualMachineExportApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VirtualMachineExportLink"):

@@ -20,19 +20,20 @@ package v1beta1
 
 import (
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/generated/snapshot/applyconfiguration/snapshot/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // VirtualMachineExportStatusApplyConfiguration represents a declarative configuration of the VirtualMachineExportStatus type for use
 // with apply.
 type VirtualMachineExportStatusApplyConfiguration struct {
-	Phase              *exportv1beta1.VirtualMachineExportPhase     `json:"phase,omitempty"`
-	Links              *VirtualMachineExportLinksApplyConfiguration `json:"links,omitempty"`
-	TokenSecretRef     *string                                      `json:"tokenSecretRef,omitempty"`
-	TTLExpirationTime  *v1.Time                                     `json:"ttlExpirationTime,omitempty"`
-	ServiceName        *string                                      `json:"serviceName,omitempty"`
-	VirtualMachineName *string                                      `json:"virtualMachineName,omitempty"`
-	Conditions         []ConditionApplyConfiguration                `json:"conditions,omitempty"`
+	Phase              *exportv1beta1.VirtualMachineExportPhase      `json:"phase,omitempty"`
+	Links              *VirtualMachineExportLinksApplyConfiguration  `json:"links,omitempty"`
+	TokenSecretRef     *string                                       `json:"tokenSecretRef,omitempty"`
+	TTLExpirationTime  *v1.Time                                      `json:"ttlExpirationTime,omitempty"`
+	ServiceName        *string                                       `json:"serviceName,omitempty"`
+	VirtualMachineName *string                                       `json:"virtualMachineName,omitempty"`
+	Conditions         []snapshotv1beta1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // VirtualMachineExportStatusApplyConfiguration constructs a declarative configuration of the VirtualMachineExportStatus type for use with
@@ -92,7 +93,7 @@ func (b *VirtualMachineExportStatusApplyConfiguration) WithVirtualMachineName(va
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *VirtualMachineExportStatusApplyConfiguration) WithConditions(values ...*ConditionApplyConfiguration) *VirtualMachineExportStatusApplyConfiguration {
+func (b *VirtualMachineExportStatusApplyConfiguration) WithConditions(values ...*snapshotv1beta1.ConditionApplyConfiguration) *VirtualMachineExportStatusApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithConditions")
