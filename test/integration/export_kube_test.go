@@ -208,8 +208,6 @@ func TestExportControllerThroughKubeAPIServer(t *testing.T) {
 	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	admin, err := exportclient.NewForConfig(c.Admin)
 	require.NoError(t, err)
 

@@ -295,7 +295,16 @@ func tlsSecretName(e *exportv1beta1.VirtualMachineExport) string {
 // Service that records its certificate, then the pod (made again too: it holds the old pair).
 func (c *Controller) service(ctx context.Context, e *exportv1beta1.VirtualMachineExport, now, expires time.Time) (string, error) {
 	name := launcherpod.ExportServerName(e.Name)
-	if svc, err := c.services.Services(e.Namespace).Get(name); err == nil {
+	svc, err := c.services.Services(e.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen the Service this controller made a moment ago: a new
+		// key pair now would take the pod down for nothing.
+		svc, err = c.clients.Kube.CoreV1().Services(e.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	if err == nil {
 		if cert := svc.Annotations[CertificateAnnotation]; cert != "" && metav1.IsControlledBy(svc, e) {
 			return cert, nil
 		}
@@ -325,7 +334,7 @@ func (c *Controller) service(ctx context.Context, e *exportv1beta1.VirtualMachin
 	if err := c.stopServer(ctx, e); err != nil {
 		return "", err
 	}
-	svc := launcherpod.ExportService(e.Namespace, e.Name, owner, map[string]string{CertificateAnnotation: string(certPEM)})
+	svc = launcherpod.ExportService(e.Namespace, e.Name, owner, map[string]string{CertificateAnnotation: string(certPEM)})
 	if _, err := c.clients.Kube.CoreV1().Services(e.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create the Service of export %s/%s: %w", e.Namespace, e.Name, err)
 	}
@@ -339,7 +348,7 @@ func (c *Controller) serverPod(ctx context.Context, e *exportv1beta1.VirtualMach
 	pod, err := c.pods.Pods(e.Namespace).Get(want.Name)
 	if err == nil {
 		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-		if metav1.IsControlledBy(pod, e) && !ended && apiequality.Semantic.DeepEqual(pod.Spec.Volumes, want.Spec.Volumes) {
+		if metav1.IsControlledBy(pod, e) && !ended && sameServer(pod, want) {
 			return pod, nil
 		}
 		return nil, c.stopServer(ctx, e) // the deletion brings the next sync
@@ -352,6 +361,25 @@ func (c *Controller) serverPod(ctx context.Context, e *exportv1beta1.VirtualMach
 		return nil, fmt.Errorf("create the server pod of export %s/%s: %w", e.Namespace, e.Name, err)
 	}
 	return created, nil
+}
+
+// sameServer is true when pod serves what want would: the same command line (volumes, kinds,
+// expiry) from the same claims and Secrets. The API server defaults the rest of the spec.
+func sameServer(pod, want *corev1.Pod) bool {
+	sources := func(p *corev1.Pod) []string {
+		var out []string
+		for _, v := range p.Spec.Volumes {
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				out = append(out, v.Name+"=claim:"+v.PersistentVolumeClaim.ClaimName)
+			case v.Secret != nil:
+				out = append(out, v.Name+"=secret:"+v.Secret.SecretName)
+			}
+		}
+		return out
+	}
+	return len(pod.Spec.Containers) == 1 && apiequality.Semantic.DeepEqual(pod.Spec.Containers[0].Command, want.Spec.Containers[0].Command) &&
+		apiequality.Semantic.DeepEqual(sources(pod), sources(want))
 }
 
 // stopServer deletes e's server pod, if any.

@@ -130,7 +130,7 @@ func readyPod(e *exportv1beta1.VirtualMachineExport, volumes []launcherpod.Expor
 	if e.Spec.TokenSecretRef != nil {
 		token = *e.Spec.TokenSecretRef
 	}
-	p := launcherpod.ExportServerPod(ns, e.Name, ownerRef(e.Name, e), volumes, "virt-export-e-tls", token, "img", created)
+	p := launcherpod.ExportServerPod(ns, e.Name, ownerRef(e.Name, e), volumes, "virt-export-e-tls", token, "img", created.Add(2*time.Hour))
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	return p
 }
