@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
-	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/exportserver"
 	"github.com/hangarvm/hangar/pkg/launcherpod"

@@ -21,8 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
-	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
+	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	kvfake "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/fake"
 	exportfake "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned/fake"
