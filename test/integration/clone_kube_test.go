@@ -187,11 +187,10 @@ func grantVolumeSnapshots(t *testing.T, c *framework.Cluster, ns, user string) {
 }
 
 // runCloneController runs virt-controller's clone controller in-process, as virt-controller's
-// service account with the RBAC of artifacts/ (applied by runSnapshotController).
+// service account with the RBAC of artifacts/.
 func runCloneController(t *testing.T, c *framework.Cluster) {
 	t.Helper()
-	cfg, err := c.UserConfig("system:serviceaccount:hangar:virt-controller", "system:serviceaccounts", "system:serviceaccounts:hangar")
-	require.NoError(t, err)
+	cfg := asVirtController(t, c)
 	kube, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	kv, err := versioned.NewForConfig(cfg)
@@ -200,7 +199,6 @@ func runCloneController(t *testing.T, c *framework.Cluster) {
 	require.NoError(t, err)
 	clones, err := cloneclient.NewForConfig(cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
 	cf, kvf, vmsf, kf := cloneinformers.NewSharedInformerFactory(clones, 0), kvinformers.NewSharedInformerFactory(kv, 0),
 		vmsinformers.NewSharedInformerFactory(vms, 0), informers.NewSharedInformerFactory(kube, 0)
 	ctrl, err := clonecontroller.New(clonecontroller.Clients{Clones: clones, Snapshots: vms}, clonecontroller.Informers{
@@ -209,15 +207,7 @@ func runCloneController(t *testing.T, c *framework.Cluster) {
 		Restores: vmsf.Snapshot().V1beta1().VirtualMachineRestores(), Claims: kf.Core().V1().PersistentVolumeClaims(),
 	}, record.NewFakeRecorder(1000))
 	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{cf, kvf, vmsf, kf} {
-		f.Start(ctx.Done())
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, func(ctx context.Context) error { return ctrl.Run(ctx, 2) }, cf, kvf, vmsf, kf)
 }
 
 // TestCloneControllerThroughKubeAPIServer: a clone of a VM with a claim, made by the clone,

@@ -176,10 +176,7 @@ func (s *cdiStandIn) reconcile(ctx context.Context) {
 // the RBAC of artifacts/, as virt-controller runs them (manager.Run).
 func runVirtController(t *testing.T, c *framework.Cluster) {
 	t.Helper()
-	text, err := c.Kubectl("apply", "-f", filepath.Join(framework.RepoRoot(), "artifacts/install/rbac/virt-controller.yaml"))
-	require.NoError(t, err, text)
-	cfg, err := c.UserConfig("system:serviceaccount:hangar:virt-controller", "system:serviceaccounts", "system:serviceaccounts:hangar")
-	require.NoError(t, err)
+	cfg := asVirtController(t, c)
 	kube, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	kv, err := versioned.NewForConfig(cfg)

@@ -165,17 +165,13 @@ func TestExportsThroughKubeAPIServer(t *testing.T) {
 // service account with the RBAC of artifacts/.
 func runExportController(t *testing.T, c *framework.Cluster) {
 	t.Helper()
-	text, err := c.Kubectl("apply", "-f", framework.RepoRoot()+"/artifacts/install/rbac/virt-controller.yaml")
-	require.NoError(t, err, text)
-	cfg, err := c.UserConfig("system:serviceaccount:hangar:virt-controller", "system:serviceaccounts", "system:serviceaccounts:hangar")
-	require.NoError(t, err)
+	cfg := asVirtController(t, c)
 	kube, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	kv, err := versioned.NewForConfig(cfg)
 	require.NoError(t, err)
 	exports, err := exportclient.NewForConfig(cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
 	ef, kvf, kf := exportinformers.NewSharedInformerFactory(exports, 0), kvinformers.NewSharedInformerFactory(kv, 0), informers.NewSharedInformerFactory(kube, 0)
 	sf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = exportcontroller.ServerSelector()
@@ -185,15 +181,7 @@ func runExportController(t *testing.T, c *framework.Cluster) {
 		Claims: kf.Core().V1().PersistentVolumeClaims(), VMs: kvf.Kubevirt().V1().VirtualMachines(), VMIs: kvf.Kubevirt().V1().VirtualMachineInstances(),
 	}, func() string { return "hangar/virt-launcher:test" }, record.NewFakeRecorder(1000))
 	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{ef, kvf, kf, sf} {
-		f.Start(ctx.Done())
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, func(ctx context.Context) error { return ctrl.Run(ctx, 2) }, ef, kvf, kf, sf)
 }
 
 // TestExportControllerThroughKubeAPIServer: the export controller, as virt-controller with its

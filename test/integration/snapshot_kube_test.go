@@ -58,14 +58,37 @@ func installVolumeSnapshotCRDs(t *testing.T, c *framework.Cluster) {
 	require.NoError(t, err, text)
 }
 
-// runSnapshotController runs virt-controller's snapshot and restore controllers in-process,
-// as virt-controller's service account with the RBAC of artifacts/.
-func runSnapshotController(t *testing.T, c *framework.Cluster) {
+// asVirtController applies virt-controller's RBAC from artifacts/ and returns a client
+// configuration as its ServiceAccount, for controllers run in-process.
+func asVirtController(t *testing.T, c *framework.Cluster) *rest.Config {
 	t.Helper()
 	text, err := c.Kubectl("apply", "-f", filepath.Join(framework.RepoRoot(), "artifacts/install/rbac/virt-controller.yaml"))
 	require.NoError(t, err, text)
 	cfg, err := c.UserConfig("system:serviceaccount:hangar:virt-controller", "system:serviceaccounts", "system:serviceaccounts:hangar")
 	require.NoError(t, err)
+	return cfg
+}
+
+// runUntilCleanup starts the informer factories and runs the controller until the test ends.
+func runUntilCleanup(t *testing.T, run func(ctx context.Context) error, factories ...interface{ Start(<-chan struct{}) }) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// runSnapshotController runs virt-controller's snapshot and restore controllers in-process,
+// as virt-controller's service account with the RBAC of artifacts/.
+func runSnapshotController(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	cfg := asVirtController(t, c)
 	kube, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	kv, err := versioned.NewForConfig(cfg)
@@ -77,7 +100,6 @@ func runSnapshotController(t *testing.T, c *framework.Cluster) {
 	vs, err := snapshotclient.NewForConfig(jsonCfg)
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(context.Background())
 	kvf, vmsf, vsf, kf := kvinformers.NewSharedInformerFactory(kv, 0), vmsinformers.NewSharedInformerFactory(vms, 0),
 		vsinformers.NewSharedInformerFactory(vs, 0), informers.NewSharedInformerFactory(kube, 0)
 	ctrl, err := snapshot.New(snapshot.Clients{KubeVirt: kv, Snapshots: vms, VolumeSnapshots: vs, Kube: kube,
@@ -89,15 +111,7 @@ func runSnapshotController(t *testing.T, c *framework.Cluster) {
 		StorageClasses: kf.Storage().V1().StorageClasses(),
 	}, record.NewFakeRecorder(1000))
 	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{kvf, vmsf, vsf, kf} {
-		f.Start(ctx.Done())
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, func(ctx context.Context) error { return ctrl.Run(ctx, 2) }, kvf, vmsf, vsf, kf)
 }
 
 // markVolumeSnapshotsReady stands in for the CSI snapshotter, which does not run here: it

@@ -79,31 +79,21 @@ func New(clients Clients, inf Informers, recorder record.EventRecorder) (*Contro
 		queue: controllerutil.NewQueue("vmclone"),
 		now:   metav1.Now, suffix: randomSuffix,
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  func(obj any)
-	}{
-		{inf.Clones.Informer(), func(obj any) { controllerutil.Enqueue(c.queue, obj) }},
+	synced, err := controllerutil.AddHandlers(
+		controllerutil.Handler{Informer: inf.Clones.Informer(), OnChange: func(obj any) { controllerutil.Enqueue(c.queue, obj) }},
 		// The snapshot and the restore a clone owns move it on; a snapshot cloned from, or a
 		// VM (source appearing, target created), moves the clones naming it.
-		{inf.Snapshots.Informer(), c.enqueueForSnapshot},
-		{inf.Restores.Informer(), c.enqueueOwner},
-		{inf.VMs.Informer(), c.enqueueForVM},
-		{inf.Contents.Informer(), c.enqueueForContent},
+		controllerutil.Handler{Informer: inf.Snapshots.Informer(), OnChange: c.enqueueForSnapshot},
+		controllerutil.Handler{Informer: inf.Restores.Informer(), OnChange: c.enqueueOwner},
+		controllerutil.Handler{Informer: inf.VMs.Informer(), OnChange: c.enqueueForVM},
+		controllerutil.Handler{Informer: inf.Contents.Informer(), OnChange: c.enqueueForContent},
 		// A restored claim binding lets the clone clean up.
-		{inf.Claims.Informer(), c.enqueueForClaim},
+		controllerutil.Handler{Informer: inf.Claims.Informer(), OnChange: c.enqueueForClaim},
+	)
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		h := h
-		c.synced = append(c.synced, h.informer.HasSynced)
-		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    h.handler,
-			UpdateFunc: func(_, obj any) { h.handler(obj) },
-			DeleteFunc: h.handler,
-		}); err != nil {
-			return nil, fmt.Errorf("add event handler: %w", err)
-		}
-	}
+	c.synced = synced
 	return c, nil
 }
 

@@ -77,31 +77,21 @@ func New(clients Clients, inf Informers, image func() string, recorder record.Ev
 		queue: controllerutil.NewQueue("vmexport"),
 		now:   time.Now,
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  func(obj any)
-	}{
-		{inf.Exports.Informer(), func(obj any) { controllerutil.Enqueue(c.queue, obj) }},
+	synced, err := controllerutil.AddHandlers(
+		controllerutil.Handler{Informer: inf.Exports.Informer(), OnChange: func(obj any) { controllerutil.Enqueue(c.queue, obj) }},
 		// A server pod getting ready, or its Service gone, moves its export on.
-		{inf.Pods.Informer(), c.enqueueLabelled},
-		{inf.Services.Informer(), c.enqueueLabelled},
+		controllerutil.Handler{Informer: inf.Pods.Informer(), OnChange: c.enqueueLabelled},
+		controllerutil.Handler{Informer: inf.Services.Informer(), OnChange: c.enqueueLabelled},
 		// A claim bound, a VM's volumes changed, an instance started or gone: the exports
 		// of the namespace look again (there are few).
-		{inf.Claims.Informer(), c.enqueueNamespace},
-		{inf.VMs.Informer(), c.enqueueNamespace},
-		{inf.VMIs.Informer(), c.enqueueNamespace},
+		controllerutil.Handler{Informer: inf.Claims.Informer(), OnChange: c.enqueueNamespace},
+		controllerutil.Handler{Informer: inf.VMs.Informer(), OnChange: c.enqueueNamespace},
+		controllerutil.Handler{Informer: inf.VMIs.Informer(), OnChange: c.enqueueNamespace},
+	)
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		h := h
-		c.synced = append(c.synced, h.informer.HasSynced)
-		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    h.handler,
-			UpdateFunc: func(_, obj any) { h.handler(obj) },
-			DeleteFunc: h.handler,
-		}); err != nil {
-			return nil, fmt.Errorf("add event handler: %w", err)
-		}
-	}
+	c.synced = synced
 	return c, nil
 }
 

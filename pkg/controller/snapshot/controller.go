@@ -99,30 +99,21 @@ func New(clients Clients, inf Informers, recorder record.EventRecorder) (*Contro
 	}
 	enqueueSnapshot := func(obj any) { controllerutil.Enqueue(c.snapshotQueue, obj) }
 	enqueueRestore := func(obj any) { controllerutil.Enqueue(c.restoreQueue, obj) }
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  func(obj any)
-	}{
-		{inf.Snapshots.Informer(), enqueueSnapshot},
-		{inf.Restores.Informer(), enqueueRestore},
+	// The caches waited on are listed above: the claims and classes are read, not watched.
+	_, err := controllerutil.AddHandlers(
+		controllerutil.Handler{Informer: inf.Snapshots.Informer(), OnChange: enqueueSnapshot},
+		controllerutil.Handler{Informer: inf.Restores.Informer(), OnChange: enqueueRestore},
 		// A content or a VolumeSnapshot changing moves its snapshot on.
-		{inf.Contents.Informer(), c.enqueueContentOwner},
-		{inf.VolumeSnapshots.Informer(), c.enqueueVolumeSnapshotOwner},
+		controllerutil.Handler{Informer: inf.Contents.Informer(), OnChange: c.enqueueContentOwner},
+		controllerutil.Handler{Informer: inf.VolumeSnapshots.Informer(), OnChange: c.enqueueVolumeSnapshotOwner},
 		// A VM or its instance stopping lets a waiting restore go on; a new VolumeSnapshotClass
 		// lets a waiting snapshot go on.
-		{inf.VMs.Informer(), c.enqueueForVM},
-		{inf.VMIs.Informer(), c.enqueueForVM},
-		{inf.VolumeSnapshotClasses.Informer(), c.enqueueAllSnapshots},
-	}
-	for _, h := range handlers {
-		h := h
-		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    h.handler,
-			UpdateFunc: func(_, obj any) { h.handler(obj) },
-			DeleteFunc: h.handler,
-		}); err != nil {
-			return nil, fmt.Errorf("add event handler: %w", err)
-		}
+		controllerutil.Handler{Informer: inf.VMs.Informer(), OnChange: c.enqueueForVM},
+		controllerutil.Handler{Informer: inf.VMIs.Informer(), OnChange: c.enqueueForVM},
+		controllerutil.Handler{Informer: inf.VolumeSnapshotClasses.Informer(), OnChange: c.enqueueAllSnapshots},
+	)
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
