@@ -21,9 +21,9 @@ import (
 
 // TestKubeVirtClientGo runs test/kubevirtclient (a module of its own) against virt-api behind
 // kube-apiserver: KubeVirt's own Go client, kubevirt.io/client-go v1.6.0, the library KubeVirt's
-// virtctl is built on, makes the calls of `virtctl addvolume`, `removevolume` and
-// `memory-dump get|remove` as a user of the edit role, and decodes the answers with KubeVirt's
-// types. The test plays the controller (the instance, Running).
+// virtctl is built on, makes the calls of `virtctl addvolume`, `removevolume`,
+// `memory-dump get|remove` and `vmexport create|delete` as a user of the edit role, and decodes
+// the answers with KubeVirt's types. The test plays the controller (the instance, Running).
 func TestKubeVirtClientGo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds KubeVirt's client: a minute or more with cold caches")

@@ -1,7 +1,7 @@
 // Command kubevirtclient drives Hangar with KubeVirt's own Go client, kubevirt.io/client-go
 // v1.6.0, the library KubeVirt's virtctl is built on: the calls `virtctl addvolume`,
-// `removevolume` and `memory-dump get|remove` make, in the order they make them, and the
-// objects decoded with KubeVirt's own types. test/integration's TestKubeVirtClientGo builds and
+// `removevolume`, `memory-dump get|remove` and `vmexport create|delete` make, in the order they
+// make them, and the objects decoded with KubeVirt's own types. test/integration's TestKubeVirtClientGo builds and
 // runs it against virt-api behind kube-apiserver; it exits non-zero with the first thing that
 // is not as KubeVirt's client expects.
 package main
@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	v1 "kubevirt.io/api/core/v1"
+	exportv1beta1 "kubevirt.io/api/export/v1beta1"
 	"kubevirt.io/client-go/kubecli"
 )
 
@@ -90,9 +91,31 @@ func run(ctx context.Context, kubeconfig, ns, name string) error {
 	if req := vm.Status.MemoryDumpRequest; req == nil || !req.Remove || req.Phase != v1.MemoryDumpDissociating {
 		return fmt.Errorf("after removememorydump the VM's request is %+v, not Dissociating", req)
 	}
-	fmt.Printf("addvolume, removevolume, memorydump and removememorydump answered as KubeVirt's client expects (%s)\n", time.Now().Format(time.RFC3339))
+
+	// virtctl vmexport create NAME --pvc=dump --ttl=1h, then delete: KubeVirt's export types.
+	exports := client.VirtualMachineExport(ns)
+	export := &exportv1beta1.VirtualMachineExport{ObjectMeta: metav1.ObjectMeta{Name: "dump-export"},
+		Spec: exportv1beta1.VirtualMachineExportSpec{Source: k8sv1.TypedLocalObjectReference{APIGroup: &core, Kind: "PersistentVolumeClaim", Name: "dump"},
+			TTLDuration: &metav1.Duration{Duration: time.Hour}}}
+	if _, err := exports.Create(ctx, export, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("vmexport create: %w", err)
+	}
+	got, err := exports.Get(ctx, "dump-export", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("vmexport get: %w", err)
+	}
+	if got.Spec.Source.Name != "dump" || got.Spec.TTLDuration == nil || got.Spec.TTLDuration.Duration != time.Hour {
+		return fmt.Errorf("the export read back is %+v", got.Spec)
+	}
+	if err := exports.Delete(ctx, "dump-export", metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("vmexport delete: %w", err)
+	}
+	fmt.Printf("addvolume, removevolume, memorydump, removememorydump and vmexport create|delete answered as KubeVirt's client expects (%s)\n", time.Now().Format(time.RFC3339))
 	return nil
 }
+
+// core is the core group's name, "", as virtctl sets it for a claim.
+var core = ""
 
 func hasVolume(volumes []v1.Volume, name string, ok func(v1.Volume) bool) bool {
 	for _, v := range volumes {
