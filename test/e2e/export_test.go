@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	exportv1beta1 "github.com/hangarvm/hangar/pkg/apis/export/v1beta1"
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 )
 
@@ -175,4 +176,57 @@ func portForward(t *testing.T, ns, target, port string) string {
 	}
 	t.Fatalf("kubectl port-forward %s: no local port", target)
 	return ""
+}
+
+// TestExportVM exports a stopped VM's claim disk: download with --vm gets the disk's bytes,
+// the VM's kernel-boot and cloud-init volumes are not exported; while the VM runs its export
+// stops serving (Pending, inUse, no server pod) and serves again once it stops.
+func TestExportVM(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-export-vm")
+	data := writeClaim(t, ns, "data", 1<<20+3)
+	exports, err := exportclient.NewForConfig(config)
+	require.NoError(t, err)
+	spec := guestSpec()
+	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, v1.Disk{Name: "data", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})
+	spec.Volumes = append(spec.Volumes, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}})
+	_, err = hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "vm"},
+		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyHalted), Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	out := filepath.Join(t.TempDir(), "data.img")
+	text, err := virtctl(t, "vmexport", "download", "vm-export", "--vm=vm", "--volume=data", "--format=raw", "--output="+out, "--port-forward", "--keep-vme", "-n", ns)
+	require.NoError(t, err, text)
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, got), "the download is the VM's data disk")
+	e, err := exports.ExportV1beta1().VirtualMachineExports(ns).Get(ctx, "vm-export", metav1.GetOptions{})
+	require.NoError(t, err, "--keep-vme keeps the export")
+	require.NotNil(t, e.Status.Links)
+	require.Len(t, e.Status.Links.Internal.Volumes, 1, "only the claim is exported")
+	assert.Equal(t, "vm", ptr.Deref(e.Status.VirtualMachineName, ""))
+
+	phase := func(want exportv1beta1.VirtualMachineExportPhase, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			e, err = exports.ExportV1beta1().VirtualMachineExports(ns).Get(ctx, "vm-export", metav1.GetOptions{})
+			require.NoError(t, err)
+			return e.Status.Phase == want
+		}, 120*time.Second, time.Second, what)
+	}
+	text, err = virtctl(t, "start", "vm", "-n", ns)
+	require.NoError(t, err, text)
+	phase(exportv1beta1.Pending, "the export stops serving while the VM runs")
+	assert.Contains(t, fmt.Sprint(e.Status.Conditions), "inUse")
+	require.Eventually(t, func() bool {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, "virt-export-vm-export", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, time.Second, "its server pod goes")
+	text, err = virtctl(t, "stop", "vm", "-n", ns)
+	require.NoError(t, err, text)
+	phase(exportv1beta1.Ready, "the export serves again once the VM stops")
+	text, err = virtctl(t, "vmexport", "delete", "vm-export", "-n", ns)
+	require.NoError(t, err, text)
 }
