@@ -76,6 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.serve(ctx, e, status, now, expires); err != nil {
 		return err
 	}
+	c.recordReadyChange(e, status)
 	if !apiequality.Semantic.DeepEqual(status, &e.Status) {
 		updated := e.DeepCopy()
 		updated.Status = *status
@@ -84,6 +85,35 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	return controllerutil.RequeueAfter(expires.Sub(now))
+}
+
+// recordReadyChange records an event when the reason of e's Ready condition changes: what
+// `kubectl describe vmexport` shows of its life (server starting, ready, waiting on a running
+// VM or a missing source).
+func (c *Controller) recordReadyChange(e *exportv1beta1.VirtualMachineExport, status *exportv1beta1.VirtualMachineExportStatus) {
+	now, before := readyCondition(status), readyCondition(&e.Status)
+	if now == nil || (before != nil && before.Reason == now.Reason) {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	switch now.Reason {
+	case reasonInUse, reasonClaimNotFound, reasonVMNotFound:
+		kind = corev1.EventTypeWarning
+	}
+	message := now.Message
+	if message == "" {
+		message = fmt.Sprintf("export %s is %s", e.Name, status.Phase)
+	}
+	c.recorder.Event(e, kind, now.Reason, message)
+}
+
+func readyCondition(status *exportv1beta1.VirtualMachineExportStatus) *snapshotv1beta1.Condition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == exportv1beta1.ConditionReady {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // expiry is when e's time is up: its creation and its TTL (2h when it names none).

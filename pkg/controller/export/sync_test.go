@@ -37,6 +37,7 @@ var created = time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	c       *Controller
+	events  *record.FakeRecorder
 	kube    *kubefake.Clientset
 	exports *exportfake.Clientset
 }
@@ -60,7 +61,8 @@ func newFixture(t *testing.T, now time.Time, objs ...runtime.Object) *fixture {
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	inf := Informers{Exports: ef.Export().V1beta1().VirtualMachineExports(), Pods: kf.Core().V1().Pods(), Services: kf.Core().V1().Services(),
 		Claims: kf.Core().V1().PersistentVolumeClaims(), VMs: kvf.Kubevirt().V1().VirtualMachines(), VMIs: kvf.Kubevirt().V1().VirtualMachineInstances()}
-	c, err := New(Clients{Exports: f.exports, Kube: f.kube}, inf, func() string { return "registry.test/virt-launcher:v1" }, record.NewFakeRecorder(10))
+	f.events = record.NewFakeRecorder(10)
+	c, err := New(Clients{Exports: f.exports, Kube: f.kube}, inf, func() string { return "registry.test/virt-launcher:v1" }, f.events)
 	require.NoError(t, err)
 	c.now = func() time.Time { return now }
 	for _, o := range objs {
@@ -343,4 +345,23 @@ func TestExpiredExportIsDeleted(t *testing.T) {
 	f := newFixture(t, created.Add(2*time.Hour), claimExport(), claim("dump", corev1.ClaimBound))
 	require.NoError(t, f.c.sync(context.Background(), ns+"/e"))
 	assert.Equal(t, []string{"delete virtualmachineexports e"}, f.writes())
+}
+
+// TestEventsOnReadyChanges: an event says each change of the Ready condition's reason, once.
+func TestEventsOnReadyChanges(t *testing.T) {
+	running := vmi("other-vm", "dump", v1.Running)
+	f := newFixture(t, created.Add(time.Minute), claimExport(), claim("dump", corev1.ClaimBound), running)
+	err := f.c.sync(context.Background(), ns+"/e")
+	var requeue controllerutil.RequeueAfter
+	require.True(t, errors.As(err, &requeue), "sync: %v", err)
+	require.Len(t, f.events.Events, 1)
+	assert.Equal(t, "Warning inUse PersistentVolumeClaim dump is in use by VirtualMachineInstance other-vm", <-f.events.Events)
+
+	// The same reason again (the status as written): no second event.
+	e := claimExport()
+	e.Status = f.status(t)
+	f = newFixture(t, created.Add(2*time.Minute), e, claim("dump", corev1.ClaimBound), running)
+	err = f.c.sync(context.Background(), ns+"/e")
+	require.True(t, errors.As(err, &requeue), "sync: %v", err)
+	assert.Empty(t, f.events.Events)
 }

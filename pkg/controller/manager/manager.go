@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -45,19 +46,25 @@ import (
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
 	kvscheme "github.com/hangarvm/hangar/pkg/generated/clientset/versioned/scheme"
 	cloneclient "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned"
+	clonescheme "github.com/hangarvm/hangar/pkg/generated/clone/clientset/versioned/scheme"
 	cloneinformers "github.com/hangarvm/hangar/pkg/generated/clone/informers/externalversions"
 	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
+	exportscheme "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned/scheme"
 	exportinformers "github.com/hangarvm/hangar/pkg/generated/export/informers/externalversions"
 	kvinformers "github.com/hangarvm/hangar/pkg/generated/informers/externalversions"
 	instancetypeclient "github.com/hangarvm/hangar/pkg/generated/instancetype/clientset/versioned"
 	vmsnapshotclient "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned"
+	snapshotscheme "github.com/hangarvm/hangar/pkg/generated/snapshot/clientset/versioned/scheme"
 	vmsnapshotinformers "github.com/hangarvm/hangar/pkg/generated/snapshot/informers/externalversions"
 	"github.com/hangarvm/hangar/pkg/launcherpod"
 )
 
 func init() {
-	// Events name kubevirt.io objects: the recorder must know their kinds.
-	utilruntime.Must(kvscheme.AddToScheme(scheme.Scheme))
+	// Events name kubevirt.io, snapshot.kubevirt.io, clone.kubevirt.io and export.kubevirt.io
+	// objects: the recorder must know their kinds, or it drops the events.
+	for _, add := range []func(*runtime.Scheme) error{kvscheme.AddToScheme, snapshotscheme.AddToScheme, clonescheme.AddToScheme, exportscheme.AddToScheme} {
+		utilruntime.Must(add(scheme.Scheme))
+	}
 }
 
 // Options configure the controllers.
