@@ -428,21 +428,7 @@ func (c *Controller) writeStatus(ctx context.Context, cached, cl *clonev1beta1.V
 	return nil
 }
 
-// setCondition sets a condition, its times moved only when it changes.
+// setCondition sets a condition, with KubeVirt's reasons trimmed.
 func setCondition(conds []snapshotv1beta1.Condition, t snapshotv1beta1.ConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) []snapshotv1beta1.Condition {
-	reason = strings.TrimSpace(reason)
-	for i := range conds {
-		if conds[i].Type != t {
-			continue
-		}
-		if conds[i].Status == status && conds[i].Reason == reason && conds[i].Message == message {
-			return conds
-		}
-		if conds[i].Status != status {
-			conds[i].LastTransitionTime = now
-		}
-		conds[i].Status, conds[i].Reason, conds[i].Message, conds[i].LastProbeTime = status, reason, message, now
-		return conds
-	}
-	return append(conds, snapshotv1beta1.Condition{Type: t, Status: status, Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now})
+	return snapshotv1beta1.SetCondition(conds, t, status, strings.TrimSpace(reason), message, now)
 }

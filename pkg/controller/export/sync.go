@@ -199,17 +199,15 @@ func (c *Controller) volumes(e *exportv1beta1.VirtualMachineExport) ([]launcherp
 		if err != nil {
 			return nil, nil, &blocker{exportv1beta1.ConditionReady, reasonVMNotFound, fmt.Sprintf("VirtualMachine %s not found", e.Spec.Source.Name)}
 		}
-		if vmi, err := c.vmis.VirtualMachineInstances(ns).Get(vm.Name); err == nil && !ended(vmi) {
+		if vmi, err := c.vmis.VirtualMachineInstances(ns).Get(vm.Name); err == nil && !vmi.IsFinal() {
 			return nil, nil, &blocker{exportv1beta1.ConditionReady, reasonInUse,
 				fmt.Sprintf("VirtualMachine %s is running: stop it to export its disks", vm.Name)}
 		}
 		if vm.Spec.Template != nil {
 			for _, v := range vm.Spec.Template.Spec.Volumes {
-				switch {
-				case v.PersistentVolumeClaim != nil:
-					wanted = append(wanted, launcherpod.ExportVolume{Name: v.Name, Claim: v.PersistentVolumeClaim.ClaimName, Kind: launcherpod.ExportKubeVirt})
-				case v.DataVolume != nil:
-					wanted = append(wanted, launcherpod.ExportVolume{Name: v.Name, Claim: v.DataVolume.Name, Kind: launcherpod.ExportKubeVirt})
+				switch claim := v.ClaimSource(); {
+				case claim != nil:
+					wanted = append(wanted, launcherpod.ExportVolume{Name: v.Name, Claim: claim.ClaimName, Kind: launcherpod.ExportKubeVirt})
 				case v.MemoryDump != nil:
 					wanted = append(wanted, launcherpod.ExportVolume{Name: v.Name, Claim: v.MemoryDump.ClaimName, Kind: launcherpod.ExportArchive})
 				}
@@ -246,7 +244,7 @@ func (c *Controller) claimUsers(ns string) map[string]string {
 		return users
 	}
 	for _, vmi := range vmis {
-		if ended(vmi) {
+		if vmi.IsFinal() {
 			continue
 		}
 		// A memory dump that has ended leaves its volume in the instance until it is removed,
@@ -258,11 +256,9 @@ func (c *Controller) claimUsers(ns string) map[string]string {
 			}
 		}
 		for _, v := range vmi.Spec.Volumes {
-			switch {
-			case v.PersistentVolumeClaim != nil:
-				users[v.PersistentVolumeClaim.ClaimName] = vmi.Name
-			case v.DataVolume != nil:
-				users[v.DataVolume.Name] = vmi.Name
+			switch claim := v.ClaimSource(); {
+			case claim != nil:
+				users[claim.ClaimName] = vmi.Name
 			case v.MemoryDump != nil && !dumped[v.Name]:
 				users[v.MemoryDump.ClaimName] = vmi.Name
 			}
@@ -425,11 +421,6 @@ func (c *Controller) stopServer(ctx context.Context, e *exportv1beta1.VirtualMac
 	return nil
 }
 
-// ended is true of an instance that has stopped for good (its claims are free).
-func ended(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed
-}
-
 func podReady(pod *corev1.Pod) bool {
 	if pod == nil || pod.DeletionTimestamp != nil {
 		return false
@@ -463,19 +454,6 @@ func links(e *exportv1beta1.VirtualMachineExport, volumes []launcherpod.ExportVo
 	return link
 }
 
-// setCondition sets a condition, its transition time moving only when its status does.
 func setCondition(status *exportv1beta1.VirtualMachineExportStatus, t snapshotv1beta1.ConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) {
-	for i := range status.Conditions {
-		cond := &status.Conditions[i]
-		if cond.Type != t {
-			continue
-		}
-		if cond.Status != s {
-			cond.LastTransitionTime = metav1.Time{Time: now}
-		}
-		cond.Status, cond.Reason, cond.Message = s, reason, message
-		return
-	}
-	status.Conditions = append(status.Conditions, snapshotv1beta1.Condition{Type: t, Status: s, Reason: reason, Message: message,
-		LastTransitionTime: metav1.Time{Time: now}})
+	status.Conditions = snapshotv1beta1.SetCondition(status.Conditions, t, s, reason, message, metav1.Time{Time: now})
 }

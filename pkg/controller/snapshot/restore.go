@@ -234,8 +234,8 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 	r.Status.Complete = ptr.To(true)
 	r.Status.RestoreTime = &now
 	r.Status.Conditions = removeConditionIn(r.Status.Conditions, snapshotv1beta1.ConditionFailure)
-	r.Status.Conditions = setConditionIn(r.Status.Conditions, snapshotv1beta1.ConditionProgressing, corev1.ConditionFalse, "Operation complete", "The restore is complete", now)
-	r.Status.Conditions = setConditionIn(r.Status.Conditions, snapshotv1beta1.ConditionReady, corev1.ConditionTrue, "Operation complete", "The restore is complete", now)
+	r.Status.Conditions = snapshotv1beta1.SetCondition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing, corev1.ConditionFalse, "Operation complete", "The restore is complete", now)
+	r.Status.Conditions = snapshotv1beta1.SetCondition(r.Status.Conditions, snapshotv1beta1.ConditionReady, corev1.ConditionTrue, "Operation complete", "The restore is complete", now)
 	if err := c.writeRestoreStatus(ctx, cached, r); err != nil {
 		return err
 	}
@@ -380,8 +380,8 @@ func keptVMAnnotations(in map[string]string) map[string]string {
 // the VM, its instance or the snapshot.
 func (c *Controller) restoreWaits(ctx context.Context, cached, r *snapshotv1beta1.VirtualMachineRestore, reason, message string) error {
 	now := c.now()
-	r.Status.Conditions = setConditionIn(r.Status.Conditions, snapshotv1beta1.ConditionProgressing, corev1.ConditionFalse, reason, message, now)
-	r.Status.Conditions = setConditionIn(r.Status.Conditions, snapshotv1beta1.ConditionReady, corev1.ConditionFalse, reason, message, now)
+	r.Status.Conditions = snapshotv1beta1.SetCondition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing, corev1.ConditionFalse, reason, message, now)
+	r.Status.Conditions = snapshotv1beta1.SetCondition(r.Status.Conditions, snapshotv1beta1.ConditionReady, corev1.ConditionFalse, reason, message, now)
 	if !apiequality.Semantic.DeepEqual(cached.Status, r.Status) {
 		c.recorder.Eventf(r, corev1.EventTypeNormal, reason, "%s", message)
 	}

@@ -493,30 +493,11 @@ func (c *Controller) release(ctx context.Context, s *snapshotv1beta1.VirtualMach
 }
 
 func setCondition(st *snapshotv1beta1.VirtualMachineSnapshotStatus, t snapshotv1beta1.ConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
-	st.Conditions = setConditionIn(st.Conditions, t, status, reason, message, now)
+	st.Conditions = snapshotv1beta1.SetCondition(st.Conditions, t, status, reason, message, now)
 }
 
 func removeCondition(st *snapshotv1beta1.VirtualMachineSnapshotStatus, t snapshotv1beta1.ConditionType) {
 	st.Conditions = removeConditionIn(st.Conditions, t)
-}
-
-// setConditionIn sets one condition, keeping its transition (and probe) time when nothing
-// changed so that a resync writes nothing.
-func setConditionIn(conds []snapshotv1beta1.Condition, t snapshotv1beta1.ConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) []snapshotv1beta1.Condition {
-	for i := range conds {
-		if conds[i].Type != t {
-			continue
-		}
-		if conds[i].Status == status && conds[i].Reason == reason && conds[i].Message == message {
-			return conds
-		}
-		if conds[i].Status != status {
-			conds[i].LastTransitionTime = now
-		}
-		conds[i].Status, conds[i].Reason, conds[i].Message, conds[i].LastProbeTime = status, reason, message, now
-		return conds
-	}
-	return append(conds, snapshotv1beta1.Condition{Type: t, Status: status, Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now})
 }
 
 func removeConditionIn(conds []snapshotv1beta1.Condition, t snapshotv1beta1.ConditionType) []snapshotv1beta1.Condition {

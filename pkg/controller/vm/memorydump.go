@@ -59,7 +59,7 @@ func nextMemoryDump(req *v1.VirtualMachineMemoryDumpRequest, vmi *v1.VirtualMach
 	case req.Phase == v1.MemoryDumpUnmounting:
 		next.Phase = v1.MemoryDumpCompleted // the instance, and its pods, are gone
 	}
-	gone := vmi == nil || isFinal(vmi) || vmi.DeletionTimestamp != nil
+	gone := vmi == nil || vmi.IsFinal() || vmi.DeletionTimestamp != nil
 	if gone && (next.Phase == v1.MemoryDumpAssociating || next.Phase == v1.MemoryDumpInProgress) {
 		next.Phase, next.Message = v1.MemoryDumpFailed, "the instance stopped before the memory dump was written"
 	}

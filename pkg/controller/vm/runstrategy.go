@@ -47,7 +47,7 @@ func decide(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, now time.Time
 	switch strategy {
 	case v1.RunStrategyAlways:
 		if vmi != nil {
-			return action{delete: isFinal(vmi) || hasStopRequestFor(vm, vmi)}
+			return action{delete: vmi.IsFinal() || hasStopRequestFor(vm, vmi)}
 		}
 		return startAfterBackoff(vm, now)
 
@@ -91,10 +91,6 @@ func startAfterBackoff(vm *v1.VirtualMachine, now time.Time) action {
 		return action{retryAfter: left}
 	}
 	return action{create: true}
-}
-
-func isFinal(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed
 }
 
 func isRunning(vmi *v1.VirtualMachineInstance) bool {
@@ -159,7 +155,7 @@ func wasRunning(vmi *v1.VirtualMachineInstance) bool {
 
 // failedEarly: the instance ended without ever running, whatever the final phase.
 func failedEarly(vmi *v1.VirtualMachineInstance) bool {
-	return vmi != nil && isFinal(vmi) && !wasRunning(vmi)
+	return vmi != nil && vmi.IsFinal() && !wasRunning(vmi)
 }
 
 // failureUncounted: a restarting strategy will replace this instance, and its early failure is

@@ -86,7 +86,7 @@ func trimFirstRequest(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) boo
 	case v1.StopRequest:
 		return vmi == nil || r[0].UID == nil || *r[0].UID != vmi.UID
 	case v1.StartRequest:
-		return vmi != nil && vmi.DeletionTimestamp == nil && !isFinal(vmi)
+		return vmi != nil && vmi.DeletionTimestamp == nil && !vmi.IsFinal()
 	}
 	return true // an action this controller does not know would block the queue forever
 }
@@ -160,7 +160,7 @@ func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pe
 	switch {
 	case vm.DeletionTimestamp != nil:
 		return v1.VirtualMachineStatusTerminating
-	case vmi != nil && !isFinal(vmi) && (vmi.DeletionTimestamp != nil || p.stop):
+	case vmi != nil && !vmi.IsFinal() && (vmi.DeletionTimestamp != nil || p.stop):
 		return v1.VirtualMachineStatusStopping
 	case isRunning(vmi) && migrating(vmi):
 		return v1.VirtualMachineStatusMigrating
@@ -176,10 +176,10 @@ func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, p pe
 		return p.dataVolumes
 	case vmi == nil && p.start, vmi != nil && isStarting(vmi):
 		return v1.VirtualMachineStatusStarting
-	case (vmi == nil || isFinal(vmi)) && !p.start && vm.Status.StartFailure != nil &&
+	case (vmi == nil || vmi.IsFinal()) && !p.start && vm.Status.StartFailure != nil &&
 		vm.Status.StartFailure.ConsecutiveFailCount > 0 && restarts(strategy):
 		return v1.VirtualMachineStatusCrashLoopBackOff
-	case vmi != nil && isFinal(vmi), vmi == nil && !p.start:
+	case vmi != nil && vmi.IsFinal(), vmi == nil && !p.start:
 		return v1.VirtualMachineStatusStopped
 	}
 	return v1.VirtualMachineStatusUnknown

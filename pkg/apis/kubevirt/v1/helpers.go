@@ -85,6 +85,12 @@ func (m *VirtualMachineInstanceMigration) IsFinal() bool {
 	return m.Status.Phase == MigrationSucceeded || m.Status.Phase == MigrationFailed
 }
 
+// IsFinal says whether the instance has stopped for good: Succeeded or Failed (its claims are
+// free, nothing brings it back).
+func (vmi *VirtualMachineInstance) IsFinal() bool {
+	return vmi.Status.Phase == Succeeded || vmi.Status.Phase == Failed
+}
+
 // IsMigratable says whether the instance's LiveMigratable condition is True (KubeVirt's test
 // for eviction strategies: an instance not yet assessed is not migratable).
 func (vmi *VirtualMachineInstance) IsMigratable() bool {
