@@ -16,10 +16,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -45,6 +47,32 @@ func bindRole(t *testing.T, kube kubernetes.Interface, ns, user, clusterRole str
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	waitForBinding(t, kube, ns, user, clusterRole)
+}
+
+// waitForBinding waits until kube-apiserver's authorizer grants user one rule of
+// clusterRole in ns: RBAC reads bindings from an informer, so a request sent right after the
+// create may still be refused.
+func waitForBinding(t *testing.T, kube kubernetes.Interface, ns, user, clusterRole string) {
+	t.Helper()
+	ctx := context.Background()
+	role, err := kube.RbacV1().ClusterRoles().Get(ctx, clusterRole, metav1.GetOptions{})
+	require.NoError(t, err)
+	var attrs *authorizationv1.ResourceAttributes
+	for _, r := range role.Rules {
+		if len(r.Verbs) > 0 && len(r.APIGroups) > 0 && len(r.Resources) > 0 && len(r.ResourceNames) == 0 {
+			attrs = &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+			break
+		}
+	}
+	require.NotNil(t, attrs, "cluster role %s has no resource rule to probe", clusterRole)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		sar, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs},
+		}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed, err
+	})
+	require.NoError(t, err, "%s's binding to %s in %s never took effect", user, clusterRole, ns)
 }
 
 func hangarAs(t *testing.T, c *framework.Cluster, user string) versioned.Interface {
