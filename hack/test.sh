@@ -139,6 +139,9 @@ no_node_called() {
 
 START=${SECONDS}
 export HANGAR_NODES=${HANGAR_NODES:-2}
+# The end-to-end suite snapshots, restores and clones VMs through Kubernetes' own snapshot
+# machinery: the cluster's snapshot add-on (its CSI driver and sidecars) is built and brought up.
+export HANGAR_CLUSTER_SNAPSHOTS=1
 forbid_node
 # The browser tests drive Debian's Chromium (test/browser) and the rules' tests run Debian's
 # promtool, both installed below: a missing one fails them instead of skipping them.
@@ -151,7 +154,7 @@ stage "go build" go build ./...
 # Every build tag at once: benchmarks and tests that CI does not run still compile.
 stage "go vet" go vet -tags kube,e2e,bench,libvirt,cluster,install ./...
 stage "verify codegen" hack/verify-codegen.sh
-stage "kubernetes binaries" hack/cluster/build.sh
+stage "kubernetes binaries (and the snapshot add-on's)" hack/cluster/build.sh
 stage "cluster tooling tests" go -C hack/tools test -count=1 ./...
 # csi-test's sanity suite against the local cluster's CSI driver: a module of its own (its
 # dependencies must not reach the tools module's Kubernetes build).

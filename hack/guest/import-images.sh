@@ -8,9 +8,14 @@ set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 
+guest="${REPO_ROOT}/_output/guest"
 "${REPO_ROOT}/hack/guest/build-kernelboot.sh"
-"${REPO_ROOT}/hack/cluster/image.sh" hangar.local/kernelboot-guest:dev -dir "${REPO_ROOT}/_output/guest/kernelboot-rootfs"
 "${REPO_ROOT}/hack/guest/build-uefi.sh"
+# The kernelBoot guest with qemu-guest-agent too (initrdPath /boot/initramfs-agent.cpio.gz): the
+# UEFI guest's agent archive after the busybox one, which the kernel unpacks both of; a fast
+# guest for what needs the agent (a snapshot's freeze).
+cat "${guest}/kernelboot/initramfs.cpio.gz" "${guest}/uefi/agent.cpio.gz" >"${guest}/kernelboot-rootfs/boot/initramfs-agent.cpio.gz"
+"${REPO_ROOT}/hack/cluster/image.sh" hangar.local/kernelboot-guest:dev -dir "${guest}/kernelboot-rootfs"
 "${REPO_ROOT}/hack/cluster/image.sh" hangar.local/uefi-guest:dev -dir "${REPO_ROOT}/_output/guest/uefi-rootfs"
 if [[ ${1:-} == --all ]]; then
 	"${REPO_ROOT}/hack/guest/build-containerdisk.sh" >/dev/null

@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func TestVolumeSnapshots(t *testing.T) {
 	require.NoError(t, err)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	if _, err := dyn.Resource(volumeSnapshotClasses).Get(ctx, snapshotClass, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if os.Getenv("HANGAR_CLUSTER_SNAPSHOTS") == "1" {
+			t.Fatalf("no VolumeSnapshotClass %s, though HANGAR_CLUSTER_SNAPSHOTS=1 asks for the snapshot add-on", snapshotClass)
+		}
 		t.Skipf("no VolumeSnapshotClass %s: the snapshot add-on is off (HANGAR_CLUSTER_SNAPSHOTS=1 hack/cluster/up.sh turns it on)", snapshotClass)
 	} else {
 		require.NoError(t, err)

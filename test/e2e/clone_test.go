@@ -21,13 +21,10 @@ import (
 // a snapshot and a restore, which the clone removes when it is done) that boots beside the
 // source with its own MAC address and firmware UUID, and keeps the labels the filter keeps.
 // virt-controller runs the snapshot, restore and clone controllers only where the cluster
-// serves Kubernetes' VolumeSnapshot API, which the local cluster does with its snapshot add-on
-// (HANGAR_CLUSTER_SNAPSHOTS=1 hack/cluster/up.sh); CI's cluster does not have it yet.
+// serves Kubernetes' VolumeSnapshot API, as the local cluster does with its snapshot add-on.
 func TestCloneBootsBesideItsSource(t *testing.T) {
+	requireVolumeSnapshots(t)
 	ctx := context.Background()
-	if _, err := kube.Discovery().ServerResourcesForGroupVersion("snapshot.storage.k8s.io/v1"); err != nil {
-		t.Skipf("the cluster does not serve snapshot.storage.k8s.io/v1 (HANGAR_CLUSTER_SNAPSHOTS=1 hack/cluster/up.sh): %v", err)
-	}
 	ns := namespace(t, "e2e-clone")
 	clones := cloneclient.NewForConfigOrDie(config).CloneV1beta1().VirtualMachineClones(ns)
 

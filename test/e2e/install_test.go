@@ -55,11 +55,6 @@ func releaseFrom(t *testing.T, env string) release {
 	return release{dir: dir, version: strings.TrimSpace(string(version))}
 }
 
-// figure prints one of the installer's figures (hack/bench/install.sh collects them).
-func figure(t *testing.T, name string, value any, unit string) {
-	t.Logf("FIGURE %s %v %s", name, value, unit)
-}
-
 // localHangar is the Hangar object of the local cluster.
 func localHangar() string {
 	return filepath.Join(framework.RepoRoot(), "hack", "cluster", "hangar.yaml")

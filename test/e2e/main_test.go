@@ -84,3 +84,9 @@ func launcherImage(t *testing.T) string {
 	require.NotEmpty(t, cm.Data["launcherImage"])
 	return cm.Data["launcherImage"]
 }
+
+// figure prints a figure docs/performance.md keeps (hack/bench/install.sh collects the
+// installer's; hack/test.sh's log has the others).
+func figure(t *testing.T, name string, value any, unit string) {
+	t.Logf("FIGURE %s %v %s", name, value, unit)
+}
