@@ -298,6 +298,28 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 		assert.NoError(t, err, "edit may create claims and update VMs")
 	})
 
+	// Its user was checked for create only: virt-api records it, whatever the client sends,
+	// and the restore controller then never rewrites a VM of that name made meanwhile.
+	t.Run("a restore to a new name is marked as only creating it", func(t *testing.T) {
+		restores := admin.SnapshotV1beta1().VirtualMachineRestores(ns)
+		marked := map[string]string{snapshotv1beta1.RestoreCreatesTargetAnnotation: "true"}
+		fresh, err := restores.Create(ctx, &snapshotv1beta1.VirtualMachineRestore{ObjectMeta: metav1.ObjectMeta{Name: "to-fresh"},
+			Spec: snapshotv1beta1.VirtualMachineRestoreSpec{Target: vmRef("fresh"), VirtualMachineSnapshotName: "for-rbac"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "true", fresh.Annotations[snapshotv1beta1.RestoreCreatesTargetAnnotation])
+		fresh.Annotations = map[string]string{"team": "a"}
+		fresh, err = restores.Update(ctx, fresh, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"team": "a", snapshotv1beta1.RestoreCreatesTargetAnnotation: "true"}, fresh.Annotations, "no client clears it")
+		require.NoError(t, restores.Delete(ctx, "to-fresh", metav1.DeleteOptions{}))
+
+		existing, err := restores.Create(ctx, &snapshotv1beta1.VirtualMachineRestore{ObjectMeta: metav1.ObjectMeta{Name: "to-scratch", Annotations: marked},
+			Spec: snapshotv1beta1.VirtualMachineRestoreSpec{Target: vmRef("scratch"), VirtualMachineSnapshotName: "for-rbac"}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		require.NoError(t, err)
+		assert.NotContains(t, existing.Annotations, snapshotv1beta1.RestoreCreatesTargetAnnotation, "no client sets it")
+	})
+
 	t.Run("a claim whose class has no VolumeSnapshotClass: said in the status", func(t *testing.T) {
 		eventually(t, "the snapshot of scratch says why it cannot go on", func() (bool, string) {
 			s, err := admin.SnapshotV1beta1().VirtualMachineSnapshots(ns).Get(ctx, "for-rbac", metav1.GetOptions{})

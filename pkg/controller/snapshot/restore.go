@@ -162,11 +162,16 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 	}
 	// A VM this restore created already (its status not written yet) is not restored again.
 	existing := err == nil && target.Annotations[LastRestoreAnnotation] != RestoreMark(r)
-	if existing && ownedByClone(r) {
+	switch {
+	case existing && ownedByClone(r):
 		// A clone's restore makes a new VM: it never rewrites one that exists, which the
 		// clone's user was not checked for.
 		return c.restoreWaits(ctx, cached, r, "TargetExists",
 			fmt.Sprintf("VirtualMachine %s already exists: the restore of a clone only creates a new VirtualMachine", target.Name))
+	case existing && r.Annotations[snapshotv1beta1.RestoreCreatesTargetAnnotation] == "true":
+		// Made since the restore was created, whose user was checked for create only.
+		return c.restoreWaits(ctx, cached, r, "TargetExists",
+			fmt.Sprintf("VirtualMachine %s was created after this restore, which may only create a new VirtualMachine: delete one of them", target.Name))
 	}
 	if existing {
 		if other := target.Status.RestoreInProgress; other != nil && *other != r.Name {

@@ -139,55 +139,68 @@ func TestRestoreWaitsForSnapshot(t *testing.T) {
 	assert.Equal(t, "VirtualMachineSnapshot before-upgrade is not ready to use", condition(r.Status.Conditions, snapshotv1beta1.ConditionReady).Message)
 }
 
-// TestCloneRestoreOnlyCreates: a restore made by a clone creates its target and marks it; it
-// never rewrites a VM that exists, and a VM it made already is not restored again.
-func TestCloneRestoreOnlyCreates(t *testing.T) {
-	cloneOwned := func() *snapshotv1beta1.VirtualMachineRestore {
-		r := vmRestore("clone-c-restore-db-abcde", "db-copy")
-		r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "clone.kubevirt.io/v1beta1", Kind: "VirtualMachineClone",
-			Name: "c", UID: "clone-uid", Controller: ptr.To(true)}}
-		return r
+// TestRestoreOnlyCreates: a restore made by a clone, or one virt-api marked as creating its
+// target (the target did not exist at its creation), creates its target and marks it; it never
+// rewrites a VM that exists, and a VM it made already is not restored again.
+func TestRestoreOnlyCreates(t *testing.T) {
+	const name = "clone-c-restore-db-abcde"
+	restores := map[string]func() *snapshotv1beta1.VirtualMachineRestore{
+		"a clone's": func() *snapshotv1beta1.VirtualMachineRestore {
+			r := vmRestore(name, "db-copy")
+			r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "clone.kubevirt.io/v1beta1", Kind: "VirtualMachineClone",
+				Name: "c", UID: "clone-uid", Controller: ptr.To(true)}}
+			return r
+		},
+		"one to a new name": func() *snapshotv1beta1.VirtualMachineRestore {
+			r := vmRestore(name, "db-copy")
+			r.Annotations = map[string]string{snapshotv1beta1.RestoreCreatesTargetAnnotation: "true"}
+			return r
+		},
 	}
 	someoneElses := vm("db-copy", v1.RunStrategyHalted)
 	made := vm("db-copy", v1.RunStrategyAlways)
-	made.Annotations = map[string]string{LastRestoreAnnotation: "clone-c-restore-db-abcde-restore-uid"}
+	made.Annotations = map[string]string{LastRestoreAnnotation: name + "-restore-uid"}
 	tests := []struct {
 		name     string
 		target   *v1.VirtualMachine
-		wantWait string
+		wantWait map[string]string
 	}{
 		{name: "no VM of that name: created and marked"},
-		{name: "a VM of that name exists: untouched, the restore says why", target: someoneElses,
-			wantWait: "VirtualMachine db-copy already exists: the restore of a clone only creates a new VirtualMachine"},
+		{name: "a VM of that name exists: untouched, the restore says why", target: someoneElses, wantWait: map[string]string{
+			"a clone's":         "VirtualMachine db-copy already exists: the restore of a clone only creates a new VirtualMachine",
+			"one to a new name": "VirtualMachine db-copy was created after this restore, which may only create a new VirtualMachine: delete one of them",
+		}},
 		{name: "the VM this restore made: complete, untouched although it runs", target: made},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, content := readySnapshot()
-			objs := []runtime.Object{s, content, cloneOwned()}
-			if tt.target != nil {
-				objs = append(objs, tt.target)
-			}
-			f := newFixture(t, objs...)
-			ctx := context.Background()
-			require.NoError(t, f.c.syncRestore(ctx, ns+"/clone-c-restore-db-abcde"))
-			r, err := f.vms.SnapshotV1beta1().VirtualMachineRestores(ns).Get(ctx, "clone-c-restore-db-abcde", metav1.GetOptions{})
-			require.NoError(t, err)
-			target, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(ctx, "db-copy", metav1.GetOptions{})
-			require.NoError(t, err)
-			if tt.wantWait != "" {
-				assert.False(t, *r.Status.Complete)
-				assert.Equal(t, "TargetExists", condition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing).Reason)
-				assert.Equal(t, tt.wantWait, condition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing).Message)
-				assert.Equal(t, tt.target, target)
-				return
-			}
-			assert.True(t, *r.Status.Complete)
-			assert.Equal(t, "clone-c-restore-db-abcde-restore-uid", target.Annotations[LastRestoreAnnotation])
-			if tt.target != nil {
-				assert.Equal(t, tt.target, target)
-			}
-		})
+	for kind, restore := range restores {
+		for _, tt := range tests {
+			t.Run(kind+": "+tt.name, func(t *testing.T) {
+				s, content := readySnapshot()
+				objs := []runtime.Object{s, content, restore()}
+				if tt.target != nil {
+					objs = append(objs, tt.target.DeepCopy())
+				}
+				f := newFixture(t, objs...)
+				ctx := context.Background()
+				require.NoError(t, f.c.syncRestore(ctx, ns+"/"+name))
+				r, err := f.vms.SnapshotV1beta1().VirtualMachineRestores(ns).Get(ctx, name, metav1.GetOptions{})
+				require.NoError(t, err)
+				target, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(ctx, "db-copy", metav1.GetOptions{})
+				require.NoError(t, err)
+				if want := tt.wantWait[kind]; want != "" {
+					assert.False(t, *r.Status.Complete)
+					assert.Equal(t, "TargetExists", condition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing).Reason)
+					assert.Equal(t, want, condition(r.Status.Conditions, snapshotv1beta1.ConditionProgressing).Message)
+					assert.Equal(t, tt.target, target)
+					return
+				}
+				assert.True(t, *r.Status.Complete)
+				assert.Equal(t, name+"-restore-uid", target.Annotations[LastRestoreAnnotation])
+				if tt.target != nil {
+					assert.Equal(t, tt.target, target)
+				}
+			})
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hangarvm/hangar/pkg/apis/kubevirt"
 	"github.com/hangarvm/hangar/pkg/apis/snapshot"
+	"github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/registry/access"
 	"github.com/hangarvm/hangar/pkg/registry/cdi"
 	"github.com/hangarvm/hangar/pkg/registry/serving"
@@ -84,27 +85,34 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 // user must be allowed to create persistentvolumeclaims in the namespace, and to update the
 // target VM (or create one, for a new name), and, when the snapshotted VM has DataVolume
 // templates (which the restored VM makes again), to create datavolumes.
+//
+// A restore to a new name is marked RestoreCreatesTargetAnnotation: its user was checked for
+// create only, so the controller must not rewrite a VM of that name made in the meantime.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	restore := obj.(*snapshot.VirtualMachineRestore)
+	ns := access.Namespace(ctx, restore.Namespace)
+	targetExists, err := r.exists(ctx, r.deps.VMs, restore.Spec.Target.Name)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("look up the target VirtualMachine %s/%s: %w", ns, restore.Spec.Target.Name, err))
+	}
+	delete(restore.Annotations, v1beta1.RestoreCreatesTargetAnnotation)
+	if !targetExists {
+		metav1.SetMetaDataAnnotation(&restore.ObjectMeta, v1beta1.RestoreCreatesTargetAnnotation, "true")
+	}
 	return r.Store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
 		if createValidation != nil {
 			if err := createValidation(ctx, obj); err != nil {
 				return err
 			}
 		}
-		restore := obj.(*snapshot.VirtualMachineRestore)
 		if err := r.checkSnapshot(ctx, restore); err != nil {
 			return err
 		}
-		ns := access.Namespace(ctx, restore.Namespace)
 		needs := []access.Need{{
 			Verb: "create", Version: "v1", Resource: "persistentvolumeclaims", Namespace: ns,
 			Field: field.NewPath("spec", "virtualMachineSnapshotName"),
 			Why:   "a restore creates claims from the snapshot's VolumeSnapshots",
 		}}
-		targetExists, err := r.exists(ctx, r.deps.VMs, restore.Spec.Target.Name)
-		if err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("look up the target VirtualMachine %s/%s: %w", ns, restore.Spec.Target.Name, err))
-		}
 		vmNeed := access.Need{Verb: "update", Group: kubevirt.GroupName, Version: "v1", Resource: "virtualmachines", Namespace: ns,
 			Field: field.NewPath("spec", "target"), Why: "a restore rewrites the target VirtualMachine's spec"}
 		if !targetExists {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,7 +45,17 @@ func (restoreStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 }
 
 func (restoreStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*snapshot.VirtualMachineRestore).Status = old.(*snapshot.VirtualMachineRestore).Status
+	r, o := obj.(*snapshot.VirtualMachineRestore), old.(*snapshot.VirtualMachineRestore)
+	r.Status = o.Status
+	keepCreatesTarget(r, o)
+}
+
+// keepCreatesTarget keeps what virt-api recorded at creation: no client sets or clears it.
+func keepCreatesTarget(r, old *snapshot.VirtualMachineRestore) {
+	delete(r.Annotations, v1beta1.RestoreCreatesTargetAnnotation)
+	if v, ok := old.Annotations[v1beta1.RestoreCreatesTargetAnnotation]; ok {
+		metav1.SetMetaDataAnnotation(&r.ObjectMeta, v1beta1.RestoreCreatesTargetAnnotation, v)
+	}
 }
 
 func (restoreStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -71,7 +82,9 @@ func (statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 }
 
 func (statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*snapshot.VirtualMachineRestore).Spec = old.(*snapshot.VirtualMachineRestore).Spec
+	r, o := obj.(*snapshot.VirtualMachineRestore), old.(*snapshot.VirtualMachineRestore)
+	r.Spec = o.Spec
+	keepCreatesTarget(r, o)
 }
 
 func (statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
