@@ -18,7 +18,6 @@ import (
 	exportvalidation "github.com/hangarvm/hangar/pkg/apis/export/validation"
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
-	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 )
 
 // memory-dump, flag for flag as KubeVirt's virtctl: get asks the VM for a dump of its guest's
@@ -183,11 +182,7 @@ func (c *cliContext) downloadMemoryDump(ctx context.Context, vm, output, format,
 	if req == nil || req.Phase != v1.MemoryDumpCompleted || req.FileName == nil {
 		return fmt.Errorf("VM %s has no completed memory dump to download", vm)
 	}
-	cfg, _, err := c.target()
-	if err != nil {
-		return err
-	}
-	exports, err := exportclient.NewForConfig(cfg)
+	exports, _, err := c.exportClient()
 	if err != nil {
 		return err
 	}
@@ -195,10 +190,7 @@ func (c *cliContext) downloadMemoryDump(ctx context.Context, vm, output, format,
 	if err != nil {
 		return err
 	}
-	name := "export-" + req.ClaimName
-	if len(name) > exportvalidation.MaxNameLength {
-		name = strings.TrimRight(name[:exportvalidation.MaxNameLength], "-")
-	}
+	name := memoryDumpExportName(req.ClaimName)
 	o := vmExportOptions{pvc: req.ClaimName, output: output, format: "raw", localPort: localPort, portForward: portForward, readyTimeout: 2 * time.Minute}
 	file := *req.FileName
 	return o.downloadWith(ctx, c, exports, kube, ns, name, func(link *exportv1beta1.VirtualMachineExportLink) (string, bool, error) {
@@ -211,4 +203,14 @@ func (c *cliContext) downloadMemoryDump(ctx context.Context, vm, output, format,
 		}
 		return "", false, fmt.Errorf("the export of claim %s serves no files", req.ClaimName)
 	}, format == "gzip")
+}
+
+// memoryDumpExportName names the export of a dump's claim: a claim's name may have dots and
+// 253 characters, an export's neither (its Service is named after it).
+func memoryDumpExportName(claim string) string {
+	name := "export-" + strings.ReplaceAll(claim, ".", "-")
+	if len(name) > exportvalidation.MaxNameLength {
+		name = name[:exportvalidation.MaxNameLength]
+	}
+	return strings.TrimRight(name, "-")
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
+	exportclient "github.com/hangarvm/hangar/pkg/generated/export/clientset/versioned"
 )
 
 // Streams are the command's standard input, output and error.
@@ -93,6 +94,16 @@ func (c *cliContext) kube() (kubernetes.Interface, string, error) {
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	return kube, ns, err
+}
+
+// exportClient is the export.kubevirt.io clientset.
+func (c *cliContext) exportClient() (exportclient.Interface, string, error) {
+	cfg, ns, err := c.target()
+	if err != nil {
+		return nil, "", err
+	}
+	e, err := exportclient.NewForConfig(cfg)
+	return e, ns, err
 }
 
 // dynamicClient reads what Hangar has no types for (CDI's DataVolumes).

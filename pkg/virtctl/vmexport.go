@@ -59,11 +59,7 @@ func newVMExportCommand(c *cliContext) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			function, name := args[0], args[1]
-			cfg, ns, err := c.target()
-			if err != nil {
-				return err
-			}
-			exports, err := exportclient.NewForConfig(cfg)
+			exports, ns, err := c.exportClient()
 			if err != nil {
 				return err
 			}
