@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -307,9 +308,15 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 			Spec: snapshotv1beta1.VirtualMachineRestoreSpec{Target: vmRef("fresh"), VirtualMachineSnapshotName: "for-rbac"}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "true", fresh.Annotations[snapshotv1beta1.RestoreCreatesTargetAnnotation])
-		fresh.Annotations = map[string]string{"team": "a"}
-		fresh, err = restores.Update(ctx, fresh, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		// The restore controller writes the status meanwhile: a conflict is tried again.
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if fresh, err = restores.Get(ctx, "to-fresh", metav1.GetOptions{}); err != nil {
+				return err
+			}
+			fresh.Annotations = map[string]string{"team": "a"}
+			fresh, err = restores.Update(ctx, fresh, metav1.UpdateOptions{})
+			return err
+		}))
 		assert.Equal(t, map[string]string{"team": "a", snapshotv1beta1.RestoreCreatesTargetAnnotation: "true"}, fresh.Annotations, "no client clears it")
 		require.NoError(t, restores.Delete(ctx, "to-fresh", metav1.DeleteOptions{}))
 

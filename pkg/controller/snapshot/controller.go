@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	snapshotv1beta1 "github.com/hangarvm/hangar/pkg/apis/snapshot/v1beta1"
 	"github.com/hangarvm/hangar/pkg/controller/controllerutil"
 	"github.com/hangarvm/hangar/pkg/generated/clientset/versioned"
@@ -166,6 +167,10 @@ func (c *Controller) enqueueForVM(obj any) {
 	o, ok := controllerutil.Object(obj)
 	if !ok {
 		return
+	}
+	// A VM held by a snapshot that is gone is released by that snapshot's key.
+	if vm, ok := o.(*v1.VirtualMachine); ok && vm.Status.SnapshotInProgress != nil {
+		c.snapshotQueue.Add(vm.Namespace + "/" + *vm.Status.SnapshotInProgress)
 	}
 	if snaps, err := c.snapshots.VirtualMachineSnapshots(o.GetNamespace()).List(everything); err == nil {
 		for _, s := range snaps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -225,6 +226,7 @@ func TestSnapshotStart(t *testing.T) {
 				assert.Empty(t, contents.Items)
 				assert.Empty(t, snaps.Items)
 				assert.Nil(t, vmNow.Status.SnapshotInProgress, "the VM is locked only once the snapshot can be taken")
+				assert.NotContains(t, vmNow.Finalizers, SourceFinalizer)
 				return
 			}
 			require.Len(t, contents.Items, 1)
@@ -246,6 +248,7 @@ func TestSnapshotStart(t *testing.T) {
 			assert.Equal(t, tt.wantClass, *vs.Spec.VolumeSnapshotClassName)
 			assert.Equal(t, content.Name, metav1.GetControllerOf(&vs).Name, "owned by the content")
 			assert.Equal(t, ptr.To("before-upgrade"), vmNow.Status.SnapshotInProgress)
+			assert.Contains(t, vmNow.Finalizers, SourceFinalizer, "a delete of the VM waits for the snapshot")
 			assert.Equal(t, []string{"root"}, s.Status.SnapshotVolumes.IncludedVolumes)
 			assert.Equal(t, []string{"cloudinit"}, s.Status.SnapshotVolumes.ExcludedVolumes)
 			assert.Nil(t, s.Status.Indications, "a stopped VM: offline")
@@ -373,6 +376,7 @@ func TestSnapshotReady(t *testing.T) {
 			s.Status = &snapshotv1beta1.VirtualMachineSnapshotStatus{Phase: snapshotv1beta1.InProgress}
 			locked := vm("db", v1.RunStrategyHalted)
 			locked.Status.SnapshotInProgress = ptr.To("before-upgrade")
+			locked.Finalizers = []string{"other.example.org/keep", SourceFinalizer}
 			content := &snapshotv1beta1.VirtualMachineSnapshotContent{
 				ObjectMeta: metav1.ObjectMeta{Name: ContentName(s), Namespace: ns, UID: "content-uid"},
 				Spec: snapshotv1beta1.VirtualMachineSnapshotContentSpec{VirtualMachineSnapshotName: ptr.To("before-upgrade"),
@@ -403,8 +407,10 @@ func TestSnapshotReady(t *testing.T) {
 				assert.Equal(t, &taken, got.Status.CreationTime)
 				assert.Equal(t, corev1.ConditionTrue, condition(got.Status.Conditions, snapshotv1beta1.ConditionReady).Status)
 				assert.Nil(t, vmNow.Status.SnapshotInProgress, "unlocked when done")
+				assert.Equal(t, []string{"other.example.org/keep"}, vmNow.Finalizers)
 			} else {
 				assert.Equal(t, ptr.To("before-upgrade"), vmNow.Status.SnapshotInProgress)
+				assert.Equal(t, locked.Finalizers, vmNow.Finalizers)
 			}
 		})
 	}
@@ -426,6 +432,55 @@ func TestSnapshotOutlivesItsVM(t *testing.T) {
 	f := newFixture(t, s, content, vs)
 	require.NoError(t, f.c.syncSnapshot(context.Background(), ns+"/before-delete"))
 	assert.Equal(t, snapshotv1beta1.Succeeded, getSnapshot(t, f, "before-delete").Status.Phase)
+}
+
+// TestVanishedSnapshotReleasesItsVM: a snapshot deleted while in progress (or while
+// virt-controller was down) leaves no VM locked, nor a guest frozen.
+func TestVanishedSnapshotReleasesItsVM(t *testing.T) {
+	for _, frozen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("frozen=%v", frozen), func(t *testing.T) {
+			locked := vm("db", v1.RunStrategyAlways)
+			locked.Status.SnapshotInProgress = ptr.To("gone")
+			locked.Finalizers = []string{SourceFinalizer}
+			other := vm("web", v1.RunStrategyHalted)
+			other.Status.SnapshotInProgress = ptr.To("another")
+			other.Finalizers = []string{SourceFinalizer}
+			vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}}
+			if frozen {
+				vmi.Status.FSFreezeStatus = v1.FSFrozen
+			}
+			f := newFixture(t, locked, other, vmi)
+			require.NoError(t, f.c.syncSnapshot(context.Background(), ns+"/gone"))
+			vmNow, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(context.Background(), "db", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Nil(t, vmNow.Status.SnapshotInProgress)
+			assert.Empty(t, vmNow.Finalizers)
+			otherNow, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(context.Background(), "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, other, otherNow, "another snapshot's VM is left alone")
+			assert.Equal(t, frozen, slices.Contains(f.freezer.calls, "unfreeze "+ns+"/db"), "calls: %v", f.freezer.calls)
+		})
+	}
+}
+
+// TestSnapshotOfADeletedVM: a VM being deleted is not locked; the snapshot waits, then fails.
+func TestSnapshotOfADeletedVM(t *testing.T) {
+	deleting := vm("db", v1.RunStrategyHalted)
+	deleting.DeletionTimestamp = &now
+	deleting.Finalizers = []string{"other.example.org/keep"}
+	f := newFixture(t, deleting, claim("root-disk", "fast"), vmSnapshot("before-upgrade", now.Time),
+		storageClass("fast", "csi.example.org"), snapshotClass("snap", "csi.example.org", true))
+	err := f.c.syncSnapshot(context.Background(), ns+"/before-upgrade")
+	if err != nil {
+		assert.Contains(t, err.Error(), "requeue after")
+	}
+	s := getSnapshot(t, f, "before-upgrade")
+	require.NotNil(t, s.Status.Error)
+	assert.Equal(t, "VirtualMachine db is being deleted", *s.Status.Error.Message)
+	vmNow, err := f.kv.KubevirtV1().VirtualMachines(ns).Get(context.Background(), "db", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, vmNow.Status.SnapshotInProgress)
+	assert.Equal(t, []string{"other.example.org/keep"}, vmNow.Finalizers)
 }
 
 // TestVolumesOf: claim and DataVolume volumes are snapshotted (a DataVolume's claim has its

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 	}
 	cached, err := c.snapshots.VirtualMachineSnapshots(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return c.releaseVanished(ctx, ns, name)
 	}
 	if err != nil {
 		return err
@@ -103,6 +104,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if vm.DeletionTimestamp != nil {
+		return c.waitOrFail(ctx, cached, s, "SourceMissing", fmt.Sprintf("VirtualMachine %s is being deleted", vm.Name))
 	}
 
 	// Before the content exists: the VM is locked for this snapshot, its claims checked.
@@ -458,20 +462,57 @@ func (c *Controller) writeStatus(ctx context.Context, cached, s *snapshotv1beta1
 }
 
 // lockVM records the snapshot in the VM's status.snapshotInProgress.
+// SourceFinalizer holds a VM while a snapshot of it is in progress, as KubeVirt's does: a
+// delete of the VM (and of the claims it owns, its DataVolume templates') waits until the
+// snapshot has its volumes. It is added after status.snapshotInProgress and removed before it,
+// so a VM never keeps it without naming the snapshot that holds it.
+const SourceFinalizer = "snapshot.kubevirt.io/snapshot-source-protection"
+
+// lockVM marks the VM as being snapshotted: status.snapshotInProgress, then SourceFinalizer.
 func (c *Controller) lockVM(ctx context.Context, vm *v1.VirtualMachine, snapshot string) error {
-	if ptr.Deref(vm.Status.SnapshotInProgress, "") == snapshot {
+	vms := c.clients.KubeVirt.KubevirtV1().VirtualMachines(vm.Namespace)
+	if ptr.Deref(vm.Status.SnapshotInProgress, "") != snapshot {
+		updated := vm.DeepCopy()
+		updated.Status.SnapshotInProgress = ptr.To(snapshot)
+		var err error
+		if vm, err = vms.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("mark VirtualMachine %s/%s as being snapshotted: %w", updated.Namespace, updated.Name, err)
+		}
+	}
+	if slices.Contains(vm.Finalizers, SourceFinalizer) {
 		return nil
 	}
 	updated := vm.DeepCopy()
-	updated.Status.SnapshotInProgress = ptr.To(snapshot)
-	if _, err := c.clients.KubeVirt.KubevirtV1().VirtualMachines(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("mark VirtualMachine %s/%s as being snapshotted: %w", vm.Namespace, vm.Name, err)
+	updated.Finalizers = append(updated.Finalizers, SourceFinalizer)
+	if _, err := vms.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("add finalizer %s to VirtualMachine %s/%s: %w", SourceFinalizer, vm.Namespace, vm.Name, err)
+	}
+	return nil
+}
+
+// unlockVM undoes lockVM for the snapshot named: SourceFinalizer, then snapshotInProgress.
+func (c *Controller) unlockVM(ctx context.Context, vm *v1.VirtualMachine) error {
+	vms := c.clients.KubeVirt.KubevirtV1().VirtualMachines(vm.Namespace)
+	if slices.Contains(vm.Finalizers, SourceFinalizer) {
+		updated := vm.DeepCopy()
+		updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == SourceFinalizer })
+		var err error
+		if vm, err = vms.Update(ctx, updated, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			return nil // a VM being deleted goes with its last finalizer
+		} else if err != nil {
+			return fmt.Errorf("remove finalizer %s of VirtualMachine %s/%s: %w", SourceFinalizer, updated.Namespace, updated.Name, err)
+		}
+	}
+	updated := vm.DeepCopy()
+	updated.Status.SnapshotInProgress = nil
+	if _, err := vms.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("clear snapshotInProgress of VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	return nil
 }
 
 // release ends the snapshot's hold on its VM: the guest thawed if the snapshot froze it, and
-// the VM's status.snapshotInProgress cleared when it names the snapshot.
+// the VM unlocked when it names the snapshot.
 func (c *Controller) release(ctx context.Context, s *snapshotv1beta1.VirtualMachineSnapshot) error {
 	vm, err := c.vms.VirtualMachines(s.Namespace).Get(s.Spec.Source.Name)
 	if apierrors.IsNotFound(err) {
@@ -484,10 +525,28 @@ func (c *Controller) release(ctx context.Context, s *snapshotv1beta1.VirtualMach
 		return nil
 	}
 	c.thaw(ctx, s)
-	updated := vm.DeepCopy()
-	updated.Status.SnapshotInProgress = nil
-	if _, err := c.clients.KubeVirt.KubevirtV1().VirtualMachines(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("clear snapshotInProgress of VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
+	return c.unlockVM(ctx, vm)
+}
+
+// releaseVanished unlocks the VMs a deleted snapshot still holds (it was deleted while in
+// progress, or while virt-controller was down), thawing a guest whose status says it is frozen.
+func (c *Controller) releaseVanished(ctx context.Context, ns, snapshot string) error {
+	vms, err := c.vms.VirtualMachines(ns).List(everything)
+	if err != nil {
+		return err
+	}
+	for _, vm := range vms {
+		if ptr.Deref(vm.Status.SnapshotInProgress, "") != snapshot {
+			continue
+		}
+		if vmi, err := c.vmis.VirtualMachineInstances(ns).Get(vm.Name); err == nil && vmi.Status.FSFreezeStatus == v1.FSFrozen && c.clients.Freezer != nil {
+			if err := c.clients.Freezer.Unfreeze(ctx, ns, vm.Name); err != nil {
+				return fmt.Errorf("thaw %s/%s, frozen for the deleted snapshot %s: %w", ns, vm.Name, snapshot, err)
+			}
+		}
+		if err := c.unlockVM(ctx, vm); err != nil {
+			return err
+		}
 	}
 	return nil
 }
