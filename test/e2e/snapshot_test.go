@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -66,13 +68,13 @@ func snapshotDiskVM(name, claim, node string) *v1.VirtualMachine {
 }
 
 // diskConsole waits for the guest's banner and loads its disk drivers (the kernelBoot guest
-// loads them only when it boots from a disk): its claim is /dev/vda.
-func diskConsole(t *testing.T, ns, name string) *stream {
+// loads them only when it boots from a disk): its claim is /dev/vda, of size bytes.
+func diskConsole(t *testing.T, ns, name string, size int64) *stream {
 	t.Helper()
 	console := attach(t, ns, name, "console")
 	console.waitFor(t, banner, 180*time.Second)
 	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; "+
-		"echo disk-$(cat /sys/block/vda/size)", "disk-2097152")
+		"echo disk-$(cat /sys/block/vda/size)", fmt.Sprintf("disk-%d", size/512))
 	return console
 }
 
@@ -178,7 +180,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 
 	suffix := utilrand.String(8)
 	first, second := "HANGAR-FIRST-"+suffix, "HANGAR-AFTER-"+suffix
-	console := diskConsole(t, ns, "db")
+	console := diskConsole(t, ns, "db", 1<<30)
 	// Every block written, so the snapshot and the restores copy the whole 1 GiB.
 	fill := time.Now()
 	runInGuest(t, console, "dd if=/dev/zero of=/dev/vda bs=1M count=1024 conv=fsync 2>/dev/null", 10*time.Minute)
@@ -241,7 +243,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	restore("to-new", "db-restored")
 	running("db-restored")
 	figure(t, "restore into a new VM, 1 GiB disk (create → its instance Running, the claim made from the snapshot)", time.Since(start).Round(100*time.Millisecond), "")
-	copyConsole := diskConsole(t, ns, "db-restored")
+	copyConsole := diskConsole(t, ns, "db-restored", 1<<30)
 	assert.Equal(t, first, readMarker(t, copyConsole, len(first)), "the new VM's disk is the snapshot's")
 	assert.NotContains(t, copyConsole.output(), second)
 	copyVM, err := vms.Get(ctx, "db-restored", metav1.GetOptions{})
@@ -271,7 +273,109 @@ func TestSnapshotAndRestore(t *testing.T) {
 	require.NoError(t, err, out)
 	running("db")
 	figure(t, "restore of the stopped VM and its start, 1 GiB disk (create → its instance Running)", time.Since(start).Round(100*time.Millisecond), "")
-	console = diskConsole(t, ns, "db")
+	console = diskConsole(t, ns, "db", 1<<30)
 	assert.Equal(t, first, readMarker(t, console, len(first)), "the original's disk is the snapshot's again")
 	assert.NotContains(t, console.output(), second)
+}
+
+// scaleSnapshotController sets the replicas of the snapshot add-on's snapshot controller
+// (Kubernetes' own, in hangar-csi) and waits until that many are available.
+func scaleSnapshotController(t *testing.T, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	deployments := kube.AppsV1().Deployments("hangar-csi")
+	scale, err := deployments.GetScale(ctx, "snapshot-controller", metav1.GetOptions{})
+	require.NoError(t, err)
+	scale.Spec.Replicas = replicas
+	_, err = deployments.UpdateScale(ctx, "snapshot-controller", scale, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := deployments.Get(ctx, "snapshot-controller", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		pods, err := kube.CoreV1().Pods("hangar-csi").List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+		return err == nil && d.Status.AvailableReplicas == replicas && len(pods.Items) == int(replicas)
+	}, 2*time.Minute, 500*time.Millisecond, "snapshot-controller at %d replicas", replicas)
+}
+
+// TestDeletingAVMDuringItsSnapshotLosesNothing: a VM deleted while its snapshot is in progress
+// waits for the snapshot (KubeVirt's snapshot-source-protection finalizer), so the claim it
+// owns (as a DataVolume template's claim is owned) is still there when the storage cuts the
+// snapshot; the snapshot then restores into a new VM with the data. The storage is made slow
+// by stopping Kubernetes' snapshot controller until the VM's delete has been asked for.
+func TestDeletingAVMDuringItsSnapshotLosesNothing(t *testing.T) {
+	requireVolumeSnapshots(t)
+	ctx := context.Background()
+	ns := namespace(t, "e2e-snapshot-delete")
+	t.Cleanup(func() { dumpNamespace(t, ns) })
+	snapshots := snapshotclient.NewForConfigOrDie(config).SnapshotV1beta1()
+	vms := hangar.KubevirtV1().VirtualMachines(ns)
+
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	vm, err := vms.Create(ctx, snapshotDiskVM("doomed", "doomed-disk", nodes.Items[0].Labels[corev1.LabelHostname]), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "doomed-disk", OwnerReferences: []metav1.OwnerReference{
+			*metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind("VirtualMachine"))}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(snapshotClass),
+			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	marker := "HANGAR-KEPT-" + utilrand.String(8)
+	console := diskConsole(t, ns, "doomed", 64<<20)
+	writeMarker(t, console, marker)
+
+	scaleSnapshotController(t, 0)
+	t.Cleanup(func() { scaleSnapshotController(t, 1) })
+	_, err = snapshots.VirtualMachineSnapshots(ns).Create(ctx, &snapshotv1beta1.VirtualMachineSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "last-words"},
+		Spec: snapshotv1beta1.VirtualMachineSnapshotSpec{Source: corev1.TypedLocalObjectReference{
+			APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "doomed"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		vm, err := vms.Get(ctx, "doomed", metav1.GetOptions{})
+		return err == nil && ptr.Deref(vm.Status.SnapshotInProgress, "") == "last-words" && slices.Contains(vm.Finalizers, "snapshot.kubevirt.io/snapshot-source-protection")
+	}, time.Minute, 200*time.Millisecond, "the VM is held for its snapshot")
+
+	require.NoError(t, vms.Delete(ctx, "doomed", metav1.DeleteOptions{}))
+	// The VM stops, and stays while the snapshot waits for the storage; so does its claim.
+	require.Eventually(t, func() bool {
+		_, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "doomed", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 2*time.Minute, 500*time.Millisecond, "the VM's instance goes")
+	time.Sleep(3 * time.Second) // what garbage collection would do, it has had time to
+	got, err := vms.Get(ctx, "doomed", metav1.GetOptions{})
+	require.NoError(t, err, "the VM waits for its snapshot")
+	assert.NotNil(t, got.DeletionTimestamp)
+	c, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "doomed-disk", metav1.GetOptions{})
+	require.NoError(t, err, "the claim the VM owns is still there")
+	assert.Nil(t, c.DeletionTimestamp)
+
+	scaleSnapshotController(t, 1)
+	var snap *snapshotv1beta1.VirtualMachineSnapshot
+	require.Eventually(t, func() bool {
+		snap, err = snapshots.VirtualMachineSnapshots(ns).Get(ctx, "last-words", metav1.GetOptions{})
+		return err == nil && snap.Status != nil && ptr.Deref(snap.Status.ReadyToUse, false)
+	}, 3*time.Minute, 500*time.Millisecond, "the snapshot is cut once the storage answers (last: %+v)", snap)
+	require.Eventually(t, func() bool {
+		_, errVM := vms.Get(ctx, "doomed", metav1.GetOptions{})
+		_, errClaim := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "doomed-disk", metav1.GetOptions{})
+		return apierrors.IsNotFound(errVM) && apierrors.IsNotFound(errClaim)
+	}, 2*time.Minute, 500*time.Millisecond, "then the VM and its claim go, as asked")
+
+	_, err = snapshots.VirtualMachineRestores(ns).Create(ctx, &snapshotv1beta1.VirtualMachineRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: "revive"},
+		Spec: snapshotv1beta1.VirtualMachineRestoreSpec{VirtualMachineSnapshotName: "last-words",
+			Target: corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "revived"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	console = diskConsole(t, ns, "revived", 64<<20)
+	assert.Equal(t, marker, readMarker(t, console, len(marker)), "what the deleted VM wrote")
 }
