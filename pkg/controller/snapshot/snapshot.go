@@ -461,7 +461,6 @@ func (c *Controller) writeStatus(ctx context.Context, cached, s *snapshotv1beta1
 	return nil
 }
 
-// lockVM records the snapshot in the VM's status.snapshotInProgress.
 // SourceFinalizer holds a VM while a snapshot of it is in progress, as KubeVirt's does: a
 // delete of the VM (and of the claims it owns, its DataVolume templates') waits until the
 // snapshot has its volumes. It is added after status.snapshotInProgress and removed before it,
@@ -490,7 +489,7 @@ func (c *Controller) lockVM(ctx context.Context, vm *v1.VirtualMachine, snapshot
 	return nil
 }
 
-// unlockVM undoes lockVM for the snapshot named: SourceFinalizer, then snapshotInProgress.
+// unlockVM undoes lockVM: SourceFinalizer first, then snapshotInProgress.
 func (c *Controller) unlockVM(ctx context.Context, vm *v1.VirtualMachine) error {
 	vms := c.clients.KubeVirt.KubevirtV1().VirtualMachines(vm.Namespace)
 	if slices.Contains(vm.Finalizers, SourceFinalizer) {
