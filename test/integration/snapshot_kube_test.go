@@ -299,9 +299,9 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 		assert.NoError(t, err, "edit may create claims and update VMs")
 	})
 
-	// Its user was checked for create only: virt-api records it, whatever the client sends,
-	// and the restore controller then never rewrites a VM of that name made meanwhile.
-	t.Run("a restore to a new name is marked as only creating it", func(t *testing.T) {
+	// Its user was checked for create only (or for update only): virt-api records which,
+	// whatever the client sends, and the restore controller does only that.
+	t.Run("a restore records whether it creates its target or rewrites it", func(t *testing.T) {
 		restores := admin.SnapshotV1beta1().VirtualMachineRestores(ns)
 		marked := map[string]string{snapshotv1beta1.RestoreCreatesTargetAnnotation: "true"}
 		fresh, err := restores.Create(ctx, &snapshotv1beta1.VirtualMachineRestore{ObjectMeta: metav1.ObjectMeta{Name: "to-fresh"},
@@ -324,7 +324,7 @@ func TestSnapshotsThroughKubeAPIServer(t *testing.T) {
 			Spec: snapshotv1beta1.VirtualMachineRestoreSpec{Target: vmRef("scratch"), VirtualMachineSnapshotName: "for-rbac"}},
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		require.NoError(t, err)
-		assert.NotContains(t, existing.Annotations, snapshotv1beta1.RestoreCreatesTargetAnnotation, "no client sets it")
+		assert.Equal(t, "false", existing.Annotations[snapshotv1beta1.RestoreCreatesTargetAnnotation], "no client sets it")
 	})
 
 	t.Run("a claim whose class has no VolumeSnapshotClass: said in the status", func(t *testing.T) {

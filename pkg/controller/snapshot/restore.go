@@ -160,9 +160,14 @@ func (c *Controller) syncRestore(ctx context.Context, key string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	missing := err != nil
 	// A VM this restore created already (its status not written yet) is not restored again.
-	existing := err == nil && target.Annotations[LastRestoreAnnotation] != RestoreMark(r)
+	existing := !missing && target.Annotations[LastRestoreAnnotation] != RestoreMark(r)
 	switch {
+	case missing && r.Annotations[snapshotv1beta1.RestoreCreatesTargetAnnotation] == "false":
+		// Deleted since the restore was created, whose user was checked for update only.
+		return c.restoreWaits(ctx, cached, r, "TargetMissing",
+			fmt.Sprintf("VirtualMachine %s was deleted after this restore, which may only rewrite it: create the restore again", r.Spec.Target.Name))
 	case existing && ownedByClone(r):
 		// A clone's restore makes a new VM: it never rewrites one that exists, which the
 		// clone's user was not checked for.

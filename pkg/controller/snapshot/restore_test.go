@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -201,6 +202,47 @@ func TestRestoreOnlyCreates(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRestoreOnlyRewrites: a restore virt-api marked as rewriting its target (the target
+// existed at its creation, and its user was checked for update only) does not make the VM again
+// when it was deleted meanwhile; a VM that exists is restored as usual.
+func TestRestoreOnlyRewrites(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		target   *v1.VirtualMachine
+		wantWait string
+	}{
+		{name: "the VM was deleted: not made again, the restore says why",
+			wantWait: "VirtualMachine db was deleted after this restore, which may only rewrite it: create the restore again"},
+		{name: "the VM exists, stopped: restored", target: vm("db", v1.RunStrategyHalted)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := vmRestore("rollback", "db")
+			r.Annotations = map[string]string{snapshotv1beta1.RestoreCreatesTargetAnnotation: "false"}
+			s, content := readySnapshot()
+			objs := []runtime.Object{s, content, r}
+			if tt.target != nil {
+				objs = append(objs, tt.target)
+			}
+			f := newFixture(t, objs...)
+			ctx := context.Background()
+			require.NoError(t, f.c.syncRestore(ctx, ns+"/rollback"))
+			got, err := f.vms.SnapshotV1beta1().VirtualMachineRestores(ns).Get(ctx, "rollback", metav1.GetOptions{})
+			require.NoError(t, err)
+			_, vmErr := f.kv.KubevirtV1().VirtualMachines(ns).Get(ctx, "db", metav1.GetOptions{})
+			if tt.wantWait != "" {
+				assert.False(t, *got.Status.Complete)
+				progressing := condition(got.Status.Conditions, snapshotv1beta1.ConditionProgressing)
+				assert.Equal(t, "TargetMissing", progressing.Reason)
+				assert.Equal(t, tt.wantWait, progressing.Message)
+				assert.True(t, apierrors.IsNotFound(vmErr), "no VM made: %v", vmErr)
+				return
+			}
+			assert.True(t, *got.Status.Complete)
+			assert.NoError(t, vmErr)
+		})
 	}
 }
 

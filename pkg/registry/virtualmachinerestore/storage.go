@@ -3,6 +3,7 @@ package virtualmachinerestore
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,8 +87,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, de
 // target VM (or create one, for a new name), and, when the snapshotted VM has DataVolume
 // templates (which the restored VM makes again), to create datavolumes.
 //
-// A restore to a new name is marked RestoreCreatesTargetAnnotation: its user was checked for
-// create only, so the controller must not rewrite a VM of that name made in the meantime.
+// RestoreCreatesTargetAnnotation records which of the two the user was checked for, so that
+// the controller does only that, whatever happens to the target meanwhile.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	restore := obj.(*snapshot.VirtualMachineRestore)
 	ns := access.Namespace(ctx, restore.Namespace)
@@ -96,8 +97,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		return nil, apierrors.NewInternalError(fmt.Errorf("look up the target VirtualMachine %s/%s: %w", ns, restore.Spec.Target.Name, err))
 	}
 	delete(restore.Annotations, v1beta1.RestoreCreatesTargetAnnotation)
-	if !targetExists {
-		metav1.SetMetaDataAnnotation(&restore.ObjectMeta, v1beta1.RestoreCreatesTargetAnnotation, "true")
+	if r.deps.VMs != nil {
+		metav1.SetMetaDataAnnotation(&restore.ObjectMeta, v1beta1.RestoreCreatesTargetAnnotation, strconv.FormatBool(!targetExists))
 	}
 	return r.Store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
 		if createValidation != nil {
