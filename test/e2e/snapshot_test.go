@@ -67,6 +67,35 @@ func snapshotDiskVM(name, claim, node string) *v1.VirtualMachine {
 	}
 }
 
+// snapshotClaim makes a Block claim of the snapshot add-on's class, owned by owner if not nil
+// (as a VM owns its DataVolume templates' claims).
+func snapshotClaim(t *testing.T, ns, name string, size int64, owner *v1.VirtualMachine) {
+	t.Helper()
+	c := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(snapshotClass),
+			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)}},
+		},
+	}
+	if owner != nil {
+		c.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, v1.SchemeGroupVersion.WithKind("VirtualMachine"))}
+	}
+	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), c, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// firstNode names the cluster's first node, where the snapshot tests keep their VMs.
+func firstNode(t *testing.T) string {
+	t.Helper()
+	nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, nodes.Items)
+	return nodes.Items[0].Labels[corev1.LabelHostname]
+}
+
 // diskConsole waits for the guest's banner and loads its disk drivers (the kernelBoot guest
 // loads them only when it boots from a disk): its claim is /dev/vda, of size bytes.
 func diskConsole(t *testing.T, ns, name string, size int64) *stream {
@@ -162,20 +191,8 @@ func TestSnapshotAndRestore(t *testing.T) {
 	snapshots := snapshotclient.NewForConfigOrDie(config).SnapshotV1beta1()
 	vms := hangar.KubevirtV1().VirtualMachines(ns)
 
-	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-disk"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(snapshotClass),
-			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	require.NotEmpty(t, nodes.Items)
-	_, err = vms.Create(ctx, snapshotDiskVM("db", "db-disk", nodes.Items[0].Labels[corev1.LabelHostname]), metav1.CreateOptions{})
+	snapshotClaim(t, ns, "db-disk", 1<<30, nil)
+	_, err := vms.Create(ctx, snapshotDiskVM("db", "db-disk", firstNode(t)), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	suffix := utilrand.String(8)
@@ -312,21 +329,9 @@ func TestDeletingAVMDuringItsSnapshotLosesNothing(t *testing.T) {
 	snapshots := snapshotclient.NewForConfigOrDie(config).SnapshotV1beta1()
 	vms := hangar.KubevirtV1().VirtualMachines(ns)
 
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	vm, err := vms.Create(ctx, snapshotDiskVM("doomed", "doomed-disk", firstNode(t)), metav1.CreateOptions{})
 	require.NoError(t, err)
-	vm, err := vms.Create(ctx, snapshotDiskVM("doomed", "doomed-disk", nodes.Items[0].Labels[corev1.LabelHostname]), metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "doomed-disk", OwnerReferences: []metav1.OwnerReference{
-			*metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind("VirtualMachine"))}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(snapshotClass),
-			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	snapshotClaim(t, ns, "doomed-disk", 64<<20, vm)
 	marker := "HANGAR-KEPT-" + utilrand.String(8)
 	console := diskConsole(t, ns, "doomed", 64<<20)
 	writeMarker(t, console, marker)
