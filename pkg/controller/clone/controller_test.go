@@ -180,10 +180,8 @@ func status(phase clonev1beta1.VirtualMachineClonePhase, snapshot, restore strin
 }
 
 func cond(st clonev1beta1.VirtualMachineCloneStatus, t snapshotv1beta1.ConditionType) string {
-	for _, c := range st.Conditions {
-		if c.Type == t {
-			return string(c.Status) + " " + c.Reason
-		}
+	if c := snapshotv1beta1.FindCondition(st.Conditions, t); c != nil {
+		return string(c.Status) + " " + c.Reason
 	}
 	return ""
 }

@@ -91,7 +91,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // `kubectl describe vmexport` shows of its life (server starting, ready, waiting on a running
 // VM or a missing source).
 func (c *Controller) recordReadyChange(e *exportv1beta1.VirtualMachineExport, status *exportv1beta1.VirtualMachineExportStatus) {
-	now, before := readyCondition(status), readyCondition(&e.Status)
+	now := snapshotv1beta1.FindCondition(status.Conditions, exportv1beta1.ConditionReady)
+	before := snapshotv1beta1.FindCondition(e.Status.Conditions, exportv1beta1.ConditionReady)
 	if now == nil || (before != nil && before.Reason == now.Reason) {
 		return
 	}
@@ -105,15 +106,6 @@ func (c *Controller) recordReadyChange(e *exportv1beta1.VirtualMachineExport, st
 		message = fmt.Sprintf("export %s is %s", e.Name, status.Phase)
 	}
 	c.recorder.Event(e, kind, now.Reason, message)
-}
-
-func readyCondition(status *exportv1beta1.VirtualMachineExportStatus) *snapshotv1beta1.Condition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == exportv1beta1.ConditionReady {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // expiry is when e's time is up: its creation and its TTL (2h when it names none).

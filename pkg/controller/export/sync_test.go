@@ -165,10 +165,8 @@ func (f *fixture) status(t *testing.T) exportv1beta1.VirtualMachineExportStatus 
 }
 
 func cond(st exportv1beta1.VirtualMachineExportStatus, t snapshotv1beta1.ConditionType) string {
-	for _, c := range st.Conditions {
-		if c.Type == t {
-			return string(c.Status) + " " + c.Reason
-		}
+	if c := snapshotv1beta1.FindCondition(st.Conditions, t); c != nil {
+		return string(c.Status) + " " + c.Reason
 	}
 	return ""
 }

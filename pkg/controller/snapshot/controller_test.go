@@ -159,14 +159,7 @@ func getSnapshot(t *testing.T, f *fixture, name string) *snapshotv1beta1.Virtual
 	return s
 }
 
-func condition(conds []snapshotv1beta1.Condition, t snapshotv1beta1.ConditionType) *snapshotv1beta1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
+var condition = snapshotv1beta1.FindCondition
 
 // TestSnapshotStart: the first sync of a snapshot finds the VolumeSnapshotClass of each claim
 // (or says why there is none), writes the content and the VolumeSnapshots, and locks the VM.

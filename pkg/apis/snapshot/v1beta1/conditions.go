@@ -24,3 +24,13 @@ func SetCondition(conds []Condition, t ConditionType, status corev1.ConditionSta
 	}
 	return append(conds, Condition{Type: t, Status: status, Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now})
 }
+
+// FindCondition is the condition of type t in conds, or nil.
+func FindCondition(conds []Condition, t ConditionType) *Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
