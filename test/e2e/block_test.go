@@ -101,7 +101,7 @@ func TestBlockClaim(t *testing.T) {
 
 	console.waitFor(t, banner, 60*time.Second)
 	// The kernelBoot guest loads its disk drivers only when it boots from a disk.
-	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; "+
+	console.typeUntil(t, loadDiskDrivers+"; "+
 		"echo sizes-$(cat /sys/block/vda/size)-$(cat /sys/block/vdb/size)", "sizes-16384-32768")
 	console.typeUntil(t, fmt.Sprintf("dd if=/dev/vdb bs=64 count=1 2>/dev/null | head -c %d; echo", len(hostMarker)), hostMarker)
 	console.typeUntil(t, "printf %s "+guestMarker+" | dd of=/dev/vdb bs=512 seek=8 conv=fsync 2>/dev/null && sync && echo wrote-$((6*7))", "wrote-42")

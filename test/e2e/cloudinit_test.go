@@ -67,6 +67,6 @@ func TestCloudInitFromSecret(t *testing.T) {
 	console.waitFor(t, banner, 60*time.Second)
 	// The kernelBoot guest loads its disk drivers only when asked; the NoCloud image is vda, and
 	// ISO 9660 keeps each file's bytes as they are.
-	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; "+
+	console.typeUntil(t, loadDiskDrivers+"; "+
 		"echo seed-$(grep -c "+userMarker+" /dev/vda)-$(grep -c "+networkMarker+" /dev/vda)", "seed-1-1")
 }

@@ -52,7 +52,7 @@ func TestHotplugVolume(t *testing.T) {
 	console := attach(t, ns, "guest", "console")
 	waitVMI(t, ns, "guest", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 	console.waitFor(t, banner, 120*time.Second)
-	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; echo loaded-$((6*7))", "loaded-42")
+	console.typeUntil(t, loadDiskDrivers+"; echo loaded-$((6*7))", "loaded-42")
 
 	t.Run("bad input: 422 with field paths", func(t *testing.T) {
 		for _, tc := range []struct{ args, want []string }{
@@ -188,7 +188,7 @@ func TestHotplugVolumePersist(t *testing.T) {
 	assert.True(t, claims["kept"], "the launcher pod mounts the claim")
 	console := attach(t, ns, "vm", "console")
 	console.waitFor(t, banner, 120*time.Second)
-	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; sleep 2; echo kept-size-$(cat /sys/block/sda/size)",
+	console.typeUntil(t, loadDiskDrivers+"; sleep 2; echo kept-size-$(cat /sys/block/sda/size)",
 		fmt.Sprintf("kept-size-%d", hotplugSize/512))
 
 	// A volume the instance started with is no hotplugged one to take out of a running guest

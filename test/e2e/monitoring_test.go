@@ -106,7 +106,7 @@ func TestMonitoring(t *testing.T) {
 
 	// The load: 10 s of a busy shell, then 16 MiB written to the disk and read back past the
 	// guest's page cache.
-	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; "+
+	console.typeUntil(t, loadDiskDrivers+"; "+
 		"echo disk-$(cat /sys/block/vda/size)", "disk-65536")
 	console.typeUntil(t, "end=$(($(date +%s)+10)); while [ $(date +%s) -lt $end ]; do :; done; echo busy-$((3*3))", "busy-9")
 	console.typeUntil(t, "dd if=/dev/urandom of=/dev/vda bs=1M count=16 conv=fsync 2>/dev/null; echo 3 > /proc/sys/vm/drop_caches; "+

@@ -102,7 +102,7 @@ func diskConsole(t *testing.T, ns, name string, size int64) *stream {
 	t.Helper()
 	console := attach(t, ns, name, "console")
 	console.waitFor(t, banner, 180*time.Second)
-	console.typeUntil(t, "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done; "+
+	console.typeUntil(t, loadDiskDrivers+"; "+
 		"echo disk-$(cat /sys/block/vda/size)", fmt.Sprintf("disk-%d", size/512))
 	return console
 }
@@ -128,13 +128,9 @@ func writeMarker(t *testing.T, console *stream, marker string) {
 func readMarker(t *testing.T, console *stream, n int) string {
 	t.Helper()
 	token := "read-" + utilrand.String(6)
-	answer := regexp.MustCompile(regexp.QuoteMeta(token) + `\[([A-Za-z0-9-]*)\]`)
-	console.typeUntil(t, fmt.Sprintf(`echo "%s[$(dd if=/dev/vda bs=512 count=1 2>/dev/null | head -c %d)]"`, token, n), token+"[")
-	var m []string
-	require.Eventually(t, func() bool {
-		m = answer.FindStringSubmatch(console.output())
-		return m != nil
-	}, 10*time.Second, 50*time.Millisecond, "the guest prints what its disk holds; saw %q", console.output())
+	runInGuest(t, console, fmt.Sprintf(`echo "%s[$(dd if=/dev/vda bs=512 count=1 2>/dev/null | head -c %d)]"`, token, n), 10*time.Second)
+	m := regexp.MustCompile(regexp.QuoteMeta(token) + `\[([A-Za-z0-9-]*)\]`).FindStringSubmatch(console.output())
+	require.NotNil(t, m, "the guest prints what its disk holds; saw %q", console.output())
 	return m[1]
 }
 

@@ -44,6 +44,10 @@ const guestImage = "hangar.local/kernelboot-guest:dev"
 // banner is what the test guest prints on its serial console when it has booted.
 const banner = "HANGAR-GUEST-READY"
 
+// loadDiskDrivers loads the kernelBoot guest's disk drivers, typed on its shell: it loads them
+// at boot only when it boots from a disk.
+const loadDiskDrivers = "for m in $(cat /lib/modules/hangar/block.order); do insmod /lib/modules/hangar/$m.ko 2>/dev/null; done"
+
 func guestSpec() v1.VirtualMachineInstanceSpec {
 	return v1.VirtualMachineInstanceSpec{
 		Domain: v1.DomainSpec{
