@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -112,6 +113,15 @@ func (c *Controller) handOver(l *launcher, s v1.VolumeStatus, podUID types.UID) 
 		return err
 	}
 	defer f.Close()
+	files := []*os.File{f}
+	if h.MemoryDump == "" && l.State().ReadOnlyCopies {
+		ro, err := podfiles.ReadOnlyCopy(f)
+		if err != nil {
+			return err
+		}
+		defer ro.Close()
+		files, h.ReadOnlyCopy = append(files, ro), true
+	}
 	conn, err := l.dir.Dial(api.HandoverSocket)
 	if err != nil {
 		return fmt.Errorf("launcher: %w", err)
@@ -120,7 +130,7 @@ func (c *Controller) handOver(l *launcher, s v1.VolumeStatus, podUID types.UID) 
 	if err := conn.SetDeadline(time.Now().Add(handoverTimeout)); err != nil {
 		return err
 	}
-	if err := api.HandOver(conn.UnixConn, h, f); err != nil {
+	if err := api.HandOver(conn.UnixConn, h, files...); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -6,28 +6,84 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
 	"github.com/hangarvm/hangar/pkg/launcher/api"
 	"github.com/hangarvm/hangar/pkg/launcher/domain"
+	"github.com/hangarvm/hangar/pkg/launcherpod/layout"
 )
 
-// Hotplug (docs/hotplug.md): virt-handler hands over an open descriptor of each hotplugged
+// Hotplug (docs/hotplug.md): virt-handler hands over open descriptors of each hotplugged
 // claim's file on the handover socket, then syncs the instance whose spec names the volume;
-// the launcher attaches the disk to the running guest, its source the descriptor as
-// /proc/<launcher PID>/fd/<n> (QEMU, the same user in the same pod, opens that), and
-// detaches it once the spec no longer names it. The launcher never gets a path on the node.
+// the launcher gives them to QEMU as an fd set and attaches the disk to the running guest,
+// its source /dev/fdset/<id>, and detaches it once the spec no longer names it. The launcher
+// never gets a path on the node, and QEMU opens nothing by a path.
 
 // hotplugged is one volume attached to the running guest.
 type hotplugged struct {
-	file   *os.File // the descriptor handed over, kept while the disk is attached
-	xml    string   // the disk as attached, to detach it
+	fdset  int    // QEMU's fd set of the handed-over descriptors, the disk's source
+	xml    string // the disk as attached, to detach it
 	target string
+}
+
+// hotplugFDSetBase keeps hotplug's fd set IDs clear of those libvirt numbers from 0.
+const hotplugFDSetBase = 1000
+
+// fdSetPlaceholder is the empty file that stands for fd set id where libvirt looks for a
+// disk's source (layout.FDSetDir).
+func (l *Launcher) fdSetPlaceholder(id int) string {
+	dir := l.cfg.FDSetDir
+	if dir == "" {
+		dir = layout.FDSetDir
+	}
+	return filepath.Join(dir, strconv.Itoa(id))
+}
+
+// attachHandedOver gives QEMU the descriptors handed over for volume as an fd set of their
+// own and attaches disk with that set, /dev/fdset/<id>, for its source: QEMU opens nothing
+// by a path. (A block device could not be opened from the launcher's container at all: its
+// device cgroup was never given the device, and holding a descriptor does not change that.)
+// files are the descriptor in each access mode QEMU opens the disk with: read-only first,
+// then for writing once the guest's device is added (libvirt's auto-read-only).
+func (l *Launcher) attachHandedOver(domainName, volume string, disk v1.Disk, files []*os.File, used map[string]bool) (*hotplugged, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(files[0].Fd()), &st); err != nil {
+		return nil, fmt.Errorf("volume %s: %w", volume, err)
+	}
+	l.mu.Lock()
+	l.fdSets++
+	set := hotplugFDSetBase + l.fdSets
+	l.mu.Unlock()
+	dd, err := domain.HotplugDisk(disk, path.Join(layout.FDSetDir, strconv.Itoa(set)), st.Mode&unix.S_IFMT == unix.S_IFBLK, used)
+	if err != nil {
+		return nil, err
+	}
+	xml, err := dd.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	placeholder := l.fdSetPlaceholder(set)
+	if err := os.WriteFile(placeholder, nil, 0o600); err != nil {
+		return nil, fmt.Errorf("volume %s: a placeholder for its fd set: %w", volume, err)
+	}
+	if err := l.hv.AddFDSet(domainName, set, files); err != nil {
+		_ = os.Remove(placeholder)
+		return nil, fmt.Errorf("volume %s: %w", volume, err)
+	}
+	if err := l.hv.AttachDevice(domainName, xml); err != nil {
+		_ = l.hv.RemoveFDSet(domainName, set) // nothing uses it
+		_ = os.Remove(placeholder)
+		return nil, fmt.Errorf("attach volume %s: %w", volume, err)
+	}
+	return &hotplugged{fdset: set, xml: xml, target: dd.Target.Dev}, nil
 }
 
 // HandoverSocketPath is the socket virt-handler hands descriptors over on.
@@ -45,29 +101,52 @@ func (l *Launcher) serveHandovers(ctx context.Context, ln net.Listener) {
 func (l *Launcher) takeHandover(c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(headerWait))
-	h, f, err := api.ReceiveHandover(c)
+	h, files, err := api.ReceiveHandover(c)
+	if err == nil && h.MemoryDump == "" && !h.ReadOnlyCopy {
+		files, err = withReadOnlyCopy(h, files)
+	}
 	if err != nil {
 		klog.InfoS("refused a handover", "err", err)
 		_, _ = c.Write([]byte(err.Error()))
 		return
 	}
 	if h.MemoryDump != "" {
-		l.takeMemoryDump(h.Volume, h.MemoryDump, f)
+		l.takeMemoryDump(h.Volume, h.MemoryDump, files[0])
 		klog.InfoS("took a memory dump's handover", "volume", h.Volume, "file", h.MemoryDump)
 		_, _ = c.Write([]byte{api.HandoverOK})
 		return
 	}
 	l.mu.Lock()
-	if old := l.handedOver[h.Volume]; old != nil {
-		old.Close()
-	}
+	closeAll(l.handedOver[h.Volume])
 	if l.handedOver == nil {
-		l.handedOver = map[string]*os.File{}
+		l.handedOver = map[string][]*os.File{}
 	}
-	l.handedOver[h.Volume] = f
+	l.handedOver[h.Volume] = files
 	l.mu.Unlock()
 	klog.InfoS("took a handover", "volume", h.Volume)
 	_, _ = c.Write([]byte{api.HandoverOK})
+}
+
+// withReadOnlyCopy adds the read-only copy of a writable disk that a virt-handler older than
+// the launcher handed over without one: the launcher opens the file again, through its own
+// descriptor, which it may do for a regular file. A block device it could not open (its
+// container's device cgroup was never given it), and such a handler never hands one over.
+func withReadOnlyCopy(h api.Handover, files []*os.File) ([]*os.File, error) {
+	if !h.Writable {
+		return files, nil
+	}
+	ro, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", files[0].Fd()), os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		closeAll(files)
+		return nil, fmt.Errorf("handover of volume %s: a read-only copy: %w", h.Volume, err)
+	}
+	return append(files, ro), nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // hotplugVolumes are the volumes of vmi's spec that are hotplugged, with their disks.
@@ -122,7 +201,11 @@ func (l *Launcher) syncHotplug(vmi *v1.VirtualMachineInstance) error {
 			errs = append(errs, fmt.Errorf("detach volume %s: %w", volume, err))
 			continue
 		}
-		h.file.Close()
+		// QEMU keeps the descriptors a disk still uses and closes the rest.
+		if err := l.hv.RemoveFDSet(name, h.fdset); err != nil {
+			klog.InfoS("could not drop a detached volume's fd set", "volume", volume, "fdset", h.fdset, "err", err)
+		}
+		_ = os.Remove(l.fdSetPlaceholder(h.fdset))
 		l.mu.Lock()
 		delete(l.hotplugged, volume)
 		l.mu.Unlock()
@@ -131,34 +214,26 @@ func (l *Launcher) syncHotplug(vmi *v1.VirtualMachineInstance) error {
 	for _, volume := range sortedKeys(wanted) {
 		l.mu.Lock()
 		_, attached := l.hotplugged[volume]
-		f := l.handedOver[volume]
+		files := l.handedOver[volume]
 		l.mu.Unlock()
-		if attached || f == nil {
+		if attached || files == nil {
 			continue
 		}
-		dd, err := domain.HotplugDisk(wanted[volume], fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd()), used)
+		h, err := l.attachHandedOver(name, volume, wanted[volume], files, used)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		xml, err := dd.Marshal()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := l.hv.AttachDevice(name, xml); err != nil {
-			errs = append(errs, fmt.Errorf("attach volume %s: %w", volume, err))
-			continue
-		}
-		used[dd.Target.Dev] = true
+		used[h.target] = true
+		closeAll(files) // QEMU has its own
 		l.mu.Lock()
 		delete(l.handedOver, volume)
 		if l.hotplugged == nil {
 			l.hotplugged = map[string]*hotplugged{}
 		}
-		l.hotplugged[volume] = &hotplugged{file: f, xml: xml, target: dd.Target.Dev}
+		l.hotplugged[volume] = h
 		l.mu.Unlock()
-		klog.InfoS("attached a hotplugged volume", "volume", volume, "target", dd.Target.Dev)
+		klog.InfoS("attached a hotplugged volume", "volume", volume, "target", h.target)
 	}
 	l.update(func(s *api.State) {
 		s.Hotplugged = nil

@@ -46,6 +46,9 @@ type Config struct {
 	SecretsDir string
 	// PVCDir and BlockDir override domain.DefaultLayout's.
 	PVCDir, BlockDir string
+	// FDSetDir overrides layout.FDSetDir, where the placeholders of hotplug's fd sets go
+	// (tests); QEMU's names for the sets stay /dev/fdset/<id>.
+	FDSetDir string
 	// Network prepares the guest's interfaces; nil when the instance has none.
 	Network Network
 	// FinalWait is how long a final state waits for the handler to read it before the
@@ -104,7 +107,8 @@ type Launcher struct {
 	stats        *statsCall  // the one under way
 	// handedOver are descriptors virt-handler handed over for volumes not attached yet;
 	// hotplugged the volumes attached to the running guest (hotplug.go).
-	handedOver map[string]*os.File
+	handedOver map[string][]*os.File
+	fdSets     int // hotplug's fd sets so far
 	hotplugged map[string]*hotplugged
 	// coldHotpluggable are hotpluggable volumes the domain started with (the pod had them).
 	coldHotpluggable map[string]bool
@@ -126,7 +130,7 @@ func New(cfg Config, hv virt.Hypervisor) *Launcher {
 	return &Launcher{
 		cfg:       cfg,
 		hv:        hv,
-		state:     api.State{UID: cfg.UID},
+		state:     api.State{UID: cfg.UID, ReadOnlyCopies: true},
 		changed:   make(chan struct{}),
 		finalRead: make(chan struct{}),
 		agent:     agent,

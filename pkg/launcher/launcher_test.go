@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +46,7 @@ type fakeHypervisor struct {
 	statsCalls int
 	mig        fakeMigration
 	devices    []string // the XML of AttachDevice calls
+	fdSets     []fdSet  // what AddFDSet was given
 	detached   []string // the XML of DetachDevice calls
 	dumps      []string // the paths of MemoryDump calls
 }
@@ -138,6 +142,28 @@ func (f *fakeHypervisor) AttachDevice(_, xml string) error {
 	f.mu.Unlock()
 	return f.call("AttachDevice")
 }
+func (f *fakeHypervisor) AddFDSet(_ string, id int, files []*os.File) error {
+	set := fdSet{id: id}
+	for _, file := range files {
+		flags, err := unix.FcntlInt(file.Fd(), unix.F_GETFL, 0)
+		if err != nil {
+			return err
+		}
+		target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(file.Fd())))
+		if err != nil {
+			return err
+		}
+		mode := map[int]string{unix.O_RDONLY: "read-only", unix.O_RDWR: "read-write"}[flags&unix.O_ACCMODE]
+		set.files = append(set.files, target+" "+mode)
+	}
+	f.mu.Lock()
+	f.fdSets = append(f.fdSets, set)
+	f.mu.Unlock()
+	return f.call("AddFDSet")
+}
+
+func (f *fakeHypervisor) RemoveFDSet(string, int) error { return f.call("RemoveFDSet") }
+
 func (f *fakeHypervisor) DetachDevice(_, xml string) error {
 	f.mu.Lock()
 	f.detached = append(f.detached, xml)
@@ -188,11 +214,17 @@ func testVMI() *v1.VirtualMachineInstance {
 	return vmi
 }
 
+// fdSet is an fd set the launcher gave QEMU: its files by path and access mode.
+type fdSet struct {
+	id    int
+	files []string
+}
+
 func newTestLauncher(t *testing.T, hv virt.Hypervisor) *Launcher {
 	dir := t.TempDir()
 	l := New(Config{Namespace: "ns", Name: "guest", UID: "uid-1", SocketDir: filepath.Join(dir, "s"), RunDir: filepath.Join(dir, "r"),
-		UseEmulation: true, FinalWait: time.Second}, hv)
-	require.NoError(t, mkdirs(l.cfg.SocketDir, l.cfg.RunDir))
+		FDSetDir: filepath.Join(dir, "fdset"), UseEmulation: true, FinalWait: time.Second}, hv)
+	require.NoError(t, mkdirs(l.cfg.SocketDir, l.cfg.RunDir, l.cfg.FDSetDir))
 	t.Cleanup(l.Close)
 	return l
 }

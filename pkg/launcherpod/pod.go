@@ -180,6 +180,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *clusterconfig
 					{Name: layout.SocketVolume, MountPath: layout.SocketMountPath},
 					{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath},
 					{Name: layout.EphemeralVolume, MountPath: layout.EphemeralMountPath},
+					{Name: layout.FDSetVolume, MountPath: layout.FDSetDir},
 				}, files.mounts...),
 				VolumeDevices: files.devices,
 			}},
@@ -187,6 +188,7 @@ func Build(vmi *v1.VirtualMachineInstance, modes VolumeModes, cfg *clusterconfig
 				sizedEmptyDir(layout.SocketVolume, socketVolumeSize),
 				sizedEmptyDir(layout.PrivateVolume, privateVolumeSize),
 				ephemeralVolume(vmi),
+				sizedEmptyDir(layout.FDSetVolume, fdSetVolumeSize),
 			}, files.volumes...),
 		},
 	}
@@ -273,8 +275,9 @@ func containerSecurityContext() *corev1.SecurityContext {
 // Sizes of the launcher's emptyDirs: the kubelet evicts a pod whose volume grows beyond it,
 // so a guest or a tenant filling them stops at their own pod.
 var (
-	// Sockets take no space.
+	// Sockets take no space, nor do the empty placeholders of fd sets.
 	socketVolumeSize = resource.MustParse("1Mi")
+	fdSetVolumeSize  = resource.MustParse("1Mi")
 	// libvirt's and QEMU's state (~0.5 MiB), the console log (two files of at most 4 MiB),
 	// QEMU's log, cloud-init ISOs (a few hundred KiB each).
 	privateVolumeSize = resource.MustParse("256Mi")

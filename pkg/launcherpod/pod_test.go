@@ -216,20 +216,16 @@ func TestBuild(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	assert.Equal(t, map[string]string{layout.EnvNamespace: "ns", layout.EnvName: "vm1", layout.EnvUID: "uid-1", layout.EnvSocketDir: layout.SocketMountPath, layout.EnvEmulation: "false"}, env)
-	assert.Equal(t, []corev1.VolumeMount{
-		{Name: layout.SocketVolume, MountPath: layout.SocketMountPath},
-		{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath},
-		{Name: layout.EphemeralVolume, MountPath: layout.EphemeralMountPath},
-	}, c.VolumeMounts)
+	assert.Equal(t, launcherMounts(), c.VolumeMounts)
 
 	// Only emptyDirs, each with a size limit: nothing of the node's, and a guest that fills
 	// a volume gets its own pod evicted.
-	require.Len(t, spec.Volumes, 3)
-	for _, vol := range spec.Volumes {
+	require.Len(t, spec.Volumes, len(launcherVolumes))
+	for i, vol := range spec.Volumes {
+		assert.Equal(t, launcherVolumes[i], vol.Name)
 		require.NotNil(t, vol.EmptyDir, "volume %s", vol.Name)
 		require.NotNil(t, vol.EmptyDir.SizeLimit, "volume %s", vol.Name)
 	}
-	assert.Equal(t, []string{layout.SocketVolume, layout.PrivateVolume, layout.EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
 
 	// The builder must not modify its input.
 	assert.Equal(t, "spoofed", vmi.Labels[v1.AppLabel])

@@ -91,12 +91,12 @@ func TestCloudInitSecretVolumes(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			// After the launcher's own three volumes (TestBuild checks them).
-			require.GreaterOrEqual(t, len(pod.Spec.Volumes), 3)
+			// After the launcher's own volumes (TestBuild checks them).
+			require.GreaterOrEqual(t, len(pod.Spec.Volumes), len(launcherVolumes))
 			if tt.wantVolumes == nil {
 				tt.wantVolumes = []corev1.Volume{}
 			}
-			assert.Equal(t, tt.wantVolumes, pod.Spec.Volumes[3:])
+			assert.Equal(t, tt.wantVolumes, pod.Spec.Volumes[len(launcherVolumes):])
 			compute := pod.Spec.Containers[0]
 			assert.Equal(t, append(launcherMounts(), tt.wantMounts...), compute.VolumeMounts)
 			for _, c := range pod.Spec.InitContainers {

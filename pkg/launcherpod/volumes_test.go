@@ -39,8 +39,12 @@ func launcherMounts() []corev1.VolumeMount {
 		{Name: layout.SocketVolume, MountPath: layout.SocketMountPath},
 		{Name: layout.PrivateVolume, MountPath: layout.PrivateMountPath},
 		{Name: layout.EphemeralVolume, MountPath: layout.EphemeralMountPath},
+		{Name: layout.FDSetVolume, MountPath: layout.FDSetDir},
 	}
 }
+
+// launcherVolumes are the launcher's own pod volumes, first in every launcher pod.
+var launcherVolumes = []string{layout.SocketVolume, layout.PrivateVolume, layout.EphemeralVolume, layout.FDSetVolume}
 
 func kernelBoot(c *v1.KernelBootContainer) func(*v1.VirtualMachineInstance) {
 	return func(vmi *v1.VirtualMachineInstance) {
@@ -312,11 +316,10 @@ func TestBuildGuestFiles(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantInit, gotInit)
 
-			// The launcher's own three volumes come first (TestBuild checks them).
-			require.GreaterOrEqual(t, len(spec.Volumes), 3)
-			assert.Equal(t, []string{layout.SocketVolume, layout.PrivateVolume, layout.EphemeralVolume}, []string{spec.Volumes[0].Name, spec.Volumes[1].Name, spec.Volumes[2].Name})
+			// The launcher's own volumes come first (TestBuild checks them).
+			require.GreaterOrEqual(t, len(spec.Volumes), len(launcherVolumes))
 			gotVolumes := map[string]corev1.VolumeSource{}
-			for _, v := range spec.Volumes[3:] {
+			for _, v := range spec.Volumes[len(launcherVolumes):] {
 				gotVolumes[v.Name] = v.VolumeSource
 			}
 			if tt.wantVolumes == nil {

@@ -28,7 +28,7 @@ import (
 // second request while one runs refused, a view user refused, and removal taking the volume
 // out of the instance. Memory dump volumes written by hand are refused, and so is a claim
 // another instance uses (for addvolume too, unless the claim is ReadWriteMany); addvolume
-// refuses a block claim, which cannot be hotplugged yet.
+// takes a block claim, as a file system one.
 func TestMemoryDumpActions(t *testing.T) {
 	c := framework.StartAggregated(t)
 	ctx := context.Background()
@@ -153,9 +153,8 @@ func TestMemoryDumpActions(t *testing.T) {
 	assert.Contains(t, body, "instance other uses this claim")
 	code, body = vmiAction("addvolume", hotplug("hot", "dump"))
 	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
-	code, body = vmiAction("addvolume", hotplug("hot", "block"))
-	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
-	assert.Contains(t, body, "a block claim cannot be hotplugged yet")
+	code, body = vmiAction("addvolume", hotplug("blk", "block"))
+	assert.Equal(t, http.StatusAccepted, code, body)
 	code, body = vmiAction("addvolume", hotplug("hot", "shared"))
 	assert.Equal(t, http.StatusAccepted, code, body)
 

@@ -31,7 +31,8 @@ import (
 // The node tests run each virt-launcher as its pod would run it, without a kubelet:
 //   - as the unprivileged user 107 with no capabilities and no_new_privs (setpriv), in a mount
 //     namespace of its own where /etc/passwd knows that user and /dev/net/tun belongs to it
-//     (what the launcher image and containerd's device_ownership_from_security_context give);
+//     (what the launcher image and containerd's device_ownership_from_security_context give),
+//     with an empty directory of its own at /dev/fdset (the pod's volume there);
 //   - in a cgroup named pod<UID>, as the kubelet names pod cgroups, so virt-handler's check of
 //     socket peers (podsockets.ProcPeers) runs for real;
 //   - with its socket directory in an emptyDir-like directory of a kubelet-like pods directory
@@ -143,6 +144,11 @@ func newNode(env env) (*node, error) {
 	if err := os.Chown(n.tun, layout.LauncherUID, layout.LauncherUID); err != nil {
 		return nil, err
 	}
+	// Each launcher gets an emptyDir-like tmpfs at /dev/fdset, as its pod does; the mount
+	// point must exist on the host. It stays there: an empty directory nobody uses.
+	if err := os.MkdirAll(layout.FDSetDir, 0o755); err != nil {
+		return nil, err
+	}
 	for _, h := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
 		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err == nil {
 			n.cgroups = filepath.Join(h, "hangar-node-test")
@@ -252,6 +258,7 @@ func startLauncherWith(t *testing.T, o launcherOptions, vmi *v1.VirtualMachineIn
 		"mount --bind " + n.passwd + " /etc/passwd",
 		"mount --bind " + n.group + " /etc/group",
 		"mount --bind " + n.tun + " /dev/net/tun",
+		fmt.Sprintf("mount -t tmpfs -o mode=0700,uid=%d,gid=%d,size=1m hangar-fdsets %s", layout.LauncherUID, layout.LauncherUID, layout.FDSetDir),
 		"mount --bind " + r.socketDir + " " + mountPoint,
 		"mount --bind " + r.runDir + " " + runDirArg, // the same directory unless sharedRunPath
 		fmt.Sprintf(`exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"`, layout.LauncherUID, layout.LauncherUID),

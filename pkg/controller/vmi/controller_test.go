@@ -244,7 +244,7 @@ func TestSync(t *testing.T) {
 				for _, m := range c.VolumeMounts {
 					mounts = append(mounts, m.MountPath)
 				}
-				assert.Equal(t, []string{layout.SocketMountPath, layout.PrivateMountPath, layout.EphemeralMountPath, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
+				assert.Equal(t, []string{layout.SocketMountPath, layout.PrivateMountPath, layout.EphemeralMountPath, layout.FDSetDir, launcherpod.PVCMountDir + "/vol-fs", launcherpod.PVCMountDir + "/vol-unset"}, mounts)
 			},
 		},
 		{

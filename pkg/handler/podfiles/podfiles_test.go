@@ -101,3 +101,29 @@ func writeFile(t *testing.T, path string, mode os.FileMode) {
 	require.NoError(t, os.WriteFile(path, make([]byte, 4096), 0o600))
 	require.NoError(t, os.Chmod(path, mode))
 }
+
+// TestReadOnlyCopy: the copy is the file Open checked, even once the pod has put another
+// file at its path, and it cannot write.
+func TestReadOnlyCopy(t *testing.T) {
+	o := Opener{Peers: ownProcess{}, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	volume := t.TempDir()
+	disk := filepath.Join(volume, "disk.img")
+	writeFile(t, disk, 0o600)
+	f, err := o.Open(os.Getpid(), "pod-1", strings.TrimPrefix(disk, "/"), RegularFile)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteAt([]byte("checked"), 0)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(disk, disk+".old"))
+	require.NoError(t, os.Symlink("/etc/passwd", disk))
+
+	ro, err := ReadOnlyCopy(f)
+	require.NoError(t, err)
+	defer ro.Close()
+	data := make([]byte, 7)
+	_, err = ro.ReadAt(data, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "checked", string(data))
+	_, err = ro.WriteAt([]byte("x"), 0)
+	assert.Error(t, err)
+}

@@ -131,6 +131,10 @@ type State struct {
 	FSFrozen bool `json:"fsFrozen,omitempty"`
 	// Hotplugged are the volumes hotplugged into the running guest (docs/hotplug.md).
 	Hotplugged []HotpluggedVolume `json:"hotplugged,omitempty"`
+	// ReadOnlyCopies: the launcher takes a writable disk's handover with its read-only copy
+	// (Handover.ReadOnlyCopy). Launchers before it take exactly one descriptor, so a
+	// handler hands them none.
+	ReadOnlyCopies bool `json:"readOnlyCopies,omitempty"`
 	// MemoryDumps are the memory dumps handed over, one per volume: the latest.
 	MemoryDumps []MemoryDump `json:"memoryDumps,omitempty"`
 	// Migration is the latest migration of the guest, out of this launcher (source) or into

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// A handover gives the launcher an open descriptor of a claim's file that virt-handler opened
-// beneath an attachment pod's volume (docs/hotplug.md): the launcher gets the descriptor and
+// A handover gives the launcher open descriptors of a claim's file that virt-handler opened
+// beneath an attachment pod's volume (docs/hotplug.md): the launcher gets descriptors and
 // never a path on the node. It is one message on a unix stream socket of the launcher's
 // socket volume (HandoverSocket): a 4-byte big-endian length, then that many bytes of a
-// Handover in JSON, the descriptor riding on the same sendmsg as SCM_RIGHTS. The launcher
+// Handover in JSON, the descriptors riding on the same sendmsg as SCM_RIGHTS. The launcher
 // answers one byte, HandoverOK, or an error's text.
 
 // HandoverSocket is the launcher's socket for handovers, beside its command socket.
@@ -36,9 +36,22 @@ type Handover struct {
 	Volume string `json:"volume"`
 	// Writable: the descriptor was opened for reading and writing (a disk, a memory dump).
 	Writable bool `json:"writable,omitempty"`
+	// ReadOnlyCopy: a second descriptor follows the first, the same file opened read-only.
+	// QEMU opens a disk read-only first and for writing once the guest's device is added,
+	// and takes each from a descriptor of that access mode, which cannot be changed later.
+	// (Handlers before it sent one descriptor.)
+	ReadOnlyCopy bool `json:"readOnlyCopy,omitempty"`
 	// MemoryDump names the memory dump file the descriptor is, for a memory dump volume:
 	// the launcher writes the guest's memory to it.
 	MemoryDump string `json:"memoryDump,omitempty"`
+}
+
+// descriptors is how many descriptors come with h.
+func (h Handover) descriptors() int {
+	if h.ReadOnlyCopy {
+		return 2
+	}
+	return 1
 }
 
 // MemoryDumpFile is what a memory dump's file is called in its claim's root, as KubeVirt
@@ -53,13 +66,52 @@ func (h Handover) Validate() error {
 	if h.MemoryDump != "" && !MemoryDumpFile.MatchString(h.MemoryDump) {
 		return fmt.Errorf("handover of volume %s: %q is no memory dump file name", h.Volume, h.MemoryDump)
 	}
+	if h.ReadOnlyCopy && (!h.Writable || h.MemoryDump != "") {
+		return fmt.Errorf("handover of volume %s: a read-only copy comes only with a writable disk", h.Volume)
+	}
 	return nil
 }
 
-// SendHandover sends h with the descriptor of f over c, in one message.
-func SendHandover(c *net.UnixConn, h Handover, f *os.File) error {
+// checkFiles checks that files are what h says: the first opened for reading and writing
+// when Writable, else read-only; a read-only copy of the same file.
+func (h Handover) checkFiles(files []*os.File) error {
+	modes := []int{unix.O_RDONLY, unix.O_RDONLY}
+	if h.Writable {
+		modes[0] = unix.O_RDWR
+	}
+	var first unix.Stat_t
+	for i, f := range files {
+		flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+		if err != nil {
+			return err
+		}
+		if flags&unix.O_ACCMODE != modes[i] {
+			return fmt.Errorf("handover of volume %s: descriptor %d has the wrong access mode (%#o)", h.Volume, i, flags&unix.O_ACCMODE)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return err
+		}
+		if i == 0 {
+			first = st
+		} else if st.Dev != first.Dev || st.Ino != first.Ino {
+			return fmt.Errorf("handover of volume %s: the read-only copy is another file", h.Volume)
+		}
+	}
+	return nil
+}
+
+// SendHandover sends h with the descriptors of files over c, in one message.
+func SendHandover(c *net.UnixConn, h Handover, files ...*os.File) error {
 	if err := h.Validate(); err != nil {
 		return err
+	}
+	if len(files) != h.descriptors() {
+		return fmt.Errorf("handover of volume %s: %d descriptors, not %d", h.Volume, len(files), h.descriptors())
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
 	}
 	body, err := json.Marshal(h)
 	if err != nil {
@@ -67,7 +119,7 @@ func SendHandover(c *net.UnixConn, h Handover, f *os.File) error {
 	}
 	msg := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
 	msg = append(msg, body...)
-	n, oobn, err := c.WriteMsgUnix(msg, unix.UnixRights(int(f.Fd())), nil)
+	n, oobn, err := c.WriteMsgUnix(msg, unix.UnixRights(fds...), nil)
 	if err != nil {
 		return fmt.Errorf("hand over volume %s: %w", h.Volume, err)
 	}
@@ -77,13 +129,14 @@ func SendHandover(c *net.UnixConn, h Handover, f *os.File) error {
 	return nil
 }
 
-// ReceiveHandover reads one handover from c: what it is and exactly one descriptor, as a
-// file the caller closes. Any other descriptors that came with it are closed; a message
-// without one, or longer than maxHandover, or not a valid Handover, is refused.
-func ReceiveHandover(c *net.UnixConn) (Handover, *os.File, error) {
+// ReceiveHandover reads one handover from c: what it is and its descriptors (one, or two
+// with a read-only copy), as files the caller closes. A message with other descriptors than
+// it says, or longer than maxHandover, or not a valid Handover, is refused, and every
+// descriptor that came with it closed.
+func ReceiveHandover(c *net.UnixConn) (Handover, []*os.File, error) {
 	var h Handover
 	buf := make([]byte, 4+maxHandover)
-	// Room for a few descriptors: more than one is refused, and the kernel drops (and
+	// Room for a few descriptors: more than two are refused, and the kernel drops (and
 	// reports, MSG_CTRUNC) what does not fit.
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
@@ -91,50 +144,52 @@ func ReceiveHandover(c *net.UnixConn) (Handover, *os.File, error) {
 		return h, nil, fmt.Errorf("read a handover: %w", err)
 	}
 	fds, err := descriptors(oob[:oobn])
-	closeAll := func() {
-		for _, fd := range fds {
-			_ = unix.Close(fd)
+	var files []*os.File
+	for _, fd := range fds {
+		files = append(files, os.NewFile(uintptr(fd), "handover"))
+	}
+	refuse := func(err error) (Handover, []*os.File, error) {
+		for _, f := range files {
+			f.Close()
 		}
+		return Handover{}, nil, err
 	}
 	switch {
 	case err != nil:
-		closeAll()
-		return h, nil, err
-	case flags&unix.MSG_CTRUNC != 0 || len(fds) != 1:
-		closeAll()
-		return h, nil, fmt.Errorf("a handover carries exactly one descriptor, not %d", len(fds))
+		return refuse(err)
+	case flags&unix.MSG_CTRUNC != 0 || len(fds) == 0 || len(fds) > 2:
+		return refuse(fmt.Errorf("a handover carries one or two descriptors, not %d", len(fds)))
 	}
-	f := os.NewFile(uintptr(fds[0]), "handover")
 	if n < 4 {
 		if _, err := io.ReadFull(c, buf[n:4]); err != nil {
-			f.Close()
-			return h, nil, fmt.Errorf("read a handover's length: %w", err)
+			return refuse(fmt.Errorf("read a handover's length: %w", err))
 		}
 		n = 4
 	}
 	size := int(binary.BigEndian.Uint32(buf[:4]))
 	if size > maxHandover {
-		f.Close()
-		return h, nil, fmt.Errorf("a handover of %d bytes (at most %d)", size, maxHandover)
+		return refuse(fmt.Errorf("a handover of %d bytes (at most %d)", size, maxHandover))
 	}
 	if n < 4+size {
 		if _, err := io.ReadFull(c, buf[n:4+size]); err != nil {
-			f.Close()
-			return h, nil, fmt.Errorf("read a handover: %w", err)
+			return refuse(fmt.Errorf("read a handover: %w", err))
 		}
 	} else if n > 4+size {
-		f.Close()
-		return h, nil, errors.New("a handover followed by more bytes than its length says")
+		return refuse(errors.New("a handover followed by more bytes than its length says"))
 	}
 	if err := json.Unmarshal(buf[4:4+size], &h); err != nil {
-		f.Close()
-		return h, nil, fmt.Errorf("decode a handover: %w", err)
+		return refuse(fmt.Errorf("decode a handover: %w", err))
 	}
 	if err := h.Validate(); err != nil {
-		f.Close()
-		return h, nil, err
+		return refuse(err)
 	}
-	return h, f, nil
+	if len(files) != h.descriptors() {
+		return refuse(fmt.Errorf("handover of volume %s: %d descriptors, not %d", h.Volume, len(files), h.descriptors()))
+	}
+	if err := h.checkFiles(files); err != nil {
+		return refuse(err)
+	}
+	return h, files, nil
 }
 
 // descriptors are the descriptors of the SCM_RIGHTS messages in oob.
@@ -157,10 +212,10 @@ func descriptors(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
-// HandOver sends h with f over c and waits for the launcher's answer (the caller sets c's
-// deadline): nil once the launcher took the descriptor.
-func HandOver(c *net.UnixConn, h Handover, f *os.File) error {
-	if err := SendHandover(c, h, f); err != nil {
+// HandOver sends h with files over c and waits for the launcher's answer (the caller sets
+// c's deadline): nil once the launcher took the descriptors.
+func HandOver(c *net.UnixConn, h Handover, files ...*os.File) error {
+	if err := SendHandover(c, h, files...); err != nil {
 		return err
 	}
 	answer := make([]byte, maxHandover)

@@ -13,7 +13,7 @@ import (
 // while running), its raw data read from source (the launcher's /proc/<pid>/fd/<n> of the
 // descriptor virt-handler handed over: docs/hotplug.md), and the first SCSI target name
 // that used (the domain's targets) does not hold.
-func HotplugDisk(disk v1.Disk, source string, used map[string]bool) (libvirtxml.DomainDisk, error) {
+func HotplugDisk(disk v1.Disk, source string, block bool, used map[string]bool) (libvirtxml.DomainDisk, error) {
 	if disk.CDRom != nil {
 		return libvirtxml.DomainDisk{}, fmt.Errorf("disk %s: a CD-ROM cannot be hotplugged", disk.Name)
 	}
@@ -29,7 +29,11 @@ func HotplugDisk(disk v1.Disk, source string, used map[string]bool) (libvirtxml.
 	}
 	dd.Boot = nil // a running guest booted already
 	dd.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
-	dd.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: source}}
+	if block {
+		dd.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: source}}
+	} else {
+		dd.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: source}}
+	}
 	for n := 0; ; n++ {
 		if name := "sd" + deviceSuffix(n); !used[name] {
 			dd.Target.Dev = name

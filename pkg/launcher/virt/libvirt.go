@@ -3,6 +3,7 @@ package virt
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"k8s.io/utils/ptr"
@@ -241,6 +242,31 @@ func (c *Conn) AttachDevice(name, xml string) error {
 func (c *Conn) DetachDevice(name, xml string) error {
 	return c.withDomain(name, func(d *libvirt.Domain) error {
 		return d.DetachDeviceFlags(xml, libvirt.DOMAIN_DEVICE_MODIFY_LIVE)
+	})
+}
+
+func (c *Conn) AddFDSet(name string, id int, files []*os.File) error {
+	in := make([]os.File, len(files))
+	for i, f := range files {
+		in[i] = *f
+	}
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		for i := range in {
+			// add-fd takes one descriptor a call.
+			cmd := fmt.Sprintf(`{"execute":"add-fd","arguments":{"fdset-id":%d}}`, id)
+			if _, _, err := d.QemuMonitorCommandWithFiles(cmd, in[i:i+1], libvirt.DOMAIN_QEMU_MONITOR_COMMAND_DEFAULT); err != nil {
+				return fmt.Errorf("add a descriptor to fd set %d: %w", id, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (c *Conn) RemoveFDSet(name string, id int) error {
+	return c.withDomain(name, func(d *libvirt.Domain) error {
+		cmd := fmt.Sprintf(`{"execute":"remove-fd","arguments":{"fdset-id":%d}}`, id)
+		_, err := d.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_DEFAULT)
+		return err
 	})
 }
 

@@ -3,7 +3,10 @@
 // the libvirt implementation (Connect) against a real libvirtd.
 package virt
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // ErrNoDomain is returned for a domain libvirt does not know.
 var ErrNoDomain = errors.New("no such domain")
@@ -68,6 +71,11 @@ type Hypervisor interface {
 	// AttachDevice adds the device of xml to the running guest; DetachDevice removes it.
 	AttachDevice(name, xml string) error
 	DetachDevice(name, xml string) error
+	// AddFDSet gives QEMU files, as fd set id (QMP add-fd): a disk whose source is
+	// /dev/fdset/<id> then uses them, and QEMU opens nothing by a path.
+	AddFDSet(name string, id int, files []*os.File) error
+	// RemoveFDSet drops fd set id; QEMU closes its files once no disk uses them.
+	RemoveFDSet(name string, id int) error
 	// MemoryDump writes the guest's memory to path as an ELF core (QEMU's dump-guest-memory),
 	// and returns when it is written.
 	MemoryDump(name, path string) error

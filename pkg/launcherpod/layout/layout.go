@@ -116,9 +116,18 @@ const (
 	// TmpVolume is /tmp of a guest with a TPM: swtpm_setup, which libvirt runs with an
 	// environment of its own, writes its pid file and temporary files there.
 	TmpVolume = "hangar-tmp"
+	// FDSetVolume is an empty directory at FDSetDir (pkg/launcher/hotplug.go).
+	FDSetVolume = "hangar-fdsets"
 	// SecretVolumePrefix starts the pod volume of each cloud-init Secret: hangar-secret-<n>.
 	SecretVolumePrefix = "hangar-secret-"
 )
+
+// FDSetDir is where QEMU's fd sets are named: QEMU takes /dev/fdset/<id> as the name of the
+// descriptors added to fd set <id>, opening nothing; libvirt checks that a disk's source
+// exists before QEMU gets it. So the compute container has an empty, writable directory
+// there, and the launcher puts an empty placeholder in it for each fd set a hotplugged disk
+// uses.
+const FDSetDir = "/dev/fdset"
 
 // StateClaimPrefix starts the name of a VM's state claim (persistent EFI variables and TPM
 // state): persistent-state-for-<VM>, KubeVirt's.
@@ -128,7 +137,7 @@ const StateClaimPrefix = "persistent-state-for-"
 // become one.
 func IsReservedPodVolume(name string) bool {
 	switch name {
-	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume, VMStateVolume, TmpVolume:
+	case SocketVolume, PrivateVolume, EphemeralVolume, CopyHelperVolume, KernelBootVolume, ContainerDiskVolume, VMStateVolume, TmpVolume, FDSetVolume:
 		return true
 	}
 	return strings.HasPrefix(name, SecretVolumePrefix)
@@ -139,10 +148,10 @@ func IsReservedPodVolume(name string) bool {
 const BlockDeviceDir = "/dev"
 
 // containerDevEntries are what the runtime and the kubelet put in a container's /dev
-// themselves (the device plugins' kvm and net/tun among them): a block volume's devicePath
-// must not shadow them.
+// themselves (the device plugins' kvm and net/tun among them), and the launcher pod's
+// FDSetDir: a block volume's devicePath must not shadow them.
 var containerDevEntries = map[string]bool{
-	"console": true, "core": true, "fd": true, "full": true, "kvm": true, "mqueue": true, "net": true,
+	"console": true, "core": true, "fd": true, "fdset": true, "full": true, "kvm": true, "mqueue": true, "net": true,
 	"null": true, "ptmx": true, "pts": true, "random": true, "shm": true, "stderr": true, "stdin": true,
 	"stdout": true, "termination-log": true, "tty": true, "urandom": true, "zero": true,
 }

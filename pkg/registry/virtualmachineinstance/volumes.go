@@ -196,7 +196,7 @@ func (v *Volumes) Prepare(ctx context.Context, kind schema.GroupKind, name strin
 }
 
 // CheckClaim refuses, for the action on kind/name, a claim (named at path) that does not
-// exist, a block claim (not hotpluggable yet), or one that a live instance other than name
+// exist, or one that a live instance other than name
 // uses (dumping: any instance), unless the claim may be written from many nodes: two guests
 // writing one disk corrupt it. It returns the claim it read; without a cluster nothing is
 // checked, and the claim is nil.
@@ -211,13 +211,6 @@ func (v *Volumes) CheckClaim(ctx context.Context, kind schema.GroupKind, name st
 	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("look up claim %s/%s: %w", ns, claimName, err))
-	}
-	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock && !dumping {
-		// The launcher's container may not open a device its pod was not given (the device
-		// cgroup refuses it, whoever holds a descriptor), and libvirt 9.0 cannot hand QEMU the
-		// descriptor itself: docs/hotplug.md.
-		return nil, apierrors.NewInvalid(kind, name, field.ErrorList{field.Invalid(path, claimName,
-			"a block claim cannot be hotplugged yet: add it to the VM's template with an edit of the VM (it is attached at the next start)")})
 	}
 	if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany) && !dumping {
 		return claim, nil
