@@ -96,7 +96,7 @@ func (l *Launcher) serveHandovers(ctx context.Context, ln net.Listener) {
 	acceptEach(ctx, ln, "handover socket", func(c net.Conn) { l.takeHandover(c.(*net.UnixConn)) })
 }
 
-// takeHandover keeps the descriptor of one handover until a sync attaches it; a later
+// takeHandover keeps the descriptors of one handover until a sync attaches them; a later
 // handover of the same volume replaces one not attached yet.
 func (l *Launcher) takeHandover(c *net.UnixConn) {
 	defer c.Close()

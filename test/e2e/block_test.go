@@ -76,17 +76,7 @@ func TestBlockClaim(t *testing.T) {
 	}, 10*time.Second, 200*time.Millisecond, "a FailedPvcNotFound event")
 
 	// The claim appears: the instance gets a pod that maps it as a device, and boots.
-	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
-			StorageClassName: ptr.To(""),
-			VolumeName:       pvName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(blockSize, resource.BinarySI)}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createBlockClaim(t, ns, "data", pvName)
 
 	console := attach(t, ns, "guest", "console")
 	vmi = waitVMI(t, ns, "guest", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
@@ -170,6 +160,22 @@ func createLocalBlockPV(t *testing.T, name, dev, ns, claim string) {
 			return apierrors.IsNotFound(err)
 		}, 60*time.Second, 250*time.Millisecond, "PersistentVolume %s is deleted", name)
 	})
+}
+
+// createBlockClaim makes the block claim ns/name of the volume pvName (createLocalBlockPV).
+func createBlockClaim(t *testing.T, ns, name, pvName string) {
+	t.Helper()
+	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+			StorageClassName: ptr.To(""),
+			VolumeName:       pvName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(blockSize, resource.BinarySI)}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
 
 // deleteVMIAndWait deletes an instance and waits until its launcher pod is gone, so the

@@ -105,6 +105,62 @@ func TestHotplugVolume(t *testing.T) {
 	}, 60*time.Second, time.Second, "the attachment pod goes")
 }
 
+// TestHotplugBlockVolume hot-plugs a block claim (a local volume of a loop device on the
+// first node) into a running guest on that node: the attachment pod maps the device,
+// virt-handler hands it to the launcher, and QEMU takes the descriptors as an fd set (the
+// launcher's container could not open the device itself: its device cgroup was never given
+// it). The guest reads what the host wrote to the device and writes what the host then
+// reads; removevolume takes the disk out of the guest, and the attachment pod goes.
+func TestHotplugBlockVolume(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-hotplug-block")
+	loop := loopDevice(t, blockSize)
+	hostMarker, guestMarker := "HANGAR-HOST-"+utilrand.String(8), "HANGAR-GUEST-"+utilrand.String(8)
+	writeAt(t, loop, 0, hostMarker)
+	pvName := "e2e-hotplug-block-" + utilrand.String(5)
+	createLocalBlockPV(t, pvName, loop, ns, "blk")
+	createBlockClaim(t, ns, "blk", pvName)
+
+	spec := guestSpec()
+	spec.NodeSelector = map[string]string{corev1.LabelHostname: firstNode(t)} // the volume's node
+	vmi, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "guest"}, Spec: spec}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { deleteVMIAndWait(t, ns, "guest", vmi.UID) })
+	console := attach(t, ns, "guest", "console")
+	waitVMI(t, ns, "guest", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
+	console.waitFor(t, banner, 120*time.Second)
+	console.typeUntil(t, loadDiskDrivers+"; echo loaded-$((6*7))", "loaded-42")
+
+	out, err := virtctl(t, "addvolume", "guest", "--volume-name=blk", "-n", ns)
+	require.NoError(t, err, out)
+	vmi = waitVMI(t, ns, "guest", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return len(v.Status.VolumeStatus) == 1 && v.Status.VolumeStatus[0].Phase == v1.VolumeReady
+	})
+	status := vmi.Status.VolumeStatus[0]
+	assert.Equal(t, "sda", status.Target)
+	require.NotNil(t, status.HotplugVolume)
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, status.HotplugVolume.AttachPodName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, pod.Spec.Containers, 1)
+	assert.Len(t, pod.Spec.Containers[0].VolumeDevices, 1, "the attachment pod maps the claim")
+
+	console.typeUntil(t, "echo blk-size-$(cat /sys/block/sda/size)", fmt.Sprintf("blk-size-%d", blockSize/512))
+	console.typeUntil(t, fmt.Sprintf("dd if=/dev/sda bs=64 count=1 2>/dev/null | head -c %d; echo", len(hostMarker)), hostMarker)
+	console.typeUntil(t, "printf %s "+guestMarker+" | dd of=/dev/sda bs=512 seek=8 conv=fsync 2>/dev/null && sync && echo wrote-$((6*7))", "wrote-42")
+	require.Eventually(t, func() bool { return readAt(t, loop, 8*512, len(guestMarker)) == guestMarker },
+		10*time.Second, 200*time.Millisecond, "the guest's marker on the node's loop device %s", loop)
+
+	out, err = virtctl(t, "removevolume", "guest", "--volume-name=blk", "-n", ns)
+	require.NoError(t, err, out)
+	waitVMI(t, ns, "guest", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return len(v.Status.VolumeStatus) == 0 })
+	console.typeUntil(t, "for i in $(seq 30); do [ -e /sys/block/sda ] || break; sleep 1; done; echo sda-$([ -e /sys/block/sda ] && echo present || echo gone)", "sda-gone")
+	require.Eventually(t, func() bool {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, time.Second, "the attachment pod goes")
+}
+
 // claimImage is the disk image of a bound file system claim of local-path on node, as the
 // host sees it.
 func claimImage(t *testing.T, ns, claim, node string) string {
