@@ -41,6 +41,7 @@ func benchStartup(b *testing.B, n int) {
 	api := framework.StartVirtAPI(b)
 	kube := k8sfake.NewSimpleClientset()
 	testutil.GenerateNames(kube)
+	testutil.SelectWatches(kube)
 	for i := range n {
 		if _, err := api.Client.KubevirtV1().VirtualMachines("default").Create(ctx, newVM(fmt.Sprintf("vm-%04d", i), v1.RunStrategyAlways), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)

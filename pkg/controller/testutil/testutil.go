@@ -6,9 +6,11 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -59,6 +61,30 @@ func BumpVersions(f Fake) {
 	}
 	f.PrependReactor("create", "*", bump)
 	f.PrependReactor("update", "*", bump)
+}
+
+// SelectWatches makes the fake clientset's watches keep to their label selector, as an API
+// server's do (its lists do already): an informer of a few labelled pods must not cache
+// every pod, which would count in a benchmark's heap.
+func SelectWatches(f interface {
+	PrependWatchReactor(resource string, reaction k8stesting.WatchReactionFunc)
+	Tracker() k8stesting.ObjectTracker
+}) {
+	f.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		wa, ok := action.(k8stesting.WatchActionImpl)
+		if !ok || wa.GetWatchRestrictions().Labels == nil || wa.GetWatchRestrictions().Labels.Empty() {
+			return false, nil, nil
+		}
+		w, err := f.Tracker().Watch(action.GetResource(), action.GetNamespace(), wa.ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		selector := wa.GetWatchRestrictions().Labels
+		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			m, err := meta.Accessor(e.Object)
+			return e, err != nil || selector.Matches(labels.Set(m.GetLabels()))
+		}), nil
+	})
 }
 
 // Filter returns the actions with the given verb and resource (subresource "" for the main one).
