@@ -165,7 +165,7 @@ func TestMemoryDumpActions(t *testing.T) {
 	assert.Equal(t, v1.VirtualMachineMemoryDumpRequest{ClaimName: "dump", Phase: v1.MemoryDumpDissociating, Remove: true}, *req)
 	vmi, err = c.Hangar.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, "guest", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Len(t, vmi.Spec.Volumes, 2, "the dump's volume left the instance (the root disk and the hotplugged one stay)")
+	assert.Len(t, vmi.Spec.Volumes, 3, "the dump's volume left the instance (the root disk and the two hotplugged ones stay)")
 	code, body = put(operator, "subresources.kubevirt.io", "removememorydump", "")
 	assert.Equal(t, http.StatusConflict, code, body)
 
