@@ -37,14 +37,7 @@ const hotplugSize = 64 << 20
 func TestHotplugVolume(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hotplug")
-	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "hot"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(hotplugSize, resource.BinarySI)}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	hotplugClaim(t, ns, "hot")
 	vmi, err := hangar.KubevirtV1().VirtualMachineInstances(ns).Create(ctx,
 		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "guest"}, Spec: guestSpec()}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -74,14 +67,7 @@ func TestHotplugVolume(t *testing.T) {
 	require.Error(t, err, "twice")
 	assert.Contains(t, out, "name: Duplicate value")
 
-	vmi = waitVMI(t, ns, "guest", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
-		return len(v.Status.VolumeStatus) == 1 && v.Status.VolumeStatus[0].Phase == v1.VolumeReady
-	})
-	status := vmi.Status.VolumeStatus[0]
-	assert.Equal(t, "sda", status.Target)
-	require.NotNil(t, status.HotplugVolume)
-	pod, err := kube.CoreV1().Pods(ns).Get(ctx, status.HotplugVolume.AttachPodName, metav1.GetOptions{})
-	require.NoError(t, err)
+	vmi, pod := waitHotplugReady(t, ns, "guest")
 	assert.Equal(t, launcherpod.HotplugAppLabelValue, pod.Labels[v1.AppLabel])
 	assert.Equal(t, vmi.Status.NodeName, pod.Spec.NodeName, "on the guest's node")
 	migratable := vmiCondition(vmi, v1.VirtualMachineInstanceIsMigratable)
@@ -134,14 +120,7 @@ func TestHotplugBlockVolume(t *testing.T) {
 
 	out, err := virtctl(t, "addvolume", "guest", "--volume-name=blk", "-n", ns)
 	require.NoError(t, err, out)
-	vmi = waitVMI(t, ns, "guest", 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
-		return len(v.Status.VolumeStatus) == 1 && v.Status.VolumeStatus[0].Phase == v1.VolumeReady
-	})
-	status := vmi.Status.VolumeStatus[0]
-	assert.Equal(t, "sda", status.Target)
-	require.NotNil(t, status.HotplugVolume)
-	pod, err := kube.CoreV1().Pods(ns).Get(ctx, status.HotplugVolume.AttachPodName, metav1.GetOptions{})
-	require.NoError(t, err)
+	vmi, pod := waitHotplugReady(t, ns, "guest")
 	require.Len(t, pod.Spec.Containers, 1)
 	assert.Len(t, pod.Spec.Containers[0].VolumeDevices, 1, "the attachment pod maps the claim")
 
@@ -159,6 +138,34 @@ func TestHotplugBlockVolume(t *testing.T) {
 		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, 60*time.Second, time.Second, "the attachment pod goes")
+}
+
+// hotplugClaim makes the file system claim ns/name of hotplugSize, of the default class.
+func hotplugClaim(t *testing.T, ns, name string) {
+	t.Helper()
+	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(hotplugSize, resource.BinarySI)}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// waitHotplugReady waits until the instance ns/name has one hotplugged volume, Ready as sda,
+// and returns the instance and the volume's attachment pod.
+func waitHotplugReady(t *testing.T, ns, name string) (*v1.VirtualMachineInstance, *corev1.Pod) {
+	t.Helper()
+	vmi := waitVMI(t, ns, name, 120*time.Second, func(v *v1.VirtualMachineInstance) bool {
+		return len(v.Status.VolumeStatus) == 1 && v.Status.VolumeStatus[0].Phase == v1.VolumeReady
+	})
+	status := vmi.Status.VolumeStatus[0]
+	assert.Equal(t, "sda", status.Target)
+	require.NotNil(t, status.HotplugVolume)
+	pod, err := kube.CoreV1().Pods(ns).Get(context.Background(), status.HotplugVolume.AttachPodName, metav1.GetOptions{})
+	require.NoError(t, err)
+	return vmi, pod
 }
 
 // claimImage is the disk image of a bound file system claim of local-path on node, as the
@@ -199,16 +206,9 @@ func claimFile(t *testing.T, ns, claim, node, file string) string {
 func TestHotplugVolumePersist(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hotplug-persist")
-	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "kept"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(hotplugSize, resource.BinarySI)}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	hotplugClaim(t, ns, "kept")
 	spec := guestSpec()
-	_, err = hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "vm"},
+	_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "vm"},
 		Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}}},
 		metav1.CreateOptions{})
 	require.NoError(t, err)

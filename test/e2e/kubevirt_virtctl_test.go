@@ -17,8 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
@@ -62,22 +60,17 @@ func kubevirtVirtctl(t *testing.T, stdin string, args ...string) (string, error)
 func TestKubeVirtVirtctl(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-kubevirt-virtctl")
-	_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "hotdisk"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(hotplugSize, resource.BinarySI)}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	hotplugClaim(t, ns, "hotdisk")
 	spec := guestSpec()
 	spec.Domain.Firmware.KernelBoot.Container.InitrdPath = sshInitrd
 	identity, authorized := sshIdentity(t)
-	_, err = hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "hc1"},
+	_, err := hangar.KubevirtV1().VirtualMachines(ns).Create(ctx, &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "hc1"},
 		Spec: v1.VirtualMachineSpec{RunStrategy: ptrTo(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: spec}}},
 		metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), "hc1", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = hangar.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), "hc1", metav1.DeleteOptions{})
+	})
 	waitVMI(t, ns, "hc1", 90*time.Second, func(v *v1.VirtualMachineInstance) bool { return v.Status.Phase == v1.Running })
 	console := attach(t, ns, "hc1", "console")
 	console.waitFor(t, banner, 90*time.Second)
