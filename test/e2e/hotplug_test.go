@@ -81,14 +81,7 @@ func TestHotplugVolume(t *testing.T) {
 	require.Eventually(t, func() bool { return readAt(t, image, 1<<20, len(marker)) == marker },
 		10*time.Second, 200*time.Millisecond, "the guest's marker in the claim's image %s", image)
 
-	out, err = virtctl(t, "removevolume", "guest", "--volume-name=hot", "-n", ns)
-	require.NoError(t, err, out)
-	waitVMI(t, ns, "guest", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return len(v.Status.VolumeStatus) == 0 })
-	console.typeUntil(t, "for i in $(seq 30); do [ -e /sys/block/sda ] || break; sleep 1; done; echo sda-$([ -e /sys/block/sda ] && echo present || echo gone)", "sda-gone")
-	require.Eventually(t, func() bool {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}, 60*time.Second, time.Second, "the attachment pod goes")
+	unplug(t, ns, console, "hot", pod)
 }
 
 // TestHotplugBlockVolume hot-plugs a block claim (a local volume of a loop device on the
@@ -130,12 +123,19 @@ func TestHotplugBlockVolume(t *testing.T) {
 	require.Eventually(t, func() bool { return readAt(t, loop, 8*512, len(guestMarker)) == guestMarker },
 		10*time.Second, 200*time.Millisecond, "the guest's marker on the node's loop device %s", loop)
 
-	out, err = virtctl(t, "removevolume", "guest", "--volume-name=blk", "-n", ns)
+	unplug(t, ns, console, "blk", pod)
+}
+
+// unplug removes the hotplugged volume (sda in the guest) from the instance ns/guest with
+// virtctl removevolume, and sees it leave the status and the guest, and its attachment pod go.
+func unplug(t *testing.T, ns string, console *stream, volume string, pod *corev1.Pod) {
+	t.Helper()
+	out, err := virtctl(t, "removevolume", "guest", "--volume-name="+volume, "-n", ns)
 	require.NoError(t, err, out)
 	waitVMI(t, ns, "guest", 60*time.Second, func(v *v1.VirtualMachineInstance) bool { return len(v.Status.VolumeStatus) == 0 })
 	console.typeUntil(t, "for i in $(seq 30); do [ -e /sys/block/sda ] || break; sleep 1; done; echo sda-$([ -e /sys/block/sda ] && echo present || echo gone)", "sda-gone")
 	require.Eventually(t, func() bool {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		_, err := kube.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, 60*time.Second, time.Second, "the attachment pod goes")
 }
