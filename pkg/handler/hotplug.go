@@ -115,7 +115,7 @@ func (c *Controller) handOver(l *launcher, s v1.VolumeStatus, podUID types.UID) 
 	defer f.Close()
 	files := []*os.File{f}
 	if h.MemoryDump == "" && l.State().ReadOnlyCopies {
-		ro, err := podfiles.ReadOnlyCopy(f)
+		ro, err := api.ReadOnlyCopy(f)
 		if err != nil {
 			return err
 		}

@@ -135,7 +135,7 @@ func withReadOnlyCopy(h api.Handover, files []*os.File) ([]*os.File, error) {
 	if !h.Writable {
 		return files, nil
 	}
-	ro, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", files[0].Fd()), os.O_RDONLY|unix.O_CLOEXEC, 0)
+	ro, err := api.ReadOnlyCopy(files[0])
 	if err != nil {
 		closeAll(files)
 		return nil, fmt.Errorf("handover of volume %s: a read-only copy: %w", h.Volume, err)

@@ -127,7 +127,7 @@ func (r *launcherRun) handOver(h api.Handover, f *os.File) {
 	r.t.Helper()
 	files := []*os.File{f}
 	if h.ReadOnlyCopy {
-		ro, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY, 0)
+		ro, err := api.ReadOnlyCopy(f)
 		require.NoError(r.t, err)
 		defer ro.Close()
 		files = append(files, ro)

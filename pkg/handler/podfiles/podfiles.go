@@ -114,21 +114,6 @@ func (o Opener) Open(pid int, podUID types.UID, path string, kind Kind) (*os.Fil
 	return f, nil
 }
 
-// ReadOnlyCopy opens f, which Open returned, again, read-only: the same inode, reached
-// through the descriptor and not by any path the pod could change.
-func ReadOnlyCopy(f *os.File) (*os.File, error) {
-	ro, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("a read-only copy of %s: %w", f.Name(), err)
-	}
-	var st, again unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || unix.Fstat(int(ro.Fd()), &again) != nil || st.Dev != again.Dev || st.Ino != again.Ino {
-		ro.Close()
-		return nil, fmt.Errorf("a read-only copy of %s is another file", f.Name())
-	}
-	return ro, nil
-}
-
 // check accepts a file of kind that the pod's user may read and write.
 func (o Opener) check(st *unix.Stat_t, kind Kind) error {
 	switch format := st.Mode & unix.S_IFMT; {

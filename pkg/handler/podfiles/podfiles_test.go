@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hangarvm/hangar/pkg/launcher/api"
 )
 
 // ownProcess plays the attachment pod: this test's own process is pod "pod-1".
@@ -102,8 +104,8 @@ func writeFile(t *testing.T, path string, mode os.FileMode) {
 	require.NoError(t, os.Chmod(path, mode))
 }
 
-// TestReadOnlyCopy: the copy is the file Open checked, even once the pod has put another
-// file at its path, and it cannot write.
+// TestReadOnlyCopy: the copy (api.ReadOnlyCopy, as virt-handler makes it) is the file Open
+// checked, even once the pod has put another file at its path, and it cannot write.
 func TestReadOnlyCopy(t *testing.T) {
 	o := Opener{Peers: ownProcess{}, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	volume := t.TempDir()
@@ -117,7 +119,7 @@ func TestReadOnlyCopy(t *testing.T) {
 	require.NoError(t, os.Rename(disk, disk+".old"))
 	require.NoError(t, os.Symlink("/etc/passwd", disk))
 
-	ro, err := ReadOnlyCopy(f)
+	ro, err := api.ReadOnlyCopy(f)
 	require.NoError(t, err)
 	defer ro.Close()
 	data := make([]byte, 7)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,7 +80,6 @@ func (h Handover) checkFiles(files []*os.File) error {
 	if h.Writable {
 		modes[0] = unix.O_RDWR
 	}
-	var first unix.Stat_t
 	for i, f := range files {
 		flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
 		if err != nil {
@@ -88,17 +88,32 @@ func (h Handover) checkFiles(files []*os.File) error {
 		if flags&unix.O_ACCMODE != modes[i] {
 			return fmt.Errorf("handover of volume %s: descriptor %d has the wrong access mode (%#o)", h.Volume, i, flags&unix.O_ACCMODE)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-			return err
-		}
-		if i == 0 {
-			first = st
-		} else if st.Dev != first.Dev || st.Ino != first.Ino {
-			return fmt.Errorf("handover of volume %s: the read-only copy is another file", h.Volume)
-		}
+	}
+	if len(files) == 2 && !sameFile(files[0], files[1]) {
+		return fmt.Errorf("handover of volume %s: the read-only copy is another file", h.Volume)
 	}
 	return nil
+}
+
+// ReadOnlyCopy opens f again, read-only: the same inode, reached through f's descriptor and
+// not by any path that could have changed since f was opened. virt-handler makes a disk's
+// copy so; a launcher makes one for a handler from before copies.
+func ReadOnlyCopy(f *os.File) (*os.File, error) {
+	ro, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("a read-only copy of %s: %w", f.Name(), err)
+	}
+	if !sameFile(f, ro) {
+		ro.Close()
+		return nil, fmt.Errorf("a read-only copy of %s is another file", f.Name())
+	}
+	return ro, nil
+}
+
+// sameFile says whether a and b are descriptors of one inode.
+func sameFile(a, b *os.File) bool {
+	var sa, sb unix.Stat_t
+	return unix.Fstat(int(a.Fd()), &sa) == nil && unix.Fstat(int(b.Fd()), &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // SendHandover sends h with the descriptors of files over c, in one message.

@@ -10,9 +10,9 @@ import (
 
 // HotplugDisk is the libvirt disk of a volume hotplugged into a running guest: disk's device
 // on the SCSI bus (as KubeVirt hotplugs, the only bus Hangar's domains can take disks on
-// while running), its raw data read from source (the launcher's /proc/<pid>/fd/<n> of the
-// descriptor virt-handler handed over: docs/hotplug.md), and the first SCSI target name
-// that used (the domain's targets) does not hold.
+// while running), its raw data read from source (the fd set of the descriptors virt-handler
+// handed over, /dev/fdset/<id>: docs/hotplug.md), a block device's when block, and the first
+// SCSI target name that used (the domain's targets) does not hold.
 func HotplugDisk(disk v1.Disk, source string, block bool, used map[string]bool) (libvirtxml.DomainDisk, error) {
 	if disk.CDRom != nil {
 		return libvirtxml.DomainDisk{}, fmt.Errorf("disk %s: a CD-ROM cannot be hotplugged", disk.Name)

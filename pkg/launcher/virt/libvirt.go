@@ -246,15 +246,11 @@ func (c *Conn) DetachDevice(name, xml string) error {
 }
 
 func (c *Conn) AddFDSet(name string, id int, files []*os.File) error {
-	in := make([]os.File, len(files))
-	for i, f := range files {
-		in[i] = *f
-	}
+	cmd := fmt.Sprintf(`{"execute":"add-fd","arguments":{"fdset-id":%d}}`, id)
 	return c.withDomain(name, func(d *libvirt.Domain) error {
-		for i := range in {
+		for _, f := range files {
 			// add-fd takes one descriptor a call.
-			cmd := fmt.Sprintf(`{"execute":"add-fd","arguments":{"fdset-id":%d}}`, id)
-			if _, _, err := d.QemuMonitorCommandWithFiles(cmd, in[i:i+1], libvirt.DOMAIN_QEMU_MONITOR_COMMAND_DEFAULT); err != nil {
+			if _, _, err := d.QemuMonitorCommandWithFiles(cmd, []os.File{*f}, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_DEFAULT); err != nil {
 				return fmt.Errorf("add a descriptor to fd set %d: %w", id, err)
 			}
 		}
