@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,34 +19,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/hangarvm/hangar/pkg/apis/kubevirt/v1"
-	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-var (
-	kubevirtVirtctlOnce sync.Once
-	kubevirtVirtctlPath string
-	kubevirtVirtctlErr  error
-)
+// kubevirtVirtctlBinary is KubeVirt's own virtctl v1.6.0 (test/kubevirtctl), built from the
+// Go module proxy.
+var kubevirtVirtctlBinary = &goBinary{name: "kubevirt-virtctl", dir: "test/kubevirtctl", pkg: "kubevirt.io/kubevirt/cmd/virtctl"}
 
-// kubevirtVirtctl runs KubeVirt's own virtctl v1.6.0 (test/kubevirtctl, built from the Go
-// module proxy on first use) with stdin, and returns what it printed.
+// kubevirtVirtctl runs KubeVirt's own virtctl with stdin, and returns what it printed.
 func kubevirtVirtctl(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	kubevirtVirtctlOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubevirt-virtctl")
-		if err != nil {
-			kubevirtVirtctlErr = err
-			return
-		}
-		kubevirtVirtctlPath = filepath.Join(dir, "virtctl")
-		build := exec.Command("go", "build", "-o", kubevirtVirtctlPath, "kubevirt.io/kubevirt/cmd/virtctl")
-		build.Dir = filepath.Join(framework.RepoRoot(), "test", "kubevirtctl")
-		if out, err := build.CombinedOutput(); err != nil {
-			kubevirtVirtctlErr = fmt.Errorf("build KubeVirt's virtctl: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, kubevirtVirtctlErr)
-	cmd := exec.Command(kubevirtVirtctlPath, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.Command(kubevirtVirtctlBinary.Path(t), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -106,8 +87,7 @@ func TestKubeVirtVirtctl(t *testing.T) {
 		require.NoError(t, err)
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		_, _ = kubevirtVirtctl(t, "", "version") // built before the forward starts
-		fwd := exec.Command(kubevirtVirtctlPath, "--kubeconfig", kubeconfig, "port-forward", "vm/hc1", "-n", ns, fmt.Sprintf("%d:22", port))
+		fwd := exec.Command(kubevirtVirtctlBinary.Path(t), "--kubeconfig", kubeconfig, "port-forward", "vm/hc1", "-n", ns, fmt.Sprintf("%d:22", port))
 		require.NoError(t, fwd.Start())
 		t.Cleanup(func() { _ = fwd.Process.Kill(); _ = fwd.Wait() })
 		var line string

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,31 +25,41 @@ import (
 	"github.com/hangarvm/hangar/test/integration/framework"
 )
 
-var (
-	virtctlOnce sync.Once
-	virtctlPath string
-	virtctlErr  error
-)
+// goBinary is a Go program the tests build once, in dir (below the repository's root) from
+// package pkg, for commands that run in the background (go run would leave its child behind
+// when killed) or that come from another module.
+type goBinary struct {
+	name, dir, pkg string
+	once           sync.Once
+	path           string
+	err            error
+}
 
-// virtctlBinary builds the project's virtctl once, for commands that run in the background
-// (go run would leave its child behind when killed).
-func virtctlBinary(t *testing.T) string {
+// Path builds the program on first use and returns where it is.
+func (b *goBinary) Path(t *testing.T) string {
 	t.Helper()
-	virtctlOnce.Do(func() {
-		dir, err := exec.Command("mktemp", "-d").Output()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", b.name)
 		if err != nil {
-			virtctlErr = err
+			b.err = err
 			return
 		}
-		virtctlPath = filepath.Join(strings.TrimSpace(string(dir)), "virtctl")
-		out, err := exec.Command("go", "build", "-o", virtctlPath, filepath.Join(framework.RepoRoot(), "cmd", "virtctl")).CombinedOutput()
-		if err != nil {
-			virtctlErr = fmt.Errorf("build virtctl: %v\n%s", err, out)
+		b.path = filepath.Join(dir, filepath.Base(b.pkg))
+		build := exec.Command("go", "build", "-o", b.path, b.pkg)
+		build.Dir = filepath.Join(framework.RepoRoot(), b.dir)
+		if out, err := build.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build %s: %v\n%s", b.name, err, out)
 		}
 	})
-	require.NoError(t, virtctlErr)
-	return virtctlPath
+	require.NoError(t, b.err)
+	return b.path
 }
+
+// hangarVirtctl is the project's virtctl.
+var hangarVirtctl = &goBinary{name: "virtctl", pkg: "./cmd/virtctl"}
+
+// virtctlBinary is the project's virtctl, built once.
+func virtctlBinary(t *testing.T) string { return hangarVirtctl.Path(t) }
 
 func virtctlCmd(t *testing.T, args ...string) *exec.Cmd {
 	return exec.Command(virtctlBinary(t), append([]string{"--kubeconfig", kubeconfig}, args...)...)
